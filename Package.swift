@@ -1,0 +1,97 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Every Swift target builds in Swift 6 mode with complete concurrency checking:
+/// the daemon's threads (scheduler, D-Bus loop, GLib loop, players) meet in shared state,
+/// and the compiler is the cheapest reviewer of that.
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Tocsin",
+    products: [
+        .executable(name: "tocsin", targets: ["tocsin"]),
+        .executable(name: "toml-test-decoder", targets: ["toml-test-decoder"]),
+        .library(name: "TocsinTime", targets: ["TocsinTime"]),
+        .library(name: "TocsinConfig", targets: ["TocsinConfig"]),
+        .library(name: "TocsinCore", targets: ["TocsinCore"]),
+        .library(name: "TocsinTesting", targets: ["TocsinTesting"]),
+        .library(name: "DBus", targets: ["DBus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+    ],
+    targets: [
+        // MARK: C libraries and shims
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1",
+                       providers: [.apt(["libdbus-1-dev"])]),
+        .target(name: "CTocsinSystem", path: "Sources/CTocsinSystem"),
+
+        // MARK: Pure layers
+        .target(name: "TocsinTime", swiftSettings: strict),
+        .target(name: "TocsinConfig", dependencies: ["TocsinTime"], swiftSettings: strict),
+
+        // MARK: The engine
+        .target(
+            name: "TocsinCore",
+            dependencies: [
+                "TocsinTime", "TocsinConfig", "CSQLite", "CTocsinSystem",
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
+        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinTime"], swiftSettings: strict),
+
+        // MARK: Delivery backends, one target each
+        .target(
+            name: "TocsinLogBackend",
+            dependencies: ["TocsinCore", .product(name: "Logging", package: "swift-log")],
+            path: "Plugins/Log",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "TocsinExecBackend",
+            dependencies: [
+                "TocsinCore",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Plugins/Exec",
+            swiftSettings: strict
+        ),
+
+        // MARK: Executables
+        .executableTarget(
+            name: "tocsin",
+            dependencies: [
+                "TocsinCore", "TocsinConfig", "TocsinTime",
+                "TocsinLogBackend", "TocsinExecBackend",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "toml-test-decoder", dependencies: ["TocsinConfig"], swiftSettings: strict),
+
+        // MARK: Tests
+        .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime"], swiftSettings: strict),
+        .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime"], swiftSettings: strict),
+        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
+                    swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore"],
+                    swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTime"], swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,53 @@
+#include "CTocsinSystem.h"
+#include <sys/timerfd.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <errno.h>
+#include <unistd.h>
+#include <string.h>
+
+int tocsin_timerfd_create_realtime(void) {
+    return timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+}
+
+int tocsin_timerfd_arm_absolute(int fd, int64_t unix_usec) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    if (unix_usec <= 0) unix_usec = 1; /* zero would disarm: fire as soon as possible instead */
+    spec.it_value.tv_sec = (time_t)(unix_usec / 1000000);
+    spec.it_value.tv_nsec = (long)((unix_usec % 1000000) * 1000);
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &spec, NULL);
+}
+
+int tocsin_timerfd_disarm(int fd) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
+
+int64_t tocsin_timerfd_read(int fd) {
+    uint64_t n = 0;
+    ssize_t r = read(fd, &n, sizeof n);
+    if (r == (ssize_t)sizeof n) return (int64_t)n;
+    if (r < 0 && errno == EAGAIN) return 0;
+    if (r < 0 && errno == ECANCELED) return -1;
+    return -2;
+}
+
+int tocsin_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int tocsin_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return write(fd, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -1;
+}
+
+int tocsin_eventfd_drain(int fd) {
+    uint64_t n;
+    return read(fd, &n, sizeof n) == (ssize_t)sizeof n ? 0 : -1;
+}
+
+int64_t tocsin_realtime_usec(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}

@@ -1,0 +1,2 @@
+import CDBus
+enum DBusPlaceholder {}

@@ -1,0 +1,112 @@
+// CONTRACT FILE written by the lead before the TOML helper starts. The config decoder is written
+// against these shapes; the parser may add API but must keep these.
+
+public struct TOMLLocalDate: Hashable, Sendable {
+    public var year: Int, month: Int, day: Int
+    public init(year: Int, month: Int, day: Int) { self.year = year; self.month = month; self.day = day }
+}
+
+public struct TOMLLocalTime: Hashable, Sendable {
+    public var hour: Int, minute: Int, second: Int
+    /// Fraction of a second in nanoseconds (TOML requires at least millisecond precision; we keep nanoseconds).
+    public var nanosecond: Int
+    public init(hour: Int, minute: Int, second: Int, nanosecond: Int = 0) {
+        self.hour = hour; self.minute = minute; self.second = second; self.nanosecond = nanosecond
+    }
+}
+
+/// Any of TOML's four date-time forms: offset date-time (date, time, offset), local date-time
+/// (date, time), local date (date) and local time (time).
+public struct TOMLDateTime: Hashable, Sendable {
+    public var date: TOMLLocalDate?
+    public var time: TOMLLocalTime?
+    /// Offset from UTC in minutes (`Z` is 0); nil for local forms.
+    public var offsetMinutes: Int?
+    public init(date: TOMLLocalDate?, time: TOMLLocalTime?, offsetMinutes: Int?) {
+        self.date = date; self.time = time; self.offsetMinutes = offsetMinutes
+    }
+}
+
+public indirect enum TOMLValue: Sendable {
+    case string(String)
+    case integer(Int64)
+    case float(Double)
+    case boolean(Bool)
+    case dateTime(TOMLDateTime)
+    case array([TOMLNode])
+    case table(TOMLTable)
+
+    /// The name used in diagnostics: "string", "integer", "float", "boolean", "offset date-time",
+    /// "local date-time", "local date", "local time", "array", "table".
+    public var typeName: String {
+        switch self {
+        case .string: return "string"
+        case .integer: return "integer"
+        case .float: return "float"
+        case .boolean: return "boolean"
+        case .dateTime(let d):
+            switch (d.date != nil, d.time != nil, d.offsetMinutes != nil) {
+            case (true, true, true): return "offset date-time"
+            case (true, true, false): return "local date-time"
+            case (true, false, _): return "local date"
+            default: return "local time"
+            }
+        case .array: return "array"
+        case .table: return "table"
+        }
+    }
+}
+
+/// A value with the position where it starts in the source.
+public struct TOMLNode: Sendable {
+    public var value: TOMLValue
+    public var location: SourceLocation
+    public init(_ value: TOMLValue, at location: SourceLocation) { self.value = value; self.location = location }
+}
+
+/// A table in document order. Every key keeps where it was written, so the config decoder can point
+/// at the key (unknown key) or at its value (wrong type).
+public struct TOMLTable: Sendable {
+    public struct Entry: Sendable {
+        public var key: String
+        public var keyLocation: SourceLocation
+        public var node: TOMLNode
+        public init(key: String, keyLocation: SourceLocation, node: TOMLNode) {
+            self.key = key; self.keyLocation = keyLocation; self.node = node
+        }
+    }
+    /// Where the table was introduced: its `[header]`, `[[header]]`, `{`, or 1:1 for the root.
+    public var location: SourceLocation
+    public private(set) var entries: [Entry] = []
+    private var index: [String: Int] = [:]
+
+    public init(location: SourceLocation) { self.location = location }
+
+    public subscript(key: String) -> TOMLNode? {
+        guard let i = index[key] else { return nil }
+        return entries[i].node
+    }
+    public func entry(_ key: String) -> Entry? { index[key].map { entries[$0] } }
+    public var keys: [String] { entries.map(\.key) }
+
+    /// Inserts or replaces (the parser enforces TOML's redefinition rules before calling this).
+    public mutating func set(_ key: String, keyLocation: SourceLocation, node: TOMLNode) {
+        if let i = index[key] {
+            entries[i] = Entry(key: key, keyLocation: keyLocation, node: node)
+        } else {
+            index[key] = entries.count
+            entries.append(Entry(key: key, keyLocation: keyLocation, node: node))
+        }
+    }
+}
+
+public enum TOML {
+    /// Parses a whole document. `file` names the source in diagnostics.
+    /// Throws every error found (at least one); never crashes or hangs on any byte sequence.
+    public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {
+        fatalError("contract stub")
+    }
+    public static func parse(_ text: String, file: String) throws(DiagnosticError) -> TOMLTable {
+        try parse(Array(text.utf8), file: file)
+    }
+}

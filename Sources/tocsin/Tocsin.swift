@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct Tocsin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tocsin",
+        abstract: "A notification gateway: schedule notifications, alarms and reminders.",
+        subcommands: [CheckCommand.self, NextCommand.self]
+    )
+}

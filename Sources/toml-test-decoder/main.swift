@@ -1,0 +1,2 @@
+import TocsinConfig
+// Owned by the TOML helper.
