@@ -89,9 +89,9 @@ let package = Package(
         .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime"], swiftSettings: strict),
         .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
                     swiftSettings: strict),
-        .testTarget(name: "DBusTests", dependencies: ["DBus"], swiftSettings: strict),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore"],
                     swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTime"], swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore"], swiftSettings: strict),
     ]
 )
