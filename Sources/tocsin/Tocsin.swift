@@ -5,6 +5,6 @@ struct Tocsin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tocsin",
         abstract: "A notification gateway: schedule notifications, alarms and reminders.",
-        subcommands: [CheckCommand.self, NextCommand.self]
+        subcommands: [DaemonCommand.self, CheckCommand.self, NextCommand.self]
     )
 }

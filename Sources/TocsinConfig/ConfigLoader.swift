@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads, parses and decodes a config file, keeping the source so diagnostics can quote it.
+public struct LoadedConfig: Sendable {
+    public var file: String
+    public var source: String
+    public var configuration: TocsinConfiguration
+}
+
+public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable {
+        public let rawValue: String
+        public static let unreadable = Code(rawValue: "unreadable")
+        public static let invalid = Code(rawValue: "invalid")
+    }
+    public var code: Code
+    public var file: String
+    public var diagnostics: [Diagnostic]
+    /// The text of the file, for quoting lines under each diagnostic.
+    public var source: String
+
+    public init(code: Code, file: String, diagnostics: [Diagnostic], source: String) {
+        self.code = code; self.file = file; self.diagnostics = diagnostics; self.source = source
+    }
+
+    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+    /// Every diagnostic with its source line and caret.
+    public var rendered: String { DiagnosticError(diagnostics).rendered(source: source) }
+}
+
+public enum ConfigLoader {
+    /// `$XDG_CONFIG_HOME/tocsin/config.toml`, else `~/.config/tocsin/config.toml`.
+    public static func defaultPath(environment: [String: String]) -> String {
+        if let x = environment["XDG_CONFIG_HOME"], x.hasPrefix("/") { return x + "/tocsin/config.toml" }
+        return (environment["HOME"] ?? "") + "/.config/tocsin/config.toml"
+    }
+
+    public static func load(file: String) -> Result<LoadedConfig, ConfigLoadError> {
+        guard let bytes = readFile(file) else {
+            let err = String(cString: strerror(errno))
+            return .failure(ConfigLoadError(code: .unreadable, file: file,
+                                            diagnostics: [Diagnostic(file: file, location: SourceLocation(line: 1, column: 1),
+                                                                     message: "cannot read config file: \(err)")],
+                                            source: ""))
+        }
+        return load(bytes: bytes, file: file)
+    }
+
+    public static func load(bytes: [UInt8], file: String, limits: SpecLimits = SpecLimits()) -> Result<LoadedConfig, ConfigLoadError> {
+        let source = String(decoding: bytes, as: UTF8.self)
+        let root: TOMLTable
+        do {
+            root = try TOML.parse(bytes, file: file)
+        } catch {
+            return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: error.diagnostics, source: source))
+        }
+        switch TocsinConfiguration.decode(root, file: file, limits: limits) {
+        case .success(let c): return .success(LoadedConfig(file: file, source: source, configuration: c))
+        case .failure(let e): return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: e.diagnostics, source: source))
+        }
+    }
+
+    static func readFile(_ path: String) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var out: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65536, f) }
+            if n > 0 { out.append(contentsOf: buf[0..<n]) }
+            if n < 65536 {
+                if ferror(f) != 0 { return nil }
+                break
+            }
+        }
+        return out
+    }
+}

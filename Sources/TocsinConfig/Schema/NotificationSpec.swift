@@ -1,0 +1,322 @@
+import TocsinTime
+
+public enum Urgency: String, Hashable, Sendable, CaseIterable {
+    case low, normal, critical
+}
+
+/// What to do with firings that fell due while the daemon could not deliver them
+/// (downtime, suspend, a clock jump forward).
+public enum MissedPolicy: String, Hashable, Sendable, CaseIterable {
+    /// Report the firing as missed; deliver nothing.
+    case skip
+    /// Deliver the most recent missed firing once, marked late.
+    case fireOnce = "fire-once"
+    /// Deliver every missed firing, each marked late.
+    case fireAll = "fire-all"
+}
+
+/// An instant as a user wrote it. Local and relative forms are resolved when the notification is
+/// scheduled, because they depend on the notification's zone and on "now".
+public enum TimeValue: Hashable, Sendable {
+    case instant(Instant)
+    /// A TOML local date-time, read in the notification's zone.
+    case local(CivilDateTime)
+    /// `+15min`: relative to the moment of scheduling.
+    case relative(TimeSpan)
+}
+
+/// The trigger exactly as written, before it is resolved against a clock and a zone.
+public enum TriggerSpec: Hashable, Sendable {
+    case at(TimeValue)
+    case after(TimeSpan)
+    case every(TimeSpan, count: UInt32?, starting: TimeValue?, until: TimeValue?)
+    case onCalendar(CalendarSpec)
+    case remindBefore(event: TimeValue, offsets: [TimeSpan])
+
+    /// The user's name for the trigger kind, as in the config.
+    public var keyword: String {
+        switch self {
+        case .at: return "at"
+        case .after: return "after"
+        case .every: return "every"
+        case .onCalendar: return "on_calendar"
+        case .remindBefore: return "remind_before"
+        }
+    }
+}
+
+public struct NotificationAction: Hashable, Sendable {
+    public var id: String
+    public var label: String
+    public init(id: String, label: String) { self.id = id; self.label = label }
+}
+
+/// One notification as requested, from a `[[notification]]` table or a D-Bus `Schedule` call.
+public struct NotificationSpec: Hashable, Sendable {
+    public var key: String?
+    public var title: String = ""
+    public var body: String = ""
+    public var trigger: TriggerSpec = .after(.zero)
+    /// Names of configured backend instances; nil means all of them.
+    public var backends: [String]?
+    public var urgency: Urgency = .normal
+    public var icon: String?
+    public var category: String?
+    public var sound: String?
+    public var actions: [NotificationAction] = []
+    public var userInfo: [String: String] = [:]
+    /// nil: the daemon's default.
+    public var missed: MissedPolicy?
+    /// A missed firing later than this is skipped whatever the policy.
+    public var maxLate: TimeSpan?
+    /// IANA zone for `on_calendar` and local date-times; nil: the daemon's zone.
+    public var timezone: String?
+    /// D-Bus only: false keeps an existing notification with the same key unchanged.
+    public var replace: Bool = true
+    /// Where the table starts, and where the trigger key was written, for later errors.
+    public var location = SourceLocation(line: 1, column: 1)
+    public var triggerLocation = SourceLocation(line: 1, column: 1)
+
+    public init() {}
+}
+
+/// Limits that keep one request from exhausting the daemon; refused with an error, never truncated.
+public struct SpecLimits: Hashable, Sendable {
+    public var maxKeyLength = 255
+    public var maxTitleBytes = 4096
+    public var maxBodyBytes = 65536
+    public var maxActions = 16
+    public var maxUserInfoEntries = 64
+    public var maxUserInfoBytes = 65536
+    public var maxRemindOffsets = 64
+    public init() {}
+}
+
+/// The `[[notification]]` / `Schedule` fields. Each field is defined once here: its name, what it
+/// accepts, and how it is read; the config file, the D-Bus API and the docs all follow this table.
+public enum NotificationFields {
+    public struct Field: Sendable {
+        public var name: String
+        public var type: String
+        public var summary: String
+    }
+
+    public static let triggerKeys = ["at", "after", "every", "on_calendar", "remind_before"]
+
+    /// The reference table, in the order the README documents it.
+    public static let all: [Field] = [
+        Field(name: "key", type: "string", summary: "Unique id; a later notification with the same key replaces this one. Generated when absent."),
+        Field(name: "title", type: "string", summary: "Summary line (required)."),
+        Field(name: "body", type: "string", summary: "Body text."),
+        Field(name: "at", type: "date-time or string", summary: "Trigger: once at this instant (RFC 3339, @unix, +duration, or a TOML date-time)."),
+        Field(name: "after", type: "duration", summary: "Trigger: once, this long after it is scheduled."),
+        Field(name: "every", type: "duration", summary: "Trigger: repeatedly with this period (> 0)."),
+        Field(name: "count", type: "integer", summary: "With every: how many times."),
+        Field(name: "starting", type: "date-time or string", summary: "With every: the first firing (default: one period from now)."),
+        Field(name: "until", type: "date-time or string", summary: "With every: no firing after this instant."),
+        Field(name: "on_calendar", type: "string", summary: "Trigger: a systemd calendar expression, e.g. 'Mon..Fri 07:30'."),
+        Field(name: "remind_before", type: "array of durations", summary: "Trigger: fire these offsets before the event given by at."),
+        Field(name: "timezone", type: "string", summary: "IANA zone for on_calendar and local date-times (default: the daemon's)."),
+        Field(name: "backends", type: "array of strings", summary: "Backend instances to deliver to (default: all)."),
+        Field(name: "urgency", type: "string", summary: "low, normal (default) or critical."),
+        Field(name: "icon", type: "string", summary: "Icon name or path for popups."),
+        Field(name: "category", type: "string", summary: "freedesktop notification category."),
+        Field(name: "sound", type: "string", summary: "Sound name or file for this notification."),
+        Field(name: "actions", type: "table of strings", summary: "Action id = button label."),
+        Field(name: "user_info", type: "table of strings", summary: "Handed back with every firing and action."),
+        Field(name: "missed", type: "string", summary: "skip, fire-once or fire-all (default: [daemon] missed)."),
+        Field(name: "max_late", type: "duration", summary: "A missed firing later than this is skipped."),
+    ]
+
+    /// The D-Bus-only field.
+    public static let dbusOnly: [Field] = [
+        Field(name: "replace", type: "boolean", summary: "false keeps an existing notification with the same key (default true)."),
+    ]
+
+    /// Reads one notification. `allowReplace` enables the D-Bus-only `replace` field.
+    public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
+                              allowReplace: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
+        var r = TableReader(table, context: context)
+        var spec = NotificationSpec()
+        spec.location = table.location
+
+        if let key = r.string("key") {
+            if let problem = validateKey(key, limits: limits) { r.report("key", problem) } else { spec.key = key }
+        }
+        if let title = r.requiredString("title") {
+            if title.utf8.count > limits.maxTitleBytes {
+                r.report("title", "'title' is \(title.utf8.count) bytes; the limit is \(limits.maxTitleBytes)")
+            } else { spec.title = title }
+        }
+        if let body = r.string("body") {
+            if body.utf8.count > limits.maxBodyBytes {
+                r.report("body", "'body' is \(body.utf8.count) bytes; the limit is \(limits.maxBodyBytes)")
+            } else { spec.body = body }
+        }
+        spec.backends = r.stringArray("backends")
+        spec.urgency = r.choice("urgency", Urgency.allCases.map { ($0.rawValue, $0) }) ?? .normal
+        spec.icon = r.string("icon")
+        spec.category = r.string("category")
+        spec.sound = r.string("sound")
+        if let actions = r.stringTable("actions") {
+            if actions.count > limits.maxActions {
+                r.report("actions", "'actions' has \(actions.count) entries; the limit is \(limits.maxActions)")
+            } else {
+                spec.actions = actions.map { NotificationAction(id: $0.key, label: $0.value) }
+            }
+        }
+        if let info = r.stringTable("user_info") {
+            let bytes = info.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            if info.count > limits.maxUserInfoEntries || bytes > limits.maxUserInfoBytes {
+                r.report("user_info", "'user_info' has \(info.count) entries and \(bytes) bytes; the limits are \(limits.maxUserInfoEntries) entries and \(limits.maxUserInfoBytes) bytes")
+            } else {
+                for (k, v) in info { spec.userInfo[k] = v }
+            }
+        }
+        spec.missed = r.choice("missed", MissedPolicy.allCases.map { ($0.rawValue, $0) })
+        spec.maxLate = r.duration("max_late", positive: true)
+        if let tz = r.string("timezone") {
+            if tz.isEmpty || tz.hasPrefix("/") || tz.contains("..") || tz.contains("\0") {
+                r.report("timezone", "'timezone' must be an IANA zone name such as 'Europe/Berlin', found '\(tz)'")
+            } else { spec.timezone = tz }
+        }
+        if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
+
+        if let trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
+            spec.trigger = trigger.0
+            spec.triggerLocation = trigger.1
+        }
+
+        var known = all.map(\.name)
+        if allowReplace { known += dbusOnly.map(\.name) }
+        r.finish(known: known)
+        if r.issues.isEmpty { return .success(spec) }
+        return .failure(DecodeFailure(issues: r.issues))
+    }
+
+    /// Keys are printable, bounded, and safe to use as D-Bus strings and log fields.
+    public static func validateKey(_ key: String, limits: SpecLimits = SpecLimits()) -> String? {
+        if key.isEmpty { return "'key' must not be empty" }
+        if key.utf8.count > limits.maxKeyLength { return "'key' is \(key.utf8.count) bytes; the limit is \(limits.maxKeyLength)" }
+        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) {
+            return "'key' must not contain spaces or control characters"
+        }
+        return nil
+    }
+
+    private static func decodeTrigger(_ r: inout TableReader, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
+        // `at` is both a trigger and the event of remind_before.
+        let present = triggerKeys.filter { r.has($0) && !($0 == "at" && r.has("remind_before")) }
+        for k in ["count", "starting", "until"] where r.has(k) && !r.has("every") {
+            r.report(k, "'\(k)' only goes with 'every'", atValue: false)
+            r.accept(k)
+        }
+        if present.isEmpty {
+            for k in triggerKeys { r.accept(k) }
+            if required {
+                r.report(FieldIssue(field: "trigger", location: r.table.location,
+                                    message: "\(r.context) has no trigger; give one of 'at', 'after', 'every', 'on_calendar', 'remind_before'"))
+            }
+            return nil
+        }
+        if present.count > 1 {
+            let second = present[1]
+            r.report(FieldIssue(field: second, location: r.location(of: second),
+                                message: "\(r.context) has two triggers, '\(present[0])' and '\(second)'; give exactly one"))
+            for k in triggerKeys + ["count", "starting", "until"] { r.accept(k) }
+            return nil
+        }
+        let kind = present[0]
+        let loc = r.location(of: kind)
+        switch kind {
+        case "at":
+            guard let t = timeValue(&r, "at") else { return nil }
+            return (.at(t), loc)
+        case "after":
+            guard let d = r.duration("after", positive: true) else { return nil }
+            return (.after(d), loc)
+        case "every":
+            guard let period = r.duration("every", positive: true) else { return nil }
+            var count: UInt32?
+            if r.has("count") { count = r.integer("count", in: 1...Int64(UInt32.max)).map { UInt32($0) } }
+            let starting = r.has("starting") ? timeValue(&r, "starting") : nil
+            let until = r.has("until") ? timeValue(&r, "until") : nil
+            return (.every(period, count: count, starting: starting, until: until), loc)
+        case "on_calendar":
+            guard let text = r.string("on_calendar") else { return nil }
+            guard let spec = r.parse("on_calendar", text, { t throws(TimeSyntaxError) in try CalendarSpec.parse(t) }) else { return nil }
+            return (.onCalendar(spec), loc)
+        default:  // remind_before
+            guard r.has("at") else {
+                r.report("remind_before", "'remind_before' needs 'at', the time of the event", atValue: false)
+                r.accept("remind_before")
+                return nil
+            }
+            let event = timeValue(&r, "at")
+            guard let texts = r.stringArray("remind_before") else { return nil }
+            if texts.isEmpty { r.report("remind_before", "'remind_before' must list at least one offset"); return nil }
+            if texts.count > limits.maxRemindOffsets {
+                r.report("remind_before", "'remind_before' has \(texts.count) offsets; the limit is \(limits.maxRemindOffsets)")
+                return nil
+            }
+            var offsets: [TimeSpan] = []
+            for t in texts {
+                do throws(TimeSyntaxError) {
+                    let o = try TimeSpan.parse(t)
+                    if o < .zero { throw TimeSyntaxError(.invalidDuration, "an offset before the event must not be negative", column: 1) }
+                    offsets.append(o)
+                } catch {
+                    r.report("remind_before", "invalid offset '\(t)' in 'remind_before': \(error.message)")
+                    return nil
+                }
+            }
+            guard let event else { return nil }
+            return (.remindBefore(event: event, offsets: offsets), loc)
+        }
+    }
+
+    /// A date-time as TOML writes it, or a string in the CLI/D-Bus forms.
+    private static func timeValue(_ r: inout TableReader, _ key: String) -> TimeValue? {
+        guard let n = r.node(key) else { return nil }
+        switch n.value {
+        case .dateTime(let dt):
+            guard let date = dt.date, let time = dt.time else {
+                r.report(key, "'\(key)' needs a date and a time, found a \(n.value.typeName)")
+                return nil
+            }
+            let civil = CivilDateTime(year: date.year, month: date.month, day: date.day, hour: time.hour,
+                                      minute: time.minute, second: min(time.second, 59), microsecond: time.nanosecond / 1000)
+            guard let offset = dt.offsetMinutes else { return .local(civil) }
+            let utc = TimeZoneRules.utc
+            let local = Timestamp.instant(of: civil, in: utc)
+            return .instant(local - .minutes(Int64(offset)))
+        case .string(let s):
+            let trimmed = s.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("+") {
+                return r.parse(key, String(trimmed.dropFirst())) { t throws(TimeSyntaxError) in
+                    .relative(try TimeSpan.parse(t))
+                }
+            }
+            // Parsed against a dummy "now": only absolute forms reach this branch.
+            return r.parse(key, s) { t throws(TimeSyntaxError) in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
+        default:
+            r.report(key, "'\(key)' must be a date-time or a string, found \(n.value.typeName)")
+            return nil
+        }
+    }
+}
+
+/// All problems found while decoding one table or file.
+public struct DecodeFailure: Error, Sendable {
+    public var issues: [FieldIssue]
+}
+
+extension String {
+    func trimmingCharacters(in set: Whitespace) -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+    enum Whitespace { case whitespaces }
+}

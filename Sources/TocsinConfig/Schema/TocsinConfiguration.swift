@@ -1,0 +1,153 @@
+import TocsinTime
+
+public enum LogLevel: String, Hashable, Sendable, CaseIterable {
+    case trace, debug, info, notice, warning, error, critical
+}
+
+/// `[daemon]`: settings of the daemon itself.
+public struct DaemonSettings: Hashable, Sendable {
+    /// nil: `$XDG_STATE_HOME/tocsin`, else `~/.local/state/tocsin`.
+    public var stateDirectory: String?
+    public var logLevel: LogLevel = .info
+    public var missed: MissedPolicy = .fireOnce
+    public var maxLate: TimeSpan?
+    /// Refused beyond this many pending notifications; nothing already scheduled is dropped.
+    public var maxPending: Int = 1_000_000
+    /// The zone for calendar expressions and local date-times without their own; nil: `$TZ`, else the system's.
+    public var timezone: String?
+    public init() {}
+
+    public static let keys: [NotificationFields.Field] = [
+        .init(name: "state_dir", type: "string", summary: "Where the SQLite state lives (default $XDG_STATE_HOME/tocsin)."),
+        .init(name: "log_level", type: "string", summary: "trace, debug, info (default), notice, warning, error or critical."),
+        .init(name: "missed", type: "string", summary: "Default missed-fire policy: skip, fire-once (default) or fire-all."),
+        .init(name: "max_late", type: "duration", summary: "Default: a missed firing later than this is skipped."),
+        .init(name: "max_pending", type: "integer", summary: "Limit on pending notifications (default 1000000); beyond it Schedule is refused."),
+        .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
+    ]
+}
+
+/// `[backend.NAME]`: an instance of a backend type. Its own keys are read by the type's factory,
+/// which the core's registry owns; the config layer only knows `type`.
+public struct BackendDeclaration: Sendable {
+    public var name: String
+    public var type: String
+    public var typeLocation: SourceLocation
+    /// The whole table, `type` included, so the factory can point at any key.
+    public var table: TOMLTable
+    public init(name: String, type: String, typeLocation: SourceLocation, table: TOMLTable) {
+        self.name = name; self.type = type; self.typeLocation = typeLocation; self.table = table
+    }
+}
+
+/// A decoded config file.
+public struct TocsinConfiguration: Sendable {
+    public var daemon = DaemonSettings()
+    public var backends: [BackendDeclaration] = []
+    public var notifications: [NotificationSpec] = []
+    public init() {}
+
+    public static let topLevelKeys = ["daemon", "backend", "notification"]
+
+    /// Decodes the document, collecting every issue of every table.
+    public static func decode(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> Result<TocsinConfiguration, DiagnosticError> {
+        var config = TocsinConfiguration()
+        var issues: [FieldIssue] = []
+        var top = TableReader(root, context: "the top level")
+
+        if let node = top.node("daemon") {
+            if case .table(let t) = node.value {
+                var r = TableReader(t, context: "[daemon]")
+                config.daemon.stateDirectory = r.string("state_dir")
+                config.daemon.logLevel = r.choice("log_level", LogLevel.allCases.map { ($0.rawValue, $0) }) ?? .info
+                config.daemon.missed = r.choice("missed", MissedPolicy.allCases.map { ($0.rawValue, $0) }) ?? .fireOnce
+                config.daemon.maxLate = r.duration("max_late", positive: true)
+                if let n = r.integer("max_pending", in: 1...100_000_000) { config.daemon.maxPending = Int(n) }
+                config.daemon.timezone = r.string("timezone")
+                r.finish(known: DaemonSettings.keys.map(\.name))
+                issues += r.issues
+            } else {
+                top.report("daemon", "'daemon' must be a table ([daemon]), found \(node.value.typeName)")
+            }
+        }
+
+        if let node = top.node("backend") {
+            if case .table(let t) = node.value {
+                for e in t.entries {
+                    guard case .table(let bt) = e.node.value else {
+                        issues.append(FieldIssue(field: "backend.\(e.key)", location: e.node.location,
+                                                 message: "'backend.\(e.key)' must be a table ([backend.\(e.key)]), found \(e.node.value.typeName)"))
+                        continue
+                    }
+                    if let problem = validateBackendName(e.key) {
+                        issues.append(FieldIssue(field: "backend", location: bt.location, message: problem))
+                        continue
+                    }
+                    var r = TableReader(bt, context: "[backend.\(e.key)]")
+                    if let type = r.requiredString("type") {
+                        config.backends.append(BackendDeclaration(name: e.key, type: type,
+                                                                  typeLocation: r.valueLocation(of: "type"), table: bt))
+                    }
+                    issues += r.issues
+                }
+            } else {
+                top.report("backend", "'backend' must be a table of backends ([backend.NAME]), found \(node.value.typeName)")
+            }
+        }
+
+        if let node = top.node("notification") {
+            if case .array(let items) = node.value {
+                var seenKeys: [String: SourceLocation] = [:]
+                for (i, item) in items.enumerated() {
+                    guard case .table(let nt) = item.value else {
+                        issues.append(FieldIssue(field: "notification", location: item.location,
+                                                 message: "'notification' must be an array of tables ([[notification]]), found an element of type \(item.value.typeName)"))
+                        continue
+                    }
+                    switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits) {
+                    case .success(var spec):
+                        // Config notifications need stable keys across reloads: derive one from the position
+                        // only as a last resort, and say so in the docs.
+                        if spec.key == nil { spec.key = "config-\(i + 1)" }
+                        if let key = spec.key, let first = seenKeys[key] {
+                            issues.append(FieldIssue(field: "key", location: nt["key"]?.location ?? nt.location,
+                                                     message: "duplicate notification key '\(key)' (first defined at \(first))"))
+                        } else if let key = spec.key {
+                            seenKeys[key] = nt["key"]?.location ?? nt.location
+                            config.notifications.append(spec)
+                        }
+                    case .failure(let f):
+                        issues += f.issues
+                    }
+                }
+            } else {
+                top.report("notification", "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)")
+            }
+        }
+        top.finish(known: topLevelKeys)
+        issues += top.issues
+
+        if let names = Optional(Set(config.backends.map(\.name))), !config.backends.isEmpty {
+            for spec in config.notifications {
+                for b in spec.backends ?? [] where !names.contains(b) {
+                    var message = "unknown backend '\(b)' in notification '\(spec.key ?? "")'"
+                    if let s = Suggestion.closest(to: b, among: Array(names)) { message += "; did you mean '\(s)'?" }
+                    issues.append(FieldIssue(field: "backends", location: spec.location, message: message))
+                }
+            }
+        }
+
+        if issues.isEmpty { return .success(config) }
+        let diags = issues.sorted { $0.location < $1.location }.map {
+            Diagnostic(file: file, location: $0.location, message: $0.message)
+        }
+        return .failure(DiagnosticError(diags))
+    }
+
+    public static func validateBackendName(_ name: String) -> String? {
+        let ok = !name.isEmpty && name.utf8.count <= 64 && name.unicodeScalars.allSatisfy {
+            ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_"
+        }
+        return ok ? nil : "backend name '\(name)' must be 1-64 letters, digits, '-' or '_'"
+    }
+}

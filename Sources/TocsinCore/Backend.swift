@@ -1,0 +1,135 @@
+import Logging
+import TocsinConfig
+import TocsinTime
+
+/// Why a backend failed to deliver; the center logs it and retries with backoff.
+public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        /// Worth retrying: the server or program may come back.
+        public static let unavailable = Code("unavailable")
+        public static let failed = Code("failed")
+        public static let timedOut = Code("timed-out")
+        /// Retrying cannot help (bad file, refused input).
+        public static let permanent = Code("permanent")
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    public var description: String { "\(code): \(message)" }
+}
+
+public enum WithdrawReason: String, Hashable, Sendable {
+    case cancelled, acknowledged, snoozed, replaced, shutdown
+}
+
+/// Something a backend hears from a person and hands back to the center: a popup button, a
+/// dismissed alarm. Lets backends stay ignorant of the center's type.
+public enum BackendEvent: Hashable, Sendable {
+    case acknowledge(key: String)
+    /// nil duration: the notification's or daemon's default snooze.
+    case snooze(key: String, duration: TimeSpan?)
+    case actionInvoked(key: String, action: String)
+    /// An alarm rang `rings` times without anyone reacting.
+    case unanswered(key: String, rings: UInt32)
+}
+
+public protocol BackendEventSink: Sendable {
+    func send(_ event: BackendEvent)
+}
+
+/// A delivery backend: one configured instance (`[backend.NAME]`) of a backend type.
+///
+/// ## Implementation requirements
+/// - `deliver` may suspend but must honour task cancellation promptly: the center cancels an attempt
+///   at its timeout. A backend that ignores cancellation still never blocks other deliveries, because
+///   each delivery runs in its own task, but it leaks that task until it returns.
+/// - Throw `DeliveryError` with `.unavailable` when a retry may succeed (no server yet) and
+///   `.permanent` when it cannot; the center retries with bounded backoff only the former.
+/// - `deliver` is called again for the same occurrence after a crash between delivery and its record
+///   (at-least-once); a backend that can replace by key (popups) should.
+/// - `withdraw` is called on cancel, acknowledge and snooze for every key the backend may hold; it must
+///   be cheap for keys it never saw.
+/// - Never call back into the center synchronously from `deliver`; send `BackendEvent`s to the sink given at start.
+public protocol DeliveryBackend: Sendable {
+    /// The instance name from the config (`desktop`, `alarm`).
+    var name: String { get }
+    /// True when a delivery here waits for a person (an alarm): the center then tracks the key as
+    /// ringing until it is acknowledged or snoozed.
+    var requiresAcknowledgement: Bool { get }
+    func start(events: any BackendEventSink) async
+    func deliver(_ firing: Firing) async throws(DeliveryError)
+    func withdraw(key: String, reason: WithdrawReason) async
+    func shutdown() async
+}
+
+extension DeliveryBackend {
+    public var requiresAcknowledgement: Bool { false }
+    public func start(events: any BackendEventSink) async {}
+    public func withdraw(key: String, reason: WithdrawReason) async {}
+    public func shutdown() async {}
+}
+
+/// What a factory gets besides its table.
+public struct BackendEnvironment: Sendable {
+    public var logger: Logger
+    public var environment: [String: String]
+    public init(logger: Logger, environment: [String: String] = [:]) {
+        self.logger = logger; self.environment = environment
+    }
+}
+
+/// Builds instances of one backend type from their `[backend.NAME]` tables.
+public protocol BackendFactory: Sendable {
+    /// The `type = "..."` this factory answers to.
+    var typeName: String { get }
+    /// The keys of its table besides `type`, for "unknown key; did you mean" diagnostics.
+    var optionKeys: [String] { get }
+    /// Reads options through `options` (which records positioned issues); returns nil if any were fatal.
+    func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)?
+}
+
+/// Maps backend type names to factories. A value passed to whoever builds backends, never a global:
+/// tests build registries with spies, the daemon with the plugins it links.
+public struct BackendRegistry: Sendable {
+    private var factories: [String: any BackendFactory] = [:]
+
+    public init(_ factories: [any BackendFactory] = []) {
+        for f in factories { register(f) }
+    }
+
+    public mutating func register(_ factory: any BackendFactory) {
+        factories[factory.typeName] = factory
+    }
+
+    public var typeNames: [String] { factories.keys.sorted() }
+
+    /// Builds every declared backend, or reports every problem with its position.
+    public func makeBackends(for config: TocsinConfiguration, file: String,
+                             environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
+        var out: [any DeliveryBackend] = []
+        var diags: [Diagnostic] = []
+        for decl in config.backends {
+            guard let factory = factories[decl.type] else {
+                var message = "unknown backend type '\(decl.type)' in [backend.\(decl.name)]"
+                if let s = Suggestion.closest(to: decl.type, among: typeNames) {
+                    message += "; did you mean '\(s)'?"
+                } else {
+                    message += "; known types: \(typeNames.joined(separator: ", "))"
+                }
+                diags.append(Diagnostic(file: file, location: decl.typeLocation, message: message))
+                continue
+            }
+            var reader = TableReader(decl.table, context: "[backend.\(decl.name)]")
+            reader.accept("type")
+            let backend = factory.make(name: decl.name, options: &reader, environment: environment)
+            reader.finish(known: ["type"] + factory.optionKeys)
+            diags += reader.issues.map { Diagnostic(file: file, location: $0.location, message: $0.message) }
+            if let backend, reader.issues.isEmpty { out.append(backend) }
+        }
+        if diags.isEmpty { return .success(out) }
+        return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
+    }
+}

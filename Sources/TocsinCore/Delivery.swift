@@ -1,0 +1,105 @@
+import Logging
+import Synchronization
+import TocsinTime
+
+/// Timeouts and retries of deliveries. Each (firing, backend) pair runs in its own task, so a slow
+/// or hanging backend delays nobody else, and an attempt that outlives its timeout is abandoned.
+public struct DeliveryPolicy: Hashable, Sendable {
+    public var timeout: TimeSpan = .seconds(10)
+    /// Waits before each retry; the number of entries bounds the attempts.
+    public var retryDelays: [TimeSpan] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30)]
+    public init() {}
+}
+
+enum Deliverer {
+    /// Delivers with retries; returns nil on success or the last error.
+    static func deliver(_ firing: Firing, to backend: any DeliveryBackend, policy: DeliveryPolicy,
+                        clock: any TocsinClock, logger: Logger) async -> DeliveryError? {
+        var attempt = 0
+        while true {
+            let result = await attemptOnce(firing, backend, timeout: policy.timeout, clock: clock)
+            guard let error = result else { return nil }
+            if Task.isCancelled { return error }
+            let retryable = error.code != .permanent
+            guard retryable, attempt < policy.retryDelays.count else {
+                logger.error("delivery failed, giving up", metadata: [
+                    "key": "\(firing.key)", "backend": "\(backend.name)", "attempts": "\(attempt + 1)", "error": "\(error)"])
+                return error
+            }
+            let delay = policy.retryDelays[attempt]
+            logger.warning("delivery failed, will retry", metadata: [
+                "key": "\(firing.key)", "backend": "\(backend.name)", "retry-in": "\(delay)", "error": "\(error)"])
+            attempt += 1
+            do { try await clock.sleep(until: clock.now() + delay) } catch { return DeliveryError(.failed, "cancelled while waiting to retry") }
+        }
+    }
+
+    private static func attemptOnce(_ firing: Firing, _ backend: any DeliveryBackend, timeout: TimeSpan,
+                                    clock: any TocsinClock) async -> DeliveryError? {
+        let gate = ResultGate()
+        return await withCheckedContinuation { (cont: CheckedContinuation<DeliveryError?, Never>) in
+            gate.install(cont)
+            let work = Task {
+                do throws(DeliveryError) {
+                    try await backend.deliver(firing)
+                    gate.resume(nil)
+                } catch {
+                    gate.resume(error)
+                }
+            }
+            let deadline = clock.now() + timeout
+            let timer = Task {
+                do { try await clock.sleep(until: deadline) } catch { return }
+                if gate.resume(DeliveryError(.timedOut, "no answer within \(timeout)")) { work.cancel() }
+            }
+            gate.onResume { timer.cancel() }
+        }
+    }
+}
+
+/// Resumes a continuation exactly once, whichever of the delivery or its timeout finishes first.
+private final class ResultGate: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<DeliveryError?, Never>?
+        var done = false
+        var pending: DeliveryError??
+        var onResume: (@Sendable () -> Void)?
+    }
+    private let state = Mutex(State())
+
+    func install(_ c: CheckedContinuation<DeliveryError?, Never>) {
+        let early: DeliveryError?? = state.withLock { s in
+            if let p = s.pending { return .some(p) }
+            s.continuation = c
+            return nil
+        }
+        if let early { c.resume(returning: early) }
+    }
+
+    func onResume(_ f: @escaping @Sendable () -> Void) {
+        let fireNow = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.onResume = f
+            return false
+        }
+        if fireNow { f() }
+    }
+
+    /// True for the caller that won the race.
+    @discardableResult
+    func resume(_ value: DeliveryError?) -> Bool {
+        let (won, cont, hook) = state.withLock { s -> (Bool, CheckedContinuation<DeliveryError?, Never>?, (@Sendable () -> Void)?) in
+            guard !s.done else { return (false, nil, nil) }
+            s.done = true
+            let c = s.continuation
+            s.continuation = nil
+            if c == nil { s.pending = .some(value) }
+            let h = s.onResume
+            s.onResume = nil
+            return (true, c, h)
+        }
+        cont?.resume(returning: value)
+        hook?()
+        return won
+    }
+}

@@ -1,0 +1,94 @@
+import TocsinConfig
+import TocsinTime
+
+public enum NotificationSource: String, Hashable, Sendable {
+    /// Defined in the config file: replaced as a whole on reload.
+    case config
+    /// Scheduled over D-Bus or the CLI: untouched by reloads.
+    case runtime
+}
+
+/// A scheduled notification: the request with its trigger resolved against a clock and a zone.
+public struct Notification: Hashable, Sendable {
+    public var key: String
+    public var title: String
+    public var body: String
+    public var trigger: Trigger
+    /// nil: every configured backend.
+    public var backends: [String]?
+    public var urgency: Urgency
+    public var icon: String?
+    public var category: String?
+    public var sound: String?
+    public var actions: [NotificationAction]
+    public var userInfo: [String: String]
+    public var missed: MissedPolicy
+    public var maxLate: TimeSpan?
+    public var timezone: String
+    public var source: NotificationSource
+    /// Identifies the definition as written, so an unchanged config entry keeps its state across reloads.
+    public var fingerprint: String
+
+    public init(key: String, title: String, body: String = "", trigger: Trigger, backends: [String]? = nil,
+                urgency: Urgency = .normal, icon: String? = nil, category: String? = nil, sound: String? = nil,
+                actions: [NotificationAction] = [], userInfo: [String: String] = [:], missed: MissedPolicy = .fireOnce,
+                maxLate: TimeSpan? = nil, timezone: String = "UTC", source: NotificationSource = .runtime,
+                fingerprint: String = "") {
+        self.key = key; self.title = title; self.body = body; self.trigger = trigger; self.backends = backends
+        self.urgency = urgency; self.icon = icon; self.category = category; self.sound = sound
+        self.actions = actions; self.userInfo = userInfo; self.missed = missed; self.maxLate = maxLate
+        self.timezone = timezone; self.source = source; self.fingerprint = fingerprint
+    }
+}
+
+/// Whether a person still has to react to a notification.
+public enum AlertState: Hashable, Sendable {
+    case idle
+    /// Delivered to a backend that waits for acknowledgement (the alarm); `rings` counts deliveries.
+    case ringing(since: Instant, rings: UInt32)
+    case snoozed(until: Instant)
+
+    public var name: String {
+        switch self {
+        case .idle: return "scheduled"
+        case .ringing: return "ringing"
+        case .snoozed: return "snoozed"
+        }
+    }
+}
+
+/// Why a firing is being delivered.
+public enum FiringReason: String, Hashable, Sendable {
+    case scheduled
+    /// Delivered after its due time under the missed policy.
+    case late
+    case postNow = "post-now"
+    case snoozeEnded = "snooze-ended"
+    /// Was claimed before a crash and never confirmed delivered.
+    case recovered
+}
+
+/// One delivery of a notification, as backends receive it.
+public struct Firing: Hashable, Sendable {
+    public var notification: Notification
+    public var occurrence: Occurrence
+    public var due: Instant
+    public var fired: Instant
+    public var reason: FiringReason
+
+    public var key: String { notification.key }
+    public var late: Bool { reason == .late || reason == .recovered && fired - due > Scheduler.lateTolerance }
+    public var lateness: TimeSpan { fired - due }
+
+    public init(notification: Notification, occurrence: Occurrence, due: Instant, fired: Instant, reason: FiringReason) {
+        self.notification = notification; self.occurrence = occurrence
+        self.due = due; self.fired = fired; self.reason = reason
+    }
+}
+
+/// One line of `List`.
+public struct PendingNotification: Hashable, Sendable {
+    public var notification: Notification
+    public var nextFire: Instant?
+    public var state: AlertState
+}

@@ -1,0 +1,119 @@
+import CSQLite
+
+/// An SQLite failure, with the database's own message.
+public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+        public static let cannotOpen = Code("cannot-open")
+        /// Not a Tocsin database, or damaged: never silently replaced.
+        public static let corrupt = Code("corrupt")
+        public static let readOnly = Code("read-only")
+        public static let full = Code("disk-full")
+        public static let unsafeDirectory = Code("unsafe-directory")
+        public static let failed = Code("failed")
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    public var description: String { message }
+}
+
+/// One SQLite connection. Not thread-safe by itself: owned by one actor.
+final class SQLiteDatabase {
+    let handle: OpaquePointer
+    let path: String
+
+    init(path: String) throws(StoreError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw StoreError(.cannotOpen, "cannot open state database \(path): \(msg)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func error(_ rc: Int32, _ what: String) -> StoreError {
+        let msg = String(cString: sqlite3_errmsg(handle))
+        let code: StoreError.Code
+        switch rc & 0xff {
+        case SQLITE_CORRUPT, SQLITE_NOTADB: code = .corrupt
+        case SQLITE_READONLY: code = .readOnly
+        case SQLITE_FULL: code = .full
+        case SQLITE_CANTOPEN: code = .cannotOpen
+        default: code = .failed
+        }
+        return StoreError(code, "\(what) (\(path)): \(msg)")
+    }
+
+    func exec(_ sql: String) throws(StoreError) {
+        let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(rc, "SQL failed") }
+    }
+
+    func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, "cannot prepare statement") }
+        return SQLiteStatement(stmt, db: self)
+    }
+}
+
+/// A prepared statement, reset and reused: the hot paths never re-parse SQL.
+final class SQLiteStatement {
+    let stmt: OpaquePointer
+    unowned let db: SQLiteDatabase
+
+    init(_ stmt: OpaquePointer, db: SQLiteDatabase) { self.stmt = stmt; self.db = db }
+    deinit { sqlite3_finalize(stmt) }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    func bind(_ i: Int32, _ v: Int64?) {
+        if let v { sqlite3_bind_int64(stmt, i, v) } else { sqlite3_bind_null(stmt, i) }
+    }
+
+    func bind(_ i: Int32, _ v: String?) {
+        guard let v else { sqlite3_bind_null(stmt, i); return }
+        // withCString copies once; SQLITE_TRANSIENT makes SQLite copy, so the buffer may go away after.
+        _ = v.withCString { p in
+            sqlite3_bind_text(stmt, i, p, Int32(v.utf8.count), tocsin_sqlite_transient())
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(StoreError) {
+        defer { reset() }
+        let rc = sqlite3_step(stmt)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw db.error(rc, "write failed") }
+    }
+
+    /// Steps once: true while there is a row.
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw db.error(rc, "read failed")
+    }
+
+    func int(_ col: Int32) -> Int64? {
+        sqlite3_column_type(stmt, col) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, col)
+    }
+
+    func text(_ col: Int32) -> String? {
+        guard sqlite3_column_type(stmt, col) != SQLITE_NULL, let p = sqlite3_column_text(stmt, col) else { return nil }
+        let n = Int(sqlite3_column_bytes(stmt, col))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+}

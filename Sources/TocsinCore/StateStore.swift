@@ -1,0 +1,361 @@
+import CSQLite
+import TocsinConfig
+import TocsinTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
+/// backend. Persisted so a crash in between re-delivers instead of losing it.
+public struct PendingDelivery: Hashable, Sendable {
+    public var occurrence: Occurrence
+    public var due: Instant
+    public var remaining: [String]
+}
+
+/// The durable state: one row per notification, written with O(log n) single-row statements.
+///
+/// WAL mode with `synchronous=FULL`: a commit that returned survives `kill -9` and power loss,
+/// so a D-Bus reply sent after it means durable.
+final class StateStore {
+    private let db: SQLiteDatabase
+    let path: String
+    private var upsertStmt: SQLiteStatement
+    private var progressStmt: SQLiteStatement
+    private var alertStmt: SQLiteStatement
+    private var pendingStmt: SQLiteStatement
+    private var deleteStmt: SQLiteStatement
+    private var cancelStmt: SQLiteStatement
+    private var inTransaction = false
+
+    static let schemaVersion = 1
+
+    /// Opens (creating if needed) `directory/state.sqlite3`. The directory is created 0700 and must
+    /// not be writable by others; files are created 0600.
+    init(directory: String) throws(StoreError) {
+        try StateStore.prepareDirectory(directory)
+        path = directory + "/state.sqlite3"
+        let old = umask(0o077)
+        defer { umask(old) }
+        db = try SQLiteDatabase(path: path)
+        do {
+            try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")
+            try StateStore.migrate(db)
+        } catch {
+            if error.code == .corrupt || error.message.contains("not a database") {
+                throw StoreError(.corrupt, "state database \(path) is damaged or not a Tocsin database (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
+            }
+            throw error
+        }
+        upsertStmt = try db.prepare("""
+            INSERT OR REPLACE INTO notification(key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b,
+              trigger_c, trigger_d, trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info,
+              missed, max_late, last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
+              pending_backends, pending_number, pending_instant, pending_offset, pending_due)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
+              ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
+            """)
+        progressStmt = try db.prepare("UPDATE notification SET last_number=?2, last_instant=?3, last_offset=?4, alert=?5, alert_a=?6, alert_b=?7 WHERE key=?1")
+        alertStmt = try db.prepare("UPDATE notification SET alert=?2, alert_a=?3, alert_b=?4 WHERE key=?1")
+        pendingStmt = try db.prepare("UPDATE notification SET pending_backends=?2, pending_number=?3, pending_instant=?4, pending_offset=?5, pending_due=?6 WHERE key=?1")
+        deleteStmt = try db.prepare("DELETE FROM notification WHERE key=?1")
+        cancelStmt = try db.prepare("UPDATE notification SET cancelled=1, alert=0, pending_backends=NULL WHERE key=?1")
+    }
+
+    private static func prepareDirectory(_ dir: String) throws(StoreError) {
+        var st = stat()
+        if stat(dir, &st) != 0 {
+            // mkdir -p with 0700 for the leaf; parents get 0755 like XDG dirs usually have.
+            let comps = dir.split(separator: "/", omittingEmptySubsequences: true)
+            var partial = dir.hasPrefix("/") ? "" : "."
+            for (i, comp) in comps.enumerated() {
+                partial += "/" + comp
+                if stat(partial, &st) == 0 { continue }
+                let mode: mode_t = i == comps.count - 1 ? 0o700 : 0o755
+                if mkdir(partial, mode) != 0 && errno != EEXIST {
+                    throw StoreError(.cannotOpen, "cannot create state directory \(partial): \(String(cString: strerror(errno)))")
+                }
+            }
+            guard stat(dir, &st) == 0 else {
+                throw StoreError(.cannotOpen, "cannot create state directory \(dir): \(String(cString: strerror(errno)))")
+            }
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw StoreError(.cannotOpen, "state directory \(dir) is not a directory")
+        }
+        if st.st_mode & 0o022 != 0 {
+            throw StoreError(.unsafeDirectory, "state directory \(dir) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run: chmod 700 \(dir)")
+        }
+    }
+
+    private static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
+        try db.exec("""
+            CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS notification(
+              key TEXT PRIMARY KEY, source INTEGER NOT NULL, fingerprint TEXT NOT NULL,
+              title TEXT NOT NULL, body TEXT NOT NULL,
+              trigger_kind INTEGER NOT NULL, trigger_a INTEGER, trigger_b INTEGER, trigger_c INTEGER, trigger_d INTEGER,
+              trigger_text TEXT, zone TEXT NOT NULL,
+              backends TEXT, urgency INTEGER NOT NULL, icon TEXT, category TEXT, sound TEXT,
+              actions TEXT NOT NULL, user_info TEXT NOT NULL, missed INTEGER NOT NULL, max_late INTEGER,
+              last_number INTEGER, last_instant INTEGER, last_offset INTEGER,
+              alert INTEGER NOT NULL DEFAULT 0, alert_a INTEGER, alert_b INTEGER,
+              cancelled INTEGER NOT NULL DEFAULT 0,
+              pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER
+            ) WITHOUT ROWID;
+            INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', '\(schemaVersion)');
+            """)
+        let q = try db.prepare("SELECT value FROM meta WHERE name='schema_version'")
+        guard try q.step(), let v = q.text(0), Int(v) == schemaVersion else {
+            throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version")
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` in one transaction: all of it is durable when this returns, or none of it.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        if inTransaction { return try body() }
+        try db.exec("BEGIN IMMEDIATE")
+        inTransaction = true
+        do {
+            let v = try body()
+            try db.exec("COMMIT")
+            inTransaction = false
+            return v
+        } catch {
+            _ = try? db.exec("ROLLBACK")
+            inTransaction = false
+            throw error
+        }
+    }
+
+    // MARK: Writes
+
+    func save(_ e: Scheduler.Entry, pending: PendingDelivery?) throws(StoreError) {
+        let s = upsertStmt
+        let n = e.notification
+        s.bind(1, n.key)
+        s.bind(2, n.source == .config ? 1 : 0)
+        s.bind(3, n.fingerprint)
+        s.bind(4, n.title)
+        s.bind(5, n.body)
+        let t = TriggerColumns(n.trigger)
+        s.bind(6, t.kind); s.bind(7, t.a); s.bind(8, t.b); s.bind(9, t.c); s.bind(10, t.d)
+        s.bind(11, t.text)
+        s.bind(12, n.timezone)
+        s.bind(13, n.backends.map(ListCodec.encode))
+        s.bind(14, Int64(Urgency.allCases.firstIndex(of: n.urgency) ?? 1))
+        s.bind(15, n.icon); s.bind(16, n.category); s.bind(17, n.sound)
+        s.bind(18, ListCodec.encode(n.actions.flatMap { [$0.id, $0.label] }))
+        s.bind(19, ListCodec.encode(n.userInfo.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }))
+        s.bind(20, Int64(MissedPolicy.allCases.firstIndex(of: n.missed) ?? 1))
+        s.bind(21, n.maxLate?.microseconds)
+        s.bind(22, e.last.map { Int64($0.number) }); s.bind(23, e.last?.instant.microseconds); s.bind(24, e.last?.offset?.microseconds)
+        let a = AlertColumns(e.alert)
+        s.bind(25, a.kind); s.bind(26, a.a); s.bind(27, a.b)
+        s.bind(28, e.cancelled ? 1 : 0)
+        bindPending(s, from: 29, pending)
+        try s.run()
+    }
+
+    private func bindPending(_ s: SQLiteStatement, from i: Int32, _ p: PendingDelivery?) {
+        s.bind(i, p.map { ListCodec.encode($0.remaining) })
+        s.bind(i + 1, p.map { Int64($0.occurrence.number) })
+        s.bind(i + 2, p?.occurrence.instant.microseconds)
+        s.bind(i + 3, p?.occurrence.offset?.microseconds)
+        s.bind(i + 4, p?.due.microseconds)
+    }
+
+    /// After a firing: what was handled last and the alert state, one small UPDATE.
+    func saveProgress(_ e: Scheduler.Entry) throws(StoreError) {
+        let s = progressStmt
+        s.bind(1, e.notification.key)
+        s.bind(2, e.last.map { Int64($0.number) }); s.bind(3, e.last?.instant.microseconds); s.bind(4, e.last?.offset?.microseconds)
+        let a = AlertColumns(e.alert)
+        s.bind(5, a.kind); s.bind(6, a.a); s.bind(7, a.b)
+        try s.run()
+    }
+
+    func saveAlert(key: String, _ alert: AlertState) throws(StoreError) {
+        let s = alertStmt
+        s.bind(1, key)
+        let a = AlertColumns(alert)
+        s.bind(2, a.kind); s.bind(3, a.a); s.bind(4, a.b)
+        try s.run()
+    }
+
+    func savePending(key: String, _ p: PendingDelivery?) throws(StoreError) {
+        let s = pendingStmt
+        s.bind(1, key)
+        bindPending(s, from: 2, p)
+        try s.run()
+    }
+
+    func delete(key: String) throws(StoreError) {
+        deleteStmt.bind(1, key)
+        try deleteStmt.run()
+    }
+
+    func markCancelled(key: String) throws(StoreError) {
+        cancelStmt.bind(1, key)
+        try cancelStmt.run()
+    }
+
+    // MARK: Load
+
+    struct Loaded {
+        var entries: [(Scheduler.Entry, PendingDelivery?)] = []
+        /// Rows that could not be turned back into notifications (a zone removed from the system, ...).
+        var problems: [String] = []
+    }
+
+    /// Reads every row. The trigger's next occurrence is recomputed by the caller from `last`.
+    func loadAll(zones: ZoneCache) throws(StoreError) -> Loaded {
+        let q = try db.prepare("""
+            SELECT key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
+              trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
+              last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
+              pending_backends, pending_number, pending_instant, pending_offset, pending_due
+            FROM notification
+            """)
+        var out = Loaded()
+        while try q.step() {
+            let key = q.text(0) ?? ""
+            let zoneName = q.text(11) ?? "UTC"
+            guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
+                                                      d: q.int(9), text: q.text(10), zone: zoneName, zones: zones) else {
+                out.problems.append("notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')")
+                continue
+            }
+            let actionsFlat = ListCodec.decode(q.text(17) ?? "") ?? []
+            var actions: [NotificationAction] = []
+            var i = 0
+            while i + 1 < actionsFlat.count { actions.append(NotificationAction(id: actionsFlat[i], label: actionsFlat[i + 1])); i += 2 }
+            let infoFlat = ListCodec.decode(q.text(18) ?? "") ?? []
+            var info: [String: String] = [:]
+            i = 0
+            while i + 1 < infoFlat.count { info[infoFlat[i]] = infoFlat[i + 1]; i += 2 }
+            let urgencyIndex = Int(q.int(13) ?? 1)
+            let missedIndex = Int(q.int(19) ?? 1)
+            let n = Notification(
+                key: key, title: q.text(3) ?? "", body: q.text(4) ?? "", trigger: trigger,
+                backends: q.text(12).flatMap(ListCodec.decode),
+                urgency: Urgency.allCases.indices.contains(urgencyIndex) ? Urgency.allCases[urgencyIndex] : .normal,
+                icon: q.text(14), category: q.text(15), sound: q.text(16), actions: actions, userInfo: info,
+                missed: MissedPolicy.allCases.indices.contains(missedIndex) ? MissedPolicy.allCases[missedIndex] : .fireOnce,
+                maxLate: q.int(20).map { TimeSpan(microseconds: $0) }, timezone: zoneName,
+                source: q.int(1) == 1 ? .config : .runtime, fingerprint: q.text(2) ?? "")
+            var last: Occurrence?
+            if let num = q.int(21), let inst = q.int(22) {
+                last = Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
+                                  offset: q.int(23).map { TimeSpan(microseconds: $0) })
+            }
+            let alert = AlertColumns.decode(kind: q.int(24) ?? 0, a: q.int(25), b: q.int(26))
+            var pending: PendingDelivery?
+            if let list = q.text(28).flatMap(ListCodec.decode), let num = q.int(29), let inst = q.int(30), let due = q.int(32) {
+                pending = PendingDelivery(occurrence: Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
+                                                                 offset: q.int(31).map { TimeSpan(microseconds: $0) }),
+                                          due: Instant(microseconds: due), remaining: list)
+            }
+            let entry = Scheduler.Entry(notification: n, last: last, next: nil, alert: alert, cancelled: q.int(27) == 1)
+            out.entries.append((entry, pending))
+        }
+        return out
+    }
+}
+
+/// Zone rules by name, loaded once each: a million notifications in one zone share one table.
+final class ZoneCache: @unchecked Sendable {
+    let directory: ZoneInfoDirectory
+    private var cache: [String: TimeZoneRules] = [:]
+    init(directory: ZoneInfoDirectory) { self.directory = directory }
+    func rules(_ name: String) throws(TimeSyntaxError) -> TimeZoneRules {
+        if let r = cache[name] { return r }
+        let r = try directory.rules(named: name)
+        cache[name] = r
+        return r
+    }
+}
+
+/// Length-prefixed string lists: any string (quotes, commas, newlines) round-trips, no JSON needed.
+enum ListCodec {
+    static func encode(_ items: [String]) -> String {
+        var out = ""
+        for s in items { out += "\(s.utf8.count):"; out += s }
+        return out
+    }
+
+    static func decode(_ text: String) -> [String]? {
+        var out: [String] = []
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            var n = 0
+            while i < bytes.count, bytes[i] != UInt8(ascii: ":") {
+                guard bytes[i] >= 48, bytes[i] <= 57 else { return nil }
+                n = n * 10 + Int(bytes[i] - 48)
+                i += 1
+            }
+            i += 1
+            guard i + n <= bytes.count else { return nil }
+            out.append(String(decoding: bytes[i..<(i + n)], as: UTF8.self))
+            i += n
+        }
+        return out
+    }
+}
+
+private struct TriggerColumns {
+    var kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?
+
+    init(_ t: Trigger) {
+        switch t {
+        case .at(let i): kind = 1; a = i.microseconds; b = nil; c = nil; d = nil; text = nil
+        case .every(let p, let s, let count, let until):
+            kind = 2; a = p.microseconds; b = s.microseconds; c = count.map(Int64.init); d = until?.microseconds; text = nil
+        case .calendar(let spec, _): kind = 3; a = nil; b = nil; c = nil; d = nil; text = spec.normalized
+        case .remindBefore(let event, let offsets):
+            kind = 4; a = event.microseconds; b = nil; c = nil; d = nil
+            text = offsets.map { String($0.microseconds) }.joined(separator: ",")
+        }
+    }
+
+    static func decode(kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?, zone: String,
+                       zones: ZoneCache) -> Trigger? {
+        switch kind {
+        case 1: return a.map { .at(Instant(microseconds: $0)) }
+        case 2:
+            guard let a, let b, a > 0 else { return nil }
+            return .every(period: TimeSpan(microseconds: a), starting: Instant(microseconds: b),
+                          count: c.map { UInt32(clamping: $0) }, until: d.map { Instant(microseconds: $0) })
+        case 3:
+            guard let text, let spec = try? CalendarSpec.parse(text) else { return nil }
+            guard let rules = try? zones.rules(spec.timeZoneName ?? zone) else { return nil }
+            return .calendar(spec, zone: rules)
+        case 4:
+            guard let a, let text else { return nil }
+            let offsets = text.split(separator: ",").compactMap { Int64($0) }.map { TimeSpan(microseconds: $0) }
+            return .remindBefore(event: Instant(microseconds: a), offsets: offsets)
+        default: return nil
+        }
+    }
+}
+
+private struct AlertColumns {
+    var kind: Int64, a: Int64?, b: Int64?
+    init(_ s: AlertState) {
+        switch s {
+        case .idle: kind = 0; a = nil; b = nil
+        case .ringing(let since, let rings): kind = 1; a = since.microseconds; b = Int64(rings)
+        case .snoozed(let until): kind = 2; a = until.microseconds; b = nil
+        }
+    }
+    static func decode(kind: Int64, a: Int64?, b: Int64?) -> AlertState {
+        switch kind {
+        case 1: return .ringing(since: Instant(microseconds: a ?? 0), rings: UInt32(clamping: b ?? 0))
+        case 2: return .snoozed(until: Instant(microseconds: a ?? 0))
+        default: return .idle
+        }
+    }
+}

@@ -1,0 +1,599 @@
+import Logging
+import TocsinConfig
+import TocsinTime
+
+/// Settings of the center that come from `[daemon]` and the command line.
+public struct CenterOptions: Sendable {
+    public var maxPending: Int = 1_000_000
+    public var defaultMissed: MissedPolicy = .fireOnce
+    public var defaultMaxLate: TimeSpan?
+    /// The zone of notifications that name none.
+    public var defaultZone: TimeZoneRules
+    public var zones: ZoneInfoDirectory
+    public var delivery = DeliveryPolicy()
+    public var defaultSnooze: TimeSpan = .minutes(5)
+    public var limits = SpecLimits()
+
+    public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
+        self.defaultZone = defaultZone
+        self.zones = zones
+    }
+}
+
+/// What a config reload did.
+public struct ReloadReport: Hashable, Sendable {
+    public var added: [String] = []
+    public var changed: [String] = []
+    public var removed: [String] = []
+    public var unchanged: [String] = []
+    /// Entries whose trigger never fires again (an `at` in the past): reported, not delivered.
+    public var skipped: [String] = []
+}
+
+/// The keyed notification center: the I/O shell around `Scheduler`.
+///
+/// Every mutation is committed to SQLite before the call returns, then the scheduler's state is
+/// changed and the wake-up timer re-armed. Deliveries run in their own tasks; their completion is
+/// recorded, so a restart neither loses a claimed firing nor repeats a confirmed one.
+public actor TocsinCenter {
+    public let options: CenterOptions
+    private let clock: any TocsinClock
+    private let timer: (any WakeupTimer)?
+    private let store: StateStore
+    private let zones: ZoneCache
+    private var logger: Logger
+    private var scheduler = Scheduler()
+    private var backends: [String: any DeliveryBackend] = [:]
+    private var backendOrder: [String] = []
+    private var pending: [String: PendingDelivery] = [:]
+    private var subscribers: [Int: AsyncStream<CenterEvent>.Continuation] = [:]
+    private var nextSubscriber = 0
+    private var started = false
+    private var keyCounter: UInt64 = 0
+
+    /// Opens the state in `stateDirectory`; throws when it cannot be opened or is damaged.
+    public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
+                timer: (any WakeupTimer)?, logger: Logger) throws(CenterError) {
+        self.options = options
+        self.clock = clock
+        self.timer = timer
+        self.logger = logger
+        self.zones = ZoneCache(directory: options.zones)
+        do {
+            store = try StateStore(directory: stateDirectory)
+        } catch {
+            throw CenterError(.storage, error.message)
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Installs the backends, loads the persisted state, re-delivers what a crash interrupted, and
+    /// handles what fell due while the daemon was down (by each notification's missed policy).
+    public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
+        await setBackends(list)
+        let loaded: StateStore.Loaded
+        do { loaded = try store.loadAll(zones: zones) } catch { throw CenterError(.storage, error.message) }
+        for p in loaded.problems { logger.error("\(p)") }
+        let origin = Instant(microseconds: Int64.min / 2)
+        for (var entry, pend) in loaded.entries {
+            if !entry.cancelled {
+                entry.next = entry.notification.trigger.next(after: entry.last?.instant ?? origin, previous: entry.last)
+            }
+            scheduler.put(entry)
+            if let pend { pending[entry.notification.key] = pend }
+        }
+        started = true
+        for (key, pend) in pending {
+            guard let e = scheduler[key] else { continue }
+            let firing = Firing(notification: e.notification, occurrence: pend.occurrence, due: pend.due,
+                                fired: clock.now(), reason: .recovered)
+            logger.notice("re-delivering a firing interrupted by a restart", metadata: ["key": "\(key)"])
+            dispatch(firing, to: pend.remaining)
+        }
+        tick(.due)
+    }
+
+    /// Replaces the backend instances (config reload); firings in flight keep their old instances.
+    public func setBackends(_ list: [any DeliveryBackend]) async {
+        let old = backends
+        backends = [:]
+        backendOrder = []
+        for b in list {
+            backends[b.name] = b
+            backendOrder.append(b.name)
+        }
+        let sink = CenterSink(center: self)
+        for b in list { await b.start(events: sink) }
+        for (name, b) in old where backends[name] == nil { await b.shutdown() }
+    }
+
+    public var backendNames: [String] { backendOrder }
+
+    /// Waits on the wake-up timer and fires what is due, until the timer closes.
+    public func run() async {
+        guard let timer else { return }
+        rearm()
+        for await reason in timer.wakeups {
+            tick(reason)
+        }
+    }
+
+    public func shutdown() async {
+        timer?.close()
+        for name in backendOrder { await backends[name]?.shutdown() }
+        for c in subscribers.values { c.finish() }
+        subscribers = [:]
+    }
+
+    // MARK: Events
+
+    public func events() -> AsyncStream<CenterEvent> {
+        let (stream, cont) = AsyncStream.makeStream(of: CenterEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = cont
+        cont.onTermination = { [weak self] _ in
+            guard let self else { return }
+            Task { await self.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+
+    private func emit(_ e: CenterEvent) {
+        for c in subscribers.values { c.yield(e) }
+    }
+
+    // MARK: Operations
+
+    /// Adds a notification, or replaces the one with the same key (unless `spec.replace` is false,
+    /// which keeps the existing one and returns its key).
+    @discardableResult
+    public func schedule(_ spec: NotificationSpec) throws(CenterError) -> String {
+        let now = clock.now()
+        if let key = spec.key, let existing = scheduler[key], existing.isActive, !spec.replace {
+            return existing.notification.key
+        }
+        let n = try resolve(spec, source: .runtime, now: now)
+        guard let next = n.trigger.next(after: now, previous: nil) else {
+            throw neverFires(spec, n)
+        }
+        let replaced = scheduler[n.key]
+        if replaced == nil || !(replaced?.isActive ?? false) {
+            guard activeCount < options.maxPending else {
+                throw CenterError(.quotaExceeded, "\(activeCount) notifications are pending, the limit ([daemon] max_pending) is \(options.maxPending); cancel some first")
+            }
+        }
+        let entry = Scheduler.Entry(notification: n, next: next)
+        try durably { () throws(StoreError) in try store.save(entry, pending: nil) }
+        pending[n.key] = nil
+        scheduler.put(entry)
+        if let replaced, replaced.isActive { withdrawAll(replaced.notification, reason: .replaced) }
+        rearm()
+        return n.key
+    }
+
+    /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
+    @discardableResult
+    public func postNow(_ spec: NotificationSpec) throws(CenterError) -> String {
+        let now = clock.now()
+        var s = spec
+        s.trigger = .at(.instant(now))
+        var n = try resolve(s, source: .runtime, now: now)
+        n.trigger = .at(now)
+        let occ = Occurrence(instant: now, number: 1)
+        let replaced = scheduler[n.key]
+        var entry = Scheduler.Entry(notification: n, last: occ, next: nil)
+        let firing = Firing(notification: n, occurrence: occ, due: now, fired: now, reason: .postNow)
+        let targets = targetNames(n)
+        if targets.contains(where: { backends[$0]?.requiresAcknowledgement ?? false }) {
+            entry.alert = .ringing(since: now, rings: 1)
+        }
+        let pend = PendingDelivery(occurrence: occ, due: now, remaining: targets)
+        try durably { () throws(StoreError) in try store.save(entry, pending: targets.isEmpty ? nil : pend) }
+        if let replaced, replaced.isActive { withdrawAll(replaced.notification, reason: .replaced) }
+        scheduler.put(entry)
+        if !targets.isEmpty { pending[n.key] = pend }
+        emit(.fired(firing, backends: targets))
+        dispatch(firing, to: targets)
+        cleanUpIfDone(n.key)
+        rearm()
+        return n.key
+    }
+
+    /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
+    /// for as long as its definition in the file is unchanged; editing it there brings it back.
+    @discardableResult
+    public func cancel(_ key: String) throws(CenterError) -> Bool {
+        guard let e = scheduler[key], e.isActive else { return false }
+        try durably { () throws(StoreError) in
+            if e.notification.source == .config { try store.markCancelled(key: key) } else { try store.delete(key: key) }
+        }
+        if e.notification.source == .config {
+            scheduler.update(key) { $0.cancelled = true; $0.alert = .idle }
+        } else {
+            scheduler.remove(key)
+        }
+        pending[key] = nil
+        withdrawAll(e.notification, reason: .cancelled)
+        emit(.cancelled(key: key))
+        rearm()
+        return true
+    }
+
+    /// Cancels every pending notification; returns how many.
+    @discardableResult
+    public func cancelAll() throws(CenterError) -> Int {
+        let active = scheduler.entries.values.filter(\.isActive)
+        try durably { () throws(StoreError) in
+            for e in active {
+                if e.notification.source == .config { try store.markCancelled(key: e.notification.key) }
+                else { try store.delete(key: e.notification.key) }
+            }
+        }
+        for e in active {
+            let key = e.notification.key
+            if e.notification.source == .config { scheduler.update(key) { $0.cancelled = true; $0.alert = .idle } }
+            else { scheduler.remove(key) }
+            pending[key] = nil
+            withdrawAll(e.notification, reason: .cancelled)
+            emit(.cancelled(key: key))
+        }
+        rearm()
+        return active.count
+    }
+
+    /// Pending notifications, soonest first (ringing ones first of all).
+    public func list() -> [PendingNotification] {
+        let active = scheduler.entries.values.filter(\.isActive)
+        let items = active.map { PendingNotification(notification: $0.notification, nextFire: $0.wakeAt, state: $0.alert) }
+        return items.sorted { a, b in
+            switch (a.nextFire, b.nextFire) {
+            case (nil, nil): return a.notification.key < b.notification.key
+            case (nil, _): return true
+            case (_, nil): return false
+            case (let x?, let y?): return x != y ? x < y : a.notification.key < b.notification.key
+            }
+        }
+    }
+
+    public func lookup(_ key: String) -> PendingNotification? {
+        guard let e = scheduler[key], e.isActive else { return nil }
+        return PendingNotification(notification: e.notification, nextFire: e.wakeAt, state: e.alert)
+    }
+
+    public var activeCount: Int { scheduler.entries.values.reduce(0) { $0 + ($1.isActive ? 1 : 0) } }
+
+    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
+    @discardableResult
+    public func acknowledge(_ key: String) throws(CenterError) -> Bool {
+        guard let e = scheduler[key], !e.cancelled else {
+            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+        }
+        if case .idle = e.alert { return false }
+        try durably { () throws(StoreError) in try store.saveAlert(key: key, .idle) }
+        scheduler.update(key) { $0.alert = .idle }
+        withdrawAll(e.notification, reason: .acknowledged)
+        emit(.acknowledged(key: key))
+        cleanUpIfDone(key)
+        rearm()
+        return true
+    }
+
+    /// Silences a notification now and delivers its last firing again after `duration`.
+    @discardableResult
+    public func snooze(_ key: String, for duration: TimeSpan?) throws(CenterError) -> Instant {
+        guard let e = scheduler[key], !e.cancelled else {
+            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+        }
+        guard e.last != nil else {
+            throw CenterError(.invalidArguments, "notification '\(key)' has not fired yet; there is nothing to snooze", field: "key")
+        }
+        let d = duration ?? options.defaultSnooze
+        guard d.microseconds > 0 else {
+            throw CenterError(.invalidArguments, "snooze duration must be positive", field: "duration")
+        }
+        let until = clock.now() + d
+        try durably { () throws(StoreError) in try store.saveAlert(key: key, .snoozed(until: until)) }
+        scheduler.update(key) { $0.alert = .snoozed(until: until) }
+        withdrawAll(e.notification, reason: .snoozed)
+        emit(.snoozed(key: key, until: until))
+        rearm()
+        return until
+    }
+
+    /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
+    /// Unchanged definitions keep their state and do not re-fire; runtime ones are untouched.
+    /// Nothing changes when any entry is invalid.
+    @discardableResult
+    public func applyConfig(_ specs: [NotificationSpec]) throws(CenterError) -> ReloadReport {
+        let now = clock.now()
+        var report = ReloadReport()
+        var resolved: [(Notification, Occurrence?)] = []
+        var wanted = Set<String>()
+        for spec in specs {
+            var n = try resolve(spec, source: .config, now: now)
+            n.fingerprint = Self.fingerprint(spec)
+            wanted.insert(n.key)
+            resolved.append((n, n.trigger.next(after: now, previous: nil)))
+        }
+        let removed = scheduler.entries.values.filter { $0.notification.source == .config && !wanted.contains($0.notification.key) }
+        var writes: [Scheduler.Entry] = []
+        var replacedOld: [Notification] = []
+        for (n, next) in resolved {
+            if let old = scheduler[n.key], old.notification.source == .config, old.notification.fingerprint == n.fingerprint {
+                report.unchanged.append(n.key)
+                continue
+            }
+            if let old = scheduler[n.key] {
+                report.changed.append(n.key)
+                if old.isActive { replacedOld.append(old.notification) }
+            } else {
+                report.added.append(n.key)
+            }
+            if next == nil { report.skipped.append(n.key) }
+            writes.append(Scheduler.Entry(notification: n, next: next))
+        }
+        try durably { () throws(StoreError) in
+            for e in removed { try store.delete(key: e.notification.key) }
+            for e in writes { try store.save(e, pending: nil) }
+        }
+        for e in removed {
+            scheduler.remove(e.notification.key)
+            pending[e.notification.key] = nil
+            report.removed.append(e.notification.key)
+            if e.isActive {
+                withdrawAll(e.notification, reason: .cancelled)
+                emit(.cancelled(key: e.notification.key))
+            }
+        }
+        for n in replacedOld { withdrawAll(n, reason: .replaced) }
+        for e in writes {
+            pending[e.notification.key] = nil
+            scheduler.put(e)
+        }
+        for key in report.skipped {
+            logger.warning("config notification never fires: its time is in the past", metadata: ["key": "\(key)"])
+        }
+        rearm()
+        return report
+    }
+
+    // MARK: Firing
+
+    /// Fires everything due now. Called by the loop on each wake-up; tests call it after moving a virtual clock.
+    public func tick(_ reason: WakeReason = .due) {
+        guard started else { return }
+        let now = clock.now()
+        if reason == .clockChanged {
+            logger.info("wall clock changed or system resumed; re-evaluating the schedule")
+        }
+        let actions = scheduler.advance(to: now)
+        guard !actions.isEmpty else { rearm(); return }
+        var firings: [(Firing, [String])] = []
+        var touched: [String] = []
+        for a in actions {
+            switch a {
+            case .deliver(let f):
+                let targets = targetNames(f.notification)
+                firings.append((f, targets))
+                if targets.contains(where: { backends[$0]?.requiresAcknowledgement ?? false }) {
+                    scheduler.update(f.key) { e in
+                        let rings: UInt32
+                        if case .ringing(_, let r) = e.alert { rings = r &+ 1 } else { rings = 1 }
+                        e.alert = .ringing(since: now, rings: rings)
+                    }
+                }
+                if !targets.isEmpty {
+                    pending[f.key] = PendingDelivery(occurrence: f.occurrence, due: f.due, remaining: targets)
+                }
+            case .missed(let key, let due, let count):
+                logger.notice("missed firing(s) skipped", metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "count": "\(count)"])
+                emit(.missed(key: key, due: due, count: count))
+            case .progress(let key):
+                touched.append(key)
+            }
+        }
+        do {
+            try store.transaction { () throws(StoreError) in
+                for key in touched {
+                    guard let e = scheduler[key] else { continue }
+                    try store.saveProgress(e)
+                    try store.savePending(key: key, pending[key])
+                }
+            }
+        } catch {
+            // The claims are not durable: deliver anyway (a restart may deliver again, never lose it).
+            logger.error("could not record firings; delivering anyway: \(error.message)")
+        }
+        for (f, targets) in firings {
+            emit(.fired(f, backends: targets))
+            dispatch(f, to: targets)
+        }
+        for key in touched { cleanUpIfDone(key) }
+        rearm()
+    }
+
+    /// The instant of the next wake-up (for tests and `next`-style previews).
+    public func nextDeadline() -> Instant? { scheduler.nextDeadline() }
+
+    private func dispatch(_ firing: Firing, to targets: [String]) {
+        for name in targets {
+            guard let backend = backends[name] else {
+                logger.error("backend is not configured; skipping", metadata: ["key": "\(firing.key)", "backend": "\(name)"])
+                deliveryFinished(key: firing.key, occurrence: firing.occurrence, backend: name, error: nil)
+                continue
+            }
+            let policy = options.delivery
+            let clock = self.clock
+            let logger = self.logger
+            Task.detached {
+                let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
+                await self.deliveryFinished(key: firing.key, occurrence: firing.occurrence, backend: name, error: error)
+            }
+        }
+    }
+
+    private func deliveryFinished(key: String, occurrence: Occurrence, backend: String, error: DeliveryError?) {
+        if let error { emit(.deliveryFailed(key: key, backend: backend, message: error.message)) }
+        guard var p = pending[key], p.occurrence == occurrence else { return }
+        p.remaining.removeAll { $0 == backend }
+        pending[key] = p.remaining.isEmpty ? nil : p
+        do {
+            try store.savePending(key: key, pending[key])
+        } catch {
+            logger.error("could not record a delivery: \(error.message)")
+        }
+        cleanUpIfDone(key)
+    }
+
+    /// A runtime notification with nothing left to fire, ring or deliver is forgotten.
+    private func cleanUpIfDone(_ key: String) {
+        guard let e = scheduler[key], e.notification.source == .runtime, !e.isActive, pending[key] == nil else { return }
+        do {
+            try store.delete(key: key)
+            scheduler.remove(key)
+        } catch {
+            logger.error("could not remove a finished notification: \(error.message)")
+        }
+    }
+
+    fileprivate func handle(_ event: BackendEvent) {
+        do {
+            switch event {
+            case .acknowledge(let key): try acknowledge(key)
+            case .snooze(let key, let d): try snooze(key, for: d)
+            case .actionInvoked(let key, let action):
+                emit(.actionInvoked(key: key, action: action, userInfo: scheduler[key]?.notification.userInfo ?? [:]))
+            case .unanswered(let key, let rings):
+                logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
+                if let e = scheduler[key], case .ringing = e.alert {
+                    try durably { () throws(StoreError) in try store.saveAlert(key: key, .idle) }
+                    scheduler.update(key) { $0.alert = .idle }
+                    cleanUpIfDone(key)
+                }
+                emit(.unanswered(key: key, rings: rings))
+            }
+        } catch {
+            logger.warning("backend event could not be applied: \(error.message)")
+        }
+    }
+
+    // MARK: Helpers
+
+    private func targetNames(_ n: Notification) -> [String] {
+        n.backends ?? backendOrder
+    }
+
+    private func withdrawAll(_ n: Notification, reason: WithdrawReason) {
+        let list = targetNames(n).compactMap { backends[$0] }
+        let key = n.key
+        for b in list { Task.detached { await b.withdraw(key: key, reason: reason) } }
+    }
+
+    private func rearm() { timer?.arm(at: scheduler.nextDeadline()) }
+
+    private func durably(_ body: () throws(StoreError) -> Void) throws(CenterError) {
+        do { try store.transaction(body) } catch {
+            throw CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")
+        }
+    }
+
+    private func neverFires(_ spec: NotificationSpec, _ n: Notification) -> CenterError {
+        switch spec.trigger {
+        case .at, .after:
+            return CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at")
+        case .remindBefore:
+            return CenterError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before")
+        case .every:
+            return CenterError(.invalidTrigger, "'every' never fires: 'until' is before the first firing or 'count' is used up", field: "every")
+        case .onCalendar(let c):
+            return CenterError(.invalidTrigger, "'on_calendar' expression '\(c.normalized)' never elapses again", field: "on_calendar")
+        }
+    }
+
+    private func generatedKey(now: Instant) -> String {
+        keyCounter &+= 1
+        return "n-\(String(UInt64(bitPattern: now.microseconds), radix: 36))-\(keyCounter)"
+    }
+
+    /// Turns a request into a notification: zone, absolute instants, backends checked.
+    func resolve(_ spec: NotificationSpec, source: NotificationSource, now: Instant) throws(CenterError) -> Notification {
+        let zone: TimeZoneRules
+        if let name = spec.timezone {
+            do { zone = try zones.rules(name) } catch {
+                throw CenterError(.invalidTrigger, "unknown time zone '\(name)'", field: "timezone")
+            }
+        } else {
+            zone = options.defaultZone
+        }
+        func instant(_ v: TimeValue) -> Instant {
+            switch v {
+            case .instant(let i): return i
+            case .local(let c): return Timestamp.instant(of: c, in: zone)
+            case .relative(let d): return now + d
+            }
+        }
+        let trigger: Trigger
+        switch spec.trigger {
+        case .at(let v): trigger = .at(instant(v))
+        case .after(let d):
+            guard d.microseconds > 0 else { throw CenterError(.invalidTrigger, "'after' must be positive", field: "after") }
+            trigger = .at(now + d)
+        case .every(let p, let count, let starting, let until):
+            guard p.microseconds > 0 else { throw CenterError(.invalidTrigger, "'every' must be positive; an interval of 0 is refused", field: "every") }
+            trigger = .every(period: p, starting: starting.map(instant) ?? now + p, count: count, until: until.map(instant))
+        case .onCalendar(let c):
+            var z = zone
+            if let own = c.timeZoneName {
+                do { z = try zones.rules(own) } catch {
+                    throw CenterError(.invalidTrigger, "unknown time zone '\(own)' in 'on_calendar'", field: "on_calendar")
+                }
+            }
+            trigger = .calendar(c, zone: z)
+        case .remindBefore(let event, let offsets):
+            trigger = .remindBefore(event: instant(event), offsets: offsets)
+        }
+        if let names = spec.backends {
+            for b in names where backends[b] == nil {
+                var message = "unknown backend '\(b)'"
+                if let s = Suggestion.closest(to: b, among: backendOrder) { message += "; did you mean '\(s)'?" }
+                message += " (configured: \(backendOrder.joined(separator: ", ")))"
+                throw CenterError(.unknownBackend, message, field: "backends")
+            }
+        }
+        return Notification(
+            key: spec.key ?? generatedKey(now: now), title: spec.title, body: spec.body, trigger: trigger,
+            backends: spec.backends, urgency: spec.urgency, icon: spec.icon, category: spec.category, sound: spec.sound,
+            actions: spec.actions, userInfo: spec.userInfo, missed: spec.missed ?? options.defaultMissed,
+            maxLate: spec.maxLate ?? options.defaultMaxLate, timezone: zone.identifier, source: source,
+            fingerprint: source == .config ? Self.fingerprint(spec) : "")
+    }
+
+    /// A stable digest of a definition as written (positions excluded), so moving an entry in the
+    /// file or reformatting it does not count as a change.
+    static func fingerprint(_ s: NotificationSpec) -> String {
+        var parts: [String] = [s.key ?? "", s.title, s.body, "\(s.trigger)", s.backends.map { $0.joined(separator: "\u{1}") } ?? "*",
+                               s.urgency.rawValue, s.icon ?? "", s.category ?? "", s.sound ?? "",
+                               s.actions.map { "\($0.id)=\($0.label)" }.joined(separator: "\u{1}"),
+                               s.userInfo.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{1}"),
+                               s.missed?.rawValue ?? "", s.maxLate.map { "\($0.microseconds)" } ?? "", s.timezone ?? ""]
+        parts = parts.map { "\($0.utf8.count):\($0)" }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in parts.joined().utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01b3
+        }
+        return String(h, radix: 16)
+    }
+}
+
+/// Hands backend events to the center without making backends depend on it.
+private struct CenterSink: BackendEventSink {
+    let center: TocsinCenter
+    func send(_ event: BackendEvent) {
+        Task { await center.handle(event) }
+    }
+}
