@@ -45,12 +45,13 @@ struct DaemonCommand: AsyncParsableCommand {
                                             timer: timer, logger: logger)
             try await center.start(backends: backends)
             let report = try await center.applyConfig(c.notifications)
+            let pending = await center.activeCount
             logger.info("started", metadata: [
                 "config": "\(loaded.file)", "state": "\(stateDirectory)", "backends": "\(backends.map(\.name).joined(separator: ","))",
                 "notifications": "\(report.added.count + report.changed.count + report.unchanged.count)",
-                "pending": "\(await center.activeCount)"])
-        } catch let e as CenterError {
-            logger.critical("\(e.message)")
+                "pending": "\(pending)"])
+        } catch {
+            logger.critical("\(error.message)")
             throw ExitCode(1)
         }
 
