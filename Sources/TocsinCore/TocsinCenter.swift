@@ -50,6 +50,8 @@ public actor TocsinCenter {
     private var nextSubscriber = 0
     private var started = false
     private var keyCounter: UInt64 = 0
+    private var inFlight = 0
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Opens the state in `stateDirectory`; throws when it cannot be opened or is damaged.
     public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
@@ -426,13 +428,31 @@ public actor TocsinCenter {
                 deliveryFinished(key: firing.key, occurrence: firing.occurrence, backend: name, error: nil)
                 continue
             }
+            inFlight += 1
             let policy = options.delivery
             let clock = self.clock
             let logger = self.logger
             Task.detached {
                 let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
                 await self.deliveryFinished(key: firing.key, occurrence: firing.occurrence, backend: name, error: error)
+                await self.deliveryDone()
             }
+        }
+    }
+
+    /// Returns once every delivery dispatched so far has finished (delivered or given up).
+    /// Shutdown uses it to flush; tests use it to assert that nothing else was delivered.
+    public func waitForDeliveries() async {
+        if inFlight == 0 { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    private func deliveryDone() {
+        inFlight -= 1
+        if inFlight == 0 {
+            let w = idleWaiters
+            idleWaiters = []
+            for c in w { c.resume() }
         }
     }
 

@@ -16,6 +16,7 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
         var sleepers: [Int: Sleeper] = [:]
         var nextID = 0
         var armHistory: [Instant?] = []
+        var sleeperWaiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state: Mutex<State>
     public let wakeups: AsyncStream<WakeReason>
@@ -47,16 +48,32 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
         let id = state.withLock { s -> Int in s.nextID += 1; return s.nextID }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { s -> Bool in
-                    if s.now >= deadline { return true }
+                let (resumeNow, waiters) = state.withLock { s -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if s.now >= deadline { return (true, []) }
                     s.sleepers[id] = Sleeper(deadline: deadline, continuation: c)
-                    return false
+                    let w = s.sleeperWaiters
+                    s.sleeperWaiters = []
+                    return (false, w)
                 }
                 if resumeNow { c.resume() }
+                for w in waiters { w.resume() }
             }
         } onCancel: {
             let c = state.withLock { $0.sleepers.removeValue(forKey: id) }
             c?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once some task is waiting on this clock (a retry backoff, a timeout): the event a
+    /// test waits for before moving time, instead of sleeping.
+    public func waitForSleepers() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if !s.sleepers.isEmpty { return true }
+                s.sleeperWaiters.append(c)
+                return false
+            }
+            if ready { c.resume() }
         }
     }
 

@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+@Suite("Durable state and missed firings")
+struct DurabilityTests {
+    @Test("a scheduled notification survives a restart and fires once at its time")
+    func survivesRestart() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        #expect(await h.center.list().map(\.notification.key) == ["tea"])
+        #expect(h.clock.armedAt == t0 + .seconds(10))
+        await h.advance(10)
+        #expect(await h.settled().map(\.key) == ["tea"])
+    }
+
+    @Test("a fired one-shot does not fire again after a restart")
+    func noDoubleFire() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        await h.advance(10)
+        #expect(await h.settled().count == 1)
+        let fresh = RecordingBackend(name: "spy")
+        try await h.restart(backends: [fresh])
+        await h.advance(3600)
+        #expect(await h.settled().isEmpty)
+        #expect(await h.center.list().isEmpty)
+    }
+
+    @Test("a repeating trigger continues after its last recorded occurrence")
+    func repeatingContinues() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("r", .every(.seconds(60), count: nil, starting: nil, until: nil)))
+        await h.advance(60)
+        _ = await h.settled()
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        #expect(await h.center.lookup("r")?.nextFire == t0 + .seconds(120))
+        await h.advance(60)
+        #expect(await h.settled().map(\.occurrence.number) == [2])
+    }
+
+    @Test("a firing claimed but not delivered before a crash is delivered after restart")
+    func recoversClaimedFiring() async throws {
+        let hanging = RecordingBackend(name: "spy", behaviour: .hang)
+        let h = try await Harness(backends: [hanging])
+        try await h.center.schedule(spec("tea", at(10)))
+        await h.advance(10)
+        // The process dies here: the claim is recorded, the delivery never confirmed.
+        let fresh = RecordingBackend(name: "spy")
+        try await h.restart(backends: [fresh])
+        let d = await h.settled()
+        #expect(d.map(\.key) == ["tea"])
+        #expect(d.first?.reason == .recovered)
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        #expect(await h.settled().isEmpty, "a confirmed delivery was repeated")
+    }
+
+    struct MissedRow: Sendable, CustomTestStringConvertible {
+        var policy: MissedPolicy
+        var maxLate: TimeSpan?
+        var delivered: [UInt32]
+        var testDescription: String { "\(policy.rawValue) max_late=\(maxLate.map { "\($0.microseconds / 1_000_000)s" } ?? "none")" }
+    }
+
+    /// An every-minute notification, daemon down from 0:30 to 10:30: occurrences 1..10 fell due meanwhile.
+    @Test("missed policy after downtime", arguments: [
+        MissedRow(policy: .skip, maxLate: nil, delivered: []),
+        MissedRow(policy: .fireOnce, maxLate: nil, delivered: [10]),
+        MissedRow(policy: .fireAll, maxLate: nil, delivered: Array(1...10)),
+        MissedRow(policy: .fireAll, maxLate: .seconds(200), delivered: [8, 9, 10]),
+        MissedRow(policy: .fireOnce, maxLate: .seconds(10), delivered: []),
+    ])
+    func missedAfterDowntime(_ row: MissedRow) async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("m", .every(.minutes(1), count: nil, starting: nil, until: nil),
+                                         missed: row.policy, maxLate: row.maxLate))
+        await h.advance(30)
+        h.clock.advance(by: .seconds(600))
+        let fresh = RecordingBackend(name: "spy")
+        h.backends = [fresh]
+        try await h.restart()
+        let d = await h.settled()
+        #expect(d.map(\.occurrence.number) == row.delivered, "\(row.testDescription)")
+        #expect(d.allSatisfy { $0.late }, "\(row.testDescription): late firings must say so")
+        // Repeating triggers continue from now, not from the past.
+        #expect(await h.center.lookup("m")?.nextFire == t0 + .seconds(660), "\(row.testDescription)")
+    }
+
+    @Test("a forward clock jump applies the missed policy; a backward jump never repeats a firing")
+    func clockJumps() async throws {
+        let h = try await Harness()
+        let events = await h.center.events()
+        try await h.center.schedule(spec("h", .every(.hours(1), count: nil, starting: nil, until: nil), missed: .skip))
+        h.clock.jump(to: t0 + .hours(5) + .seconds(30))
+        await h.center.tick(.clockChanged)
+        #expect(await h.settled().isEmpty)
+        var missed: (Instant, Int)?
+        for await e in events { if case .missed(_, let due, let count) = e { missed = (due, count); break } }
+        #expect(missed?.0 == t0 + .hours(1))
+        #expect(missed?.1 == 5)
+        #expect(await h.center.lookup("h")?.nextFire == t0 + .hours(6))
+        // Back by two hours: the hour already handled must not come again.
+        h.clock.jump(to: t0 + .hours(3))
+        await h.center.tick(.clockChanged)
+        #expect(await h.center.lookup("h")?.nextFire == t0 + .hours(6))
+        h.clock.jump(to: t0 + .hours(6))
+        await h.center.tick(.clockChanged)
+        #expect(await h.settled().map(\.occurrence.number) == [6])
+    }
+
+    @Test("a damaged database is reported, never silently replaced")
+    func corruptDatabase() async throws {
+        let dir = TempDir()
+        let path = dir.path + "/state.sqlite3"
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x42, count: 8192),
+                                       attributes: [.posixPermissions: 0o600])
+        do {
+            _ = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: dir.path,
+                                 clock: VirtualClock(now: t0), timer: nil, logger: .init(label: "t"))
+            Issue.record("a damaged database was accepted")
+        } catch {
+            #expect(error.code == .storage)
+            #expect(error.message.contains(path))
+        }
+        let after = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(after == Data(repeating: 0x42, count: 8192), "the damaged file was modified")
+    }
+
+    @Test("a state directory writable by others is refused")
+    func unsafeDirectory() async throws {
+        let dir = TempDir()
+        chmod(dir.path, 0o777)
+        do {
+            _ = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: dir.path,
+                                 clock: VirtualClock(now: t0), timer: nil, logger: .init(label: "t"))
+            Issue.record("a world-writable state directory was accepted")
+        } catch {
+            #expect(error.message.contains("chmod 700"))
+        }
+    }
+
+    @Test("state files are private")
+    func filePermissions() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("a", at(10)))
+        let attrs = try FileManager.default.attributesOfItem(atPath: h.dir.path + "/state.sqlite3")
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+    }
+}

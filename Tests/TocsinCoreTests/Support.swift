@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+/// 2026-03-02T09:00:00Z: a Monday, far from DST changes, so tests read naturally.
+let t0 = Instant(seconds: 1_772_442_000)
+
+func spec(_ key: String?, _ trigger: TriggerSpec, title: String = "Tea", backends: [String]? = nil,
+          missed: MissedPolicy? = nil, maxLate: TimeSpan? = nil) -> NotificationSpec {
+    var s = NotificationSpec()
+    s.key = key
+    s.title = title
+    s.trigger = trigger
+    s.backends = backends
+    s.missed = missed
+    s.maxLate = maxLate
+    return s
+}
+
+func at(_ seconds: Int64) -> TriggerSpec { .at(.instant(t0 + .seconds(seconds))) }
+
+/// A fresh state directory per test, removed when the fixture goes away.
+final class TempDir: @unchecked Sendable {
+    let path: String
+    init() {
+        path = FileManager.default.temporaryDirectory.appendingPathComponent("tocsin-test-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// One center over a virtual clock and spy backends; `restart()` simulates a new process on the same state.
+final class Harness: @unchecked Sendable {
+    let dir: TempDir
+    let clock: VirtualClock
+    var backends: [RecordingBackend]
+    var center: TocsinCenter
+    var options: CenterOptions
+
+    init(backends: [RecordingBackend] = [RecordingBackend(name: "spy")], now: Instant = t0,
+         configure: (inout CenterOptions) -> Void = { _ in }) async throws {
+        dir = TempDir()
+        clock = VirtualClock(now: now)
+        self.backends = backends
+        var o = CenterOptions(defaultZone: .utc)
+        configure(&o)
+        options = o
+        center = try TocsinCenter(options: o, stateDirectory: dir.path, clock: clock, timer: clock,
+                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await center.start(backends: backends)
+    }
+
+    var spy: RecordingBackend { backends[0] }
+
+    /// A new center on the same state directory and clock, as after `kill -9` and a restart.
+    func restart(backends new: [RecordingBackend]? = nil) async throws {
+        if let new { backends = new }
+        center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: clock, timer: clock,
+                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await center.start(backends: backends)
+    }
+
+    /// Moves the virtual clock and lets the center handle what became due.
+    func advance(_ seconds: Int64) async {
+        clock.advance(by: .seconds(seconds))
+        await center.tick()
+    }
+
+    /// Everything delivered so far, once every dispatched delivery has finished: turns "nothing
+    /// else was delivered" into an assertion that cannot pass by luck of timing.
+    func settled() async -> [Firing] {
+        await center.waitForDeliveries()
+        return spy.deliveries
+    }
+}
