@@ -1,9 +1,203 @@
 import ArgumentParser
+import Foundation
 import TocsinTime
 
 // Owned by the time helper: `tocsin next`.
 struct NextCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "next", abstract: "Show when a calendar expression or period elapses next.")
-    @Argument var expression: String
-    func run() throws { throw ValidationError("not yet available") }
+    static let configuration = CommandConfiguration(
+        commandName: "next",
+        abstract: "Show when a calendar expression or period elapses next.",
+        discussion: """
+            Output mirrors `systemd-analyze calendar`: elapses are computed exactly as systemd does, \
+            including across DST changes. Times are shown in --timezone, else $TZ, else the system zone; \
+            an expression that names its own zone is evaluated in that zone.
+            """
+    )
+
+    @Option(help: "Base time: RFC 3339 or @<unix seconds> (default: now). Elapses are strictly after it.")
+    var from: String?
+
+    @Option(help: "Number of elapses to show.")
+    var count: Int = 1
+
+    @Option(help: "IANA time zone to evaluate and display in (default: $TZ, else the system zone).")
+    var timezone: String?
+
+    @Flag(help: "Print one JSON object with RFC 3339 UTC elapses.")
+    var json = false
+
+    @Option(help: "A period (e.g. 15min) starting at --from instead of a calendar expression.")
+    var every: String?
+
+    @Argument(help: "A systemd.time(7) calendar expression.")
+    var expression: String?
+
+    func validate() throws {
+        if count < 1 { throw ValidationError("--count must be at least 1") }
+        if every == nil && expression == nil { throw ValidationError("missing calendar expression") }
+        if every != nil && expression != nil { throw ValidationError("give either --every or a calendar expression, not both") }
+    }
+
+    func run() throws {
+        let directory = ZoneInfoDirectory()
+        let now = Instant(microseconds: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)))
+
+        let base: Instant
+        if let from {
+            do { base = try Timestamp.parse(from, now: now) } catch {
+                fail("invalid --from '\(from)': \(error)")
+            }
+        } else {
+            base = now
+        }
+
+        let displayZone: TimeZoneRules
+        if let timezone {
+            do { displayZone = try directory.rules(named: timezone) } catch {
+                fail("invalid --timezone '\(timezone)': \(error.message)")
+            }
+        } else {
+            displayZone = directory.defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
+        }
+
+        let original: String
+        let normalized: String
+        let evaluationZone: TimeZoneRules
+        var elapses: [Instant] = []
+
+        if let every {
+            let period: TimeSpan
+            do { period = try TimeSpan.parsePositive(every) } catch {
+                fail("invalid --every '\(every)': \(error)")
+            }
+            original = every
+            normalized = "every \(period)"
+            evaluationZone = displayZone
+            let trigger = Trigger.every(period: period, starting: base, count: nil, until: nil)
+            var previous: Occurrence?
+            var cursor = base
+            while elapses.count < count, let o = trigger.next(after: cursor, previous: previous) {
+                elapses.append(o.instant)
+                previous = o
+                cursor = o.instant
+            }
+        } else {
+            let text = expression ?? ""
+            let spec: CalendarSpec
+            do { spec = try CalendarSpec.parse(text) } catch {
+                fail("invalid calendar expression '\(text)': \(error)")
+            }
+            original = text
+            normalized = spec.normalized
+            if let name = spec.timeZoneName {
+                do { evaluationZone = try directory.rules(named: name) } catch {
+                    fail("invalid calendar expression '\(text)': \(error)")
+                }
+            } else {
+                evaluationZone = displayZone
+            }
+            var cursor = base
+            while elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
+                elapses.append(t)
+                cursor = t
+            }
+        }
+
+        if json {
+            let next = elapses.map { "\"\(Timestamp.rfc3339UTC($0))\"" }.joined(separator: ", ")
+            print("{\"expression\": \(Self.jsonString(original)), \"normalized\": \(Self.jsonString(normalized)), "
+                + "\"timezone\": \(Self.jsonString(evaluationZone.identifier)), \"next\": [\(next)]}")
+            return
+        }
+
+        // Like systemd-analyze, the original is only worth a line when normalisation changed it.
+        if original != normalized { print("  Original form: \(original)") }
+        print("Normalized form: \(normalized)")
+        if elapses.isEmpty {
+            print("    Next elapse: never")
+            return
+        }
+        let showUTC = !(0..<elapses.count).allSatisfy { displayZone.utcOffset(at: elapses[$0]) == 0 && displayZone.abbreviation(at: elapses[$0]) == "UTC" }
+        for (i, t) in elapses.enumerated() {
+            let label = i == 0 ? "    Next elapse" : "       Iter. #\(i + 1)"
+            print("\(label): \(Self.human(t, in: displayZone))")
+            if showUTC { print("       (in UTC): \(Self.human(t, in: .utc))") }
+            print("       From now: \(Self.relative(t - base))")
+        }
+    }
+
+    private func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        Foundation.exit(1)
+    }
+
+    static func pad(_ v: Int, _ width: Int = 2) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    /// `Mon 2026-05-25 00:00:00 EDT`, as systemd-analyze prints a timestamp.
+    static func human(_ t: Instant, in zone: TimeZoneRules) -> String {
+        let c = zone.civil(t)
+        let days = Instant(seconds: t.seconds + Int64(zone.utcOffset(at: t))).seconds / 86_400
+        let names = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let w = Int(((days % 7) + 7) % 7)
+        return "\(names[w]) \(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day)) \(pad(c.hour)):\(pad(c.minute)):\(pad(c.second)) \(zone.abbreviation(at: t))"
+    }
+
+    /// systemd's relative rendering (`5 months 27 days left`, `15h ago`).
+    static func relative(_ span: TimeSpan) -> String {
+        let us = span.microseconds
+        if us == 0 { return "now" }
+        let suffix = us > 0 ? "left" : "ago"
+        let d = us.magnitude
+        let sec: UInt64 = 1_000_000, minute = 60 * sec, hour = 60 * minute, day = 24 * hour
+        let week = 7 * day, month = 2_629_800 * sec, year = 31_557_600 * sec
+        func plural(_ n: UInt64, _ one: String, _ many: String) -> String { "\(n) \(n == 1 ? one : many)" }
+        if d >= year {
+            return "\(plural(d / year, "year", "years")) \(plural(d % year / month, "month", "months")) \(suffix)"
+        } else if d >= month {
+            return "\(plural(d / month, "month", "months")) \(plural(d % month / day, "day", "days")) \(suffix)"
+        } else if d >= week {
+            return "\(plural(d / week, "week", "weeks")) \(plural(d % week / day, "day", "days")) \(suffix)"
+        } else if d >= 2 * day {
+            return "\(d / day) days \(suffix)"
+        } else if d >= 25 * hour {
+            return "1 day \((d - day) / hour)h \(suffix)"
+        } else if d >= 6 * hour {
+            return "\(d / hour)h \(suffix)"
+        } else if d >= hour {
+            return "\(d / hour)h \(d % hour / minute)min \(suffix)"
+        } else if d >= 5 * minute {
+            return "\(d / minute)min \(suffix)"
+        } else if d >= minute {
+            return "\(d / minute)min \(d % minute / sec)s \(suffix)"
+        } else if d >= sec {
+            return "\(d / sec)s \(suffix)"
+        } else if d >= 1000 {
+            return "\(d / 1000)ms \(suffix)"
+        }
+        return "\(d)us \(suffix)"
+    }
+
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let hex = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
 }

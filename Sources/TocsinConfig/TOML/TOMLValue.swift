@@ -104,9 +104,29 @@ public enum TOML {
     /// Parses a whole document. `file` names the source in diagnostics.
     /// Throws every error found (at least one); never crashes or hangs on any byte sequence.
     public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {
-        fatalError("contract stub")
+        let result: Result<TOMLTable, DiagnosticError> = bytes.withUnsafeBufferPointer { buffer in
+            var parser = TOMLParser(buffer: buffer, file: file)
+            let invalid = invalidUTF8Offsets(buffer)
+            if !invalid.isEmpty {
+                // Positions past the first bad byte are still meaningful (lines are found by
+                // '\n'), but the text is not, so only the encoding errors are reported.
+                for offset in invalid {
+                    parser.report("invalid UTF-8 byte 0x\(hexByte(buffer[offset]))", at: parser.slowLocation(offset))
+                }
+                return .failure(DiagnosticError(parser.diagnostics))
+            }
+            let root = parser.parseDocument()
+            if !parser.diagnostics.isEmpty { return .failure(DiagnosticError(parser.diagnostics)) }
+            return .success(root.freeze())
+        }
+        return try result.get()
     }
     public static func parse(_ text: String, file: String) throws(DiagnosticError) -> TOMLTable {
         try parse(Array(text.utf8), file: file)
     }
+}
+
+func hexByte(_ b: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF")
+    return String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xF)])
 }

@@ -1,0 +1,191 @@
+/// The next-elapse search.
+///
+/// It follows systemd's `find_next` step by step (year, month, day, weekday, hour, minute,
+/// second; each step normalising through `mktime` and backing off to the next larger unit when
+/// a field has no match) because the exact answer around DST changes and impossible dates is
+/// defined by that procedure, not by a cleaner one. The glibc parts it relies on are in `LocalClock`.
+extension CalendarSpec {
+    /// systemd gives up after this many rounds of the search (its "infinite loop" safety valve).
+    static let maxIterations = 1000
+    static let maxYear = 2199
+    /// systemd refuses base times it could not print (`USEC_TIMESTAMP_FORMATTABLE_MAX`).
+    static let maxBase: Int64 = 253_402_214_399_999_999
+
+    /// The first elapse strictly after `instant`, exactly as systemd computes it, or nil when it never elapses again.
+    ///
+    /// When the expression names a zone (`timeZoneName`), `zone` must be that zone's rules; `UTC` needs none.
+    public func nextElapse(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
+        guard instant.microseconds < Self.maxBase else { return nil }
+        var clock = LocalClock(zone: zone, utc: utc)
+        let base = instant.microseconds &+ 1
+        let seconds = CivilMath.floorDiv(base, 1_000_000)
+        var usec = Int(base - seconds * 1_000_000)
+        var tm = clock.breakDown(seconds)
+        guard findNext(&tm, &usec, &clock), let t = clock.makeTime(&tm), t >= 0 else { return nil }
+        return Instant(microseconds: t * 1_000_000 + Int64(usec))
+    }
+
+    /// Outcome of matching one field: no value left, unchanged, or moved forward.
+    private enum Match { case none, same, changed }
+
+    @inline(__always)
+    private func match(_ chain: [CalendarComponent]?, isDay: Bool, _ tm: BrokenDownTime, _ value: inout Int,
+                       _ clock: inout LocalClock) -> Match {
+        guard let chain else { return .same }
+        let eom = isDay && endOfMonth
+        var best = Int.max
+        for c in chain {
+            var start = Int(c.start), stop = Int(c.stop)
+            let rep = Int(c.step)
+            if eom {
+                start = endOfMonthDay(tm, Int(c.start), &clock)
+                stop = endOfMonthDay(tm, Int(c.stop), &clock)
+                if stop > 0 { swap(&start, &stop) }
+            }
+            if start >= value {
+                if start < best { best = start }
+            } else if rep > 0 {
+                let k = start + rep * ((value - start + rep - 1) / rep)
+                if k < best && (stop < 0 || k <= stop) { best = k }
+            }
+        }
+        if best == Int.max { return .none }
+        let changed = best != value
+        value = best
+        return changed ? .changed : .same
+    }
+
+    /// Day of month that is `back` days before the end of `tm`'s month (`~` dates), or -1.
+    private func endOfMonthDay(_ tm: BrokenDownTime, _ back: Int, _ clock: inout LocalClock) -> Int {
+        var t = tm
+        t.month += 1
+        t.mday = 1 - back
+        guard clock.makeTime(&t) != nil, t.month == tm.month else { return -1 }
+        return t.mday
+    }
+
+    /// systemd's `tm_within_bounds`: 1 when `tm` is already normal, 0 when it was moved
+    /// forward (and replaced), -1 when it is out of range or would move backwards.
+    private func withinBounds(_ tm: inout BrokenDownTime, _ clock: inout LocalClock) -> Int {
+        if tm.year > Self.maxYear { return -1 }
+        var t = tm
+        guard clock.makeTime(&t) != nil else { return -1 }
+        var cmp: Int
+        func compare(_ a: Int, _ b: Int) -> Int { a < b ? -1 : (a > b ? 1 : 0) }
+        cmp = compare(t.year, tm.year)
+        if cmp != 0 {
+            t.month = 0
+        } else {
+            cmp = compare(t.month, tm.month)
+            if cmp != 0 {
+                t.mday = 1
+            } else {
+                cmp = compare(t.mday, tm.mday)
+                if cmp != 0 {
+                    t.hour = 0
+                } else {
+                    cmp = compare(t.hour, tm.hour)
+                    if cmp != 0 {
+                        t.minute = 0
+                    } else {
+                        cmp = compare(t.minute, tm.minute)
+                        if cmp != 0 { t.second = 0 } else { cmp = compare(t.second, tm.second) }
+                    }
+                }
+            }
+        }
+        if cmp < 0 { return -1 }
+        if cmp > 0 { tm = t; return 0 }
+        return 1
+    }
+
+    private func matchesWeekday(_ tm: BrokenDownTime, _ clock: inout LocalClock) -> Bool {
+        if weekdays < 0 || weekdays >= 127 { return true }
+        var t = tm
+        guard clock.makeTime(&t) != nil else { return false }
+        let k = t.wday == 0 ? 6 : t.wday - 1
+        return Int(weekdays) & (1 << k) != 0
+    }
+
+    private func findNext(_ tm: inout BrokenDownTime, _ usec: inout Int, _ clock: inout LocalClock) -> Bool {
+        var c = tm
+        var us = usec
+        for _ in 0..<Self.maxIterations {
+            _ = clock.makeTime(&c)
+            c.isdst = -1
+
+            var v = c.year
+            var r = match(year, isDay: false, c, &v, &clock)
+            c.year = v
+            if r == .changed { c.month = 0; c.mday = 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0 }
+            if r == .none { return false }
+            if withinBounds(&c, &clock) <= 0 { return false }
+
+            v = c.month + 1
+            r = match(month, isDay: false, c, &v, &clock)
+            c.month = v - 1
+            if r == .changed { c.mday = 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0 }
+            var b: Int
+            b = r == .none ? -1 : withinBounds(&c, &clock)
+            if b < 0 {
+                c.year += 1; c.month = 0; c.mday = 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0
+                continue
+            }
+            if b == 0 { continue }
+
+            v = c.mday
+            r = match(day, isDay: true, c, &v, &clock)
+            c.mday = v
+            if r == .changed { c.hour = 0; c.minute = 0; c.second = 0; us = 0 }
+            b = r == .none ? -1 : withinBounds(&c, &clock)
+            if b < 0 {
+                c.month += 1; c.mday = 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0
+                continue
+            }
+            if b == 0 { continue }
+
+            if !matchesWeekday(c, &clock) {
+                c.mday += 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0
+                continue
+            }
+
+            v = c.hour
+            r = match(hour, isDay: false, c, &v, &clock)
+            c.hour = v
+            if r == .changed { c.minute = 0; c.second = 0; us = 0 }
+            b = r == .none ? -1 : withinBounds(&c, &clock)
+            if b < 0 {
+                c.mday += 1; c.hour = 0; c.minute = 0; c.second = 0; us = 0
+                continue
+            }
+            if b == 0 { continue }
+
+            v = c.minute
+            r = match(minute, isDay: false, c, &v, &clock)
+            c.minute = v
+            if r == .changed { c.second = 0; us = 0 }
+            b = r == .none ? -1 : withinBounds(&c, &clock)
+            if b < 0 {
+                c.hour += 1; c.minute = 0; c.second = 0; us = 0
+                continue
+            }
+            if b == 0 { continue }
+
+            v = c.second * 1_000_000 + us
+            r = match(microsecond, isDay: false, c, &v, &clock)
+            us = v % 1_000_000
+            c.second = v / 1_000_000
+            b = r == .none ? -1 : withinBounds(&c, &clock)
+            if b < 0 {
+                c.minute += 1; c.second = 0; us = 0
+                continue
+            }
+            if b == 0 { continue }
+
+            tm = c
+            usec = us
+            return true
+        }
+        return false
+    }
+}

@@ -1,0 +1,168 @@
+/// Parsing and printing of instants on the CLI and the D-Bus API.
+public enum Timestamp {
+    /// RFC 3339 (`2026-12-01T18:00:00+01:00`, `Z`, fractional seconds), `@<unix seconds>` (fraction allowed),
+    /// or `+<duration>` relative to `now`.
+    public static func parse(_ text: String, now: Instant) throws(TimeSyntaxError) -> Instant {
+        let s = Array(text.unicodeScalars)
+        func fail(_ message: String, _ at: Int) -> TimeSyntaxError {
+            TimeSyntaxError(.invalidTimestamp, message, column: at + 1)
+        }
+        guard let first = s.first else { throw fail("empty timestamp", 0) }
+        if first == "+" {
+            let rest = String(String.UnicodeScalarView(s.dropFirst()))
+            let span = try TimeSpan.parse(rest, columnOffset: 1)
+            return now + span
+        }
+        if first == "@" { return try parseEpoch(s, fail) }
+        return try parseRFC3339(s, fail)
+    }
+
+    private static func parseEpoch(_ s: [Unicode.Scalar], _ fail: (String, Int) -> TimeSyntaxError) throws(TimeSyntaxError) -> Instant {
+        var i = 1
+        var negative = false
+        if i < s.count && s[i] == "-" { negative = true; i += 1 }
+        var whole: Int64 = 0
+        let start = i
+        while i < s.count, s[i] >= "0", s[i] <= "9" {
+            if whole > (Int64.max / 1_000_000 - 9) / 10 { throw fail("timestamp out of range", start) }
+            whole = whole * 10 + Int64(s[i].value - 48)
+            i += 1
+        }
+        if i == start { throw fail("expected seconds after '@'", i) }
+        var micro: Int64 = 0
+        if i < s.count && s[i] == "." {
+            i += 1
+            var scale: Int64 = 100_000
+            let fracStart = i
+            while i < s.count, s[i] >= "0", s[i] <= "9" {
+                micro += Int64(s[i].value - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            if i == fracStart { throw fail("expected digits after '.'", i) }
+        }
+        if i != s.count { throw fail("unexpected character", i) }
+        let us = whole * 1_000_000 + micro
+        return Instant(microseconds: negative ? -us : us)
+    }
+
+    private static func parseRFC3339(_ s: [Unicode.Scalar], _ fail: (String, Int) -> TimeSyntaxError) throws(TimeSyntaxError) -> Instant {
+        var i = 0
+        func digits(_ n: Int, _ what: String) throws(TimeSyntaxError) -> Int {
+            var v = 0
+            for _ in 0..<n {
+                guard i < s.count, s[i] >= "0", s[i] <= "9" else { throw fail("expected \(what)", i) }
+                v = v * 10 + Int(s[i].value - 48)
+                i += 1
+            }
+            return v
+        }
+        func expect(_ c: Unicode.Scalar, _ alternatives: [Unicode.Scalar] = []) throws(TimeSyntaxError) {
+            guard i < s.count, s[i] == c || alternatives.contains(s[i]) else { throw fail("expected '\(c)'", i) }
+            i += 1
+        }
+        let year = try digits(4, "a four-digit year")
+        try expect("-")
+        let monthAt = i
+        let month = try digits(2, "a two-digit month")
+        try expect("-")
+        let dayAt = i
+        let day = try digits(2, "a two-digit day")
+        try expect("T", ["t", " "])
+        let hourAt = i
+        let hour = try digits(2, "a two-digit hour")
+        try expect(":")
+        let minuteAt = i
+        let minute = try digits(2, "two-digit minutes")
+        try expect(":")
+        let secondAt = i
+        let second = try digits(2, "two-digit seconds")
+        var micro = 0
+        if i < s.count && s[i] == "." {
+            i += 1
+            var scale = 100_000
+            let fracStart = i
+            while i < s.count, s[i] >= "0", s[i] <= "9" {
+                micro += Int(s[i].value - 48) * scale
+                scale /= 10
+                i += 1
+            }
+            if i == fracStart { throw fail("expected digits after '.'", i) }
+        }
+        guard (1...12).contains(month) else { throw fail("month out of range", monthAt) }
+        guard (1...CivilMath.daysInMonth(year, month)).contains(day) else { throw fail("day out of range", dayAt) }
+        guard hour <= 23 else { throw fail("hour out of range", hourAt) }
+        guard minute <= 59 else { throw fail("minutes out of range", minuteAt) }
+        guard second <= 59 else { throw fail("seconds out of range", secondAt) }
+        guard i < s.count else { throw fail("missing UTC offset ('Z' or '+hh:mm')", i) }
+        var offset = 0
+        if s[i] == "Z" || s[i] == "z" {
+            i += 1
+        } else if s[i] == "+" || s[i] == "-" {
+            let sign = s[i] == "-" ? -1 : 1
+            i += 1
+            let offAt = i
+            let oh = try digits(2, "offset hours")
+            try expect(":")
+            let om = try digits(2, "offset minutes")
+            guard oh <= 23, om <= 59 else { throw fail("offset out of range", offAt) }
+            offset = sign * (oh * 3600 + om * 60)
+        } else {
+            throw fail("expected 'Z' or a UTC offset", i)
+        }
+        if i != s.count { throw fail("unexpected character", i) }
+        let days = CivilMath.days(year: year, month: month, day: day)
+        let secs = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second - offset)
+        return Instant(microseconds: secs * 1_000_000 + Int64(micro))
+    }
+
+    /// RFC 3339 in UTC with `Z`, fractional seconds only when non-zero.
+    public static func rfc3339UTC(_ instant: Instant) -> String {
+        format(instant, offset: 0)
+    }
+
+    /// RFC 3339 with the zone's offset at that instant.
+    public static func rfc3339(_ instant: Instant, in zone: TimeZoneRules) -> String {
+        format(instant, offset: zone.utcOffset(at: instant))
+    }
+
+    static func pad(_ v: Int, _ width: Int) -> String {
+        let s = String(v)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    private static func format(_ instant: Instant, offset: Int) -> String {
+        let secs = instant.seconds
+        let micro = Int(instant.microseconds - secs * 1_000_000)
+        let b = BrokenDownTime(localSeconds: secs + Int64(offset), isdst: 0)
+        var out = "\(pad(b.year, 4))-\(pad(b.month + 1, 2))-\(pad(b.mday, 2))T\(pad(b.hour, 2)):\(pad(b.minute, 2)):\(pad(b.second, 2))"
+        if micro != 0 {
+            var frac = pad(micro, 6)
+            while frac.hasSuffix("0") { frac.removeLast() }
+            out += "." + frac
+        }
+        if offset == 0 {
+            out += "Z"
+        } else {
+            let a = abs(offset)
+            out += (offset < 0 ? "-" : "+") + "\(pad(a / 3600, 2)):\(pad(a / 60 % 60, 2))"
+        }
+        return out
+    }
+
+    /// Resolves a local civil time in `zone` the way systemd/mktime does (a skipped time moves forward, a repeated time takes the first).
+    public static func instant(of civil: CivilDateTime, in zone: TimeZoneRules) -> Instant {
+        let local = Int64(CivilMath.days(year: civil.year, month: civil.month, day: civil.day)) * 86_400
+            + Int64(civil.hour * 3600 + civil.minute * 60 + civil.second)
+        // Every offset that could apply lies among those in force within ±14 h of the local reading.
+        let before = zone.lookup(local - 50_400).offset
+        var best: Int64?
+        for o in [before, zone.lookup(local).offset, zone.lookup(local + 50_400).offset] {
+            let t = local - Int64(o)
+            if zone.lookup(t).offset == o, best.map({ t < $0 }) ?? true { best = t }
+        }
+        // In a gap, keep the offset from before the change: the reading lands after the gap.
+        let t = best ?? (local - Int64(before))
+        return Instant(microseconds: t * 1_000_000 + Int64(civil.microsecond))
+    }
+}

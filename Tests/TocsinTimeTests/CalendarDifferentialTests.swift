@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+@testable import TocsinTime
+
+/// Differential tests: our parser and next-elapse search against `systemd-analyze calendar`.
+@Suite("Calendar expressions vs systemd-analyze")
+struct CalendarDifferentialTests {
+    static let zones = ["UTC", "Europe/Berlin", "America/New_York", "America/Santiago", "Australia/Lord_Howe", "Asia/Kolkata"]
+    static let iterations = 5
+
+    /// Hand-picked expressions covering every operator, shorthands and DST-sensitive times.
+    static let table: [String] = [
+        "minutely", "hourly", "daily", "weekly", "monthly", "yearly", "annually", "anually", "quarterly",
+        "semiannually", "semi-annually", "biannually", "bi-annually", "DAILY", "Hourly",
+        "*-*-* *:*:*", "*-*-* *:*:00", "*:0/15", "*:0/20", "*:5,35", "*-*-* 00/2:00", "*:*:0/10",
+        "*-*-* 02:30", "*-*-* 02:00", "*-*-* 01:30", "*-*-* 00:00", "*-*-* 00:30", "*-*-* 03:00", "*-*-* 23:59:59",
+        "*-*-* 02,03:00,30", "*-*-* 01..03:15:00", "*-*-* 00..03:00/30:00", "*-*-* 1:0/10",
+        "Mon *-*-* 00:00:00", "Mon..Fri 07:30", "Sat,Sun 10:00", "Mon,Wed..Fri 12:00", "mon-wed 9:00",
+        "Sun *-*-* 02:30", "Sun 00:00", "Sunday,Monday 3:00", "Mon,Tue,Wed,Thu,Fri,Sat,Sun 6:00",
+        "Mon,Wed,Fri,Sun 1:00", "Tue..Thu,Sat 8:00",
+        "*-02~1", "*-02~01 12:00", "*-*~1", "*-*~3", "*-*~7/1", "Mon *-05~07/1", "Fri *-*~7/1 18:00",
+        "*-*~1..3", "*-*~28", "*-02~*", "*-*~1,15",
+        "*-*-31", "*-*-30", "*-02-29", "*-02-28..29", "*-02-29 12:00", "2028-02-29", "*-*-29..31",
+        "*-*-01", "*-*-1/7", "*-*-01..07 Mon 00:00", "Mon *-*-01..07 00:00", "*-1,4,7,10-1", "*-01/3-01",
+        "*-12-31 23:59:59", "*-01-01 00:00:00", "2026-*-* 00:00", "2026..2027-*-01", "2025/1-06-01",
+        "2027-03-14 02:30", "2026-03-29 02:30", "2026-10-25 02:30", "2026-11-01 01:30",
+        "2026-04-05 00:00", "2026-09-06 00:00", "2026-09-06 00:30", "2026-04-04 23:30", "2026-04-05 23:59",
+        "2026-10-04 02:15", "2026-04-05 01:45", "2026-04-05 01:30",
+        "12:00", "9:5", "0:0:0.5", "*:*:0.25/0.5", "*:*:1.5..4", "*:*:0..59/7.5", "12:30:15.123456",
+        "*-*-* *:00/7:00", "*:*:00/13", "*-*-* 04:05:06.700000..08/0.5",
+        "12,14,13,12:00", "1..3,2-1", "*-*-1..1", "*-*-01..03/5", "*-*-3..1",
+        "daily UTC", "hourly UTC", "*-*-* 02:30 UTC", "Mon 2026-*-* 00:00 UTC", "*-*-* 06:00 Europe/Berlin",
+        "*-*-* 02:30 America/New_York", "*-*-* 00:00 America/Santiago", "*-*-* 02:00 Australia/Lord_Howe",
+        "*-*-* 05:30 Asia/Kolkata", "daily Asia/Tokyo", "*:30 Australia/Lord_Howe",
+        "2199-12-31", "2020-01-01", "1970-01-01 00:00", "69-1-1", "99-12-31", "@1774000000", "@1893456000",
+        "*-*-31 Tue", "Tue *-*-31", "Tue *-02-29", "Fri *-*-13 13:13", "Mon 2026-03-30",
+    ]
+
+    /// Expressions systemd refuses; we must refuse them too.
+    static let invalid: [String] = [
+        "", " ", "bogus", "*:50/10", "*-*-31/2", "*-*~29", "*-*~1/27", "*-*~1/28", "Mon 2026-13-01",
+        "00:00:60", "0:0:59.9999999", "1969-1-1", "2200-01-01", "*:*/5", "*/2-1", "Mon,,Tue", "Mon..",
+        "Wed..Mon", "Mon.Tue", "Mon..Wed..Fri", "daily foo", "*-*-* 12:00 europe/berlin", "0:0:5.",
+        "*-*-* 24:00", "*-*-* 12:60", "*-*-0", "*-*-32", "*-0-1", "*-13-1", "*-*-1/0", "*:0/0",
+        "*:*:1.5..2", "12", "12:", ":30", "1-2-3-4", "*-*~1~1", "*-*-* 1:2:3:4", "Mon,Tue,", "Monday2",
+        "*-*-* 12:00 Mars/Olympus", "5..3:00", "*-*-1..40", "1:2 3", "2026-*-* ~1", "*-*-* *:*:*.5",
+        "@", "@abc", "@4102444800", "2026-02-30x", "12:00,", "*,1:00", "1..:00", "1/:00",
+        "99999999999:00", "*:*:2147483648", "*:*:3000", "*-*-1,", "Mon *-*-* 12:00 Asia/Kolkata UTC",
+    ]
+
+    static func bases(for zone: TimeZoneRules) -> [Int64] {
+        var out: [Int64] = [
+            1_774_000_000,            // 2026-03-20, an ordinary day
+            1_798_761_599,            // 2026-12-31 23:59:59 UTC, year end
+            1_772_323_199,            // 2026-02-28 23:59:59 UTC, February end
+            1_835_395_200 - 43_200,   // 2028-02-28 12:00 UTC, before a leap day
+            1_777_593_599,            // 2026-04-30 23:59:59 UTC, 30-day month end
+        ]
+        // 2025-01-01 ... 2028-01-01: around every offset change.
+        for t in Zones.transitions(zone, from: 1_735_689_600, to: 1_830_297_600) {
+            out += [t - 5_400, t - 1, t + 1_799, t + 3_599]
+        }
+        return out
+    }
+
+    static func generated(seed: UInt64, count: Int) -> [String] {
+        var rng = SplitMix64(state: seed)
+        func pick<T>(_ a: [T]) -> T { a[Int(rng.next() % UInt64(a.count))] }
+        func num(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(rng.next() % UInt64(range.count)) }
+        func field(_ range: ClosedRange<Int>, star: Int = 40) -> String {
+            if num(0...99) < star { return "*" }
+            var parts: [String] = []
+            for _ in 0..<num(1...2) {
+                let a = num(range)
+                switch num(0...4) {
+                case 0: parts.append("\(a)")
+                case 1: parts.append("\(a)..\(min(range.upperBound, a + num(0...6)))")
+                case 2: parts.append("\(a)/\(num(1...max(1, (range.upperBound - range.lowerBound) / 2)))")
+                case 3: parts.append("\(a)..\(min(range.upperBound, a + num(1...10)))/\(num(1...3))")
+                default: parts.append("\(a)")
+                }
+            }
+            return parts.joined(separator: ",")
+        }
+        let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+        var out: Set<String> = []
+        while out.count < count {
+            var s = ""
+            if num(0...99) < 30 {
+                let a = num(0...6)
+                s += num(0...1) == 0 ? days[a] : "\(days[a])..\(days[min(6, a + num(1...4))])"
+                if num(0...3) == 0 { s += ",\(pick(days))" }
+                s += " "
+            }
+            let year = num(0...9) < 8 ? "*" : pick(["2026", "2025..2027", "2026/1", "2027"])
+            let month = field(1...12, star: 60)
+            let eom = num(0...9) == 0
+            let day = eom ? "\(num(1...7))\(num(0...1) == 0 ? "" : "/\(num(1...3))")" : field(1...31, star: 60)
+            switch num(0...2) {
+            case 0: s += "\(year)-\(month)\(eom ? "~" : "-")\(day) "
+            case 1: s += "\(month)\(eom ? "~" : "-")\(day) "
+            default: break
+            }
+            let hour = field(0...23, star: 30)
+            let minute = field(0...59, star: 30)
+            s += "\(hour):\(minute)"
+            if num(0...2) == 0 {
+                s += ":" + (num(0...3) == 0 ? "\(num(0...59)).5" : field(0...59, star: 30))
+            }
+            if num(0...19) == 0 { s += " UTC" }
+            out.insert(s)
+        }
+        return out.sorted()
+    }
+
+    @Test("systemd parity", arguments: zones)
+    func parity(zoneName: String) throws {
+        let zone = try #require(Zones.load(zoneName), "zone \(zoneName) must be installed")
+        let seed = UInt64(0x70C5_1000) &+ UInt64(Self.zones.firstIndex(of: zoneName) ?? 0)
+        let expressions = Self.table + Self.generated(seed: seed, count: 120)
+        let directory = ZoneInfoDirectory()
+        var compared = 0
+        for base in Self.bases(for: zone) {
+            let oracle = try SystemdOracle.run(zone: zoneName, base: base, iterations: Self.iterations, expressions: expressions)
+            for expr in expressions {
+                let row = "expr='\(expr)' zone=\(zoneName) base=@\(base) seed=\(seed)"
+                let reference = oracle[expr]
+                let spec: CalendarSpec
+                do {
+                    spec = try CalendarSpec.parse(expr)
+                } catch {
+                    if let reference { Issue.record("we reject what systemd accepts (\(reference.normalized)): \(error) — \(row)") }
+                    continue
+                }
+                guard let reference else {
+                    Issue.record("we accept what systemd rejects (ours: \(spec.normalized)) — \(row)")
+                    continue
+                }
+                #expect(spec.normalized == reference.normalized, "normalized form — \(row)")
+                let evalZone = spec.timeZoneName.flatMap { try? directory.rules(named: $0) } ?? zone
+                var ours: [Instant] = []
+                var cursor = Instant(seconds: base)
+                while ours.count < Self.iterations, let t = spec.nextElapse(after: cursor, in: evalZone) {
+                    ours.append(t)
+                    cursor = t
+                }
+                let oursSeconds = ours.map(\.seconds)
+                let theirs = reference.elapses.map(\.utcSeconds)
+                #expect(oursSeconds == theirs, "elapses ours=\(ours.map { SystemdOracle.render($0, in: .utc) }) systemd=\(reference.elapses) — \(row)")
+                if oursSeconds == theirs {
+                    let rendered = ours.map { SystemdOracle.render($0, in: zone) }
+                    #expect(rendered == reference.elapses.map(\.local), "local rendering — \(row)")
+                }
+                compared += 1
+            }
+        }
+        #expect(compared > 1000, "too few comparisons in \(zoneName): \(compared)")
+    }
+
+    @Test("systemd rejects, we reject")
+    func rejectionParity() throws {
+        let oracle = try SystemdOracle.run(zone: "UTC", base: 1_774_000_000, iterations: 1, expressions: Self.invalid)
+        for expr in Self.invalid {
+            #expect(oracle[expr] == nil, "systemd unexpectedly accepts '\(expr)'")
+            do {
+                let spec = try CalendarSpec.parse(expr)
+                Issue.record("'\(expr)' accepted as '\(spec.normalized)' but systemd rejects it")
+            } catch {
+                #expect(error.code == .invalidCalendar, "'\(expr)': \(error)")
+                #expect(error.column >= 1 && error.column <= max(1, expr.unicodeScalars.count + 1), "'\(expr)': column \(error.column)")
+            }
+        }
+    }
+}
