@@ -20,6 +20,8 @@ public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
     public var diagnostics: [Diagnostic]
     /// The text of the file, for quoting lines under each diagnostic.
     public var source: String
+    /// What could be decoded despite the errors, for further checks that add their own diagnostics.
+    public var partial: LoadedConfig?
 
     public init(code: Code, file: String, diagnostics: [Diagnostic], source: String) {
         self.code = code; self.file = file; self.diagnostics = diagnostics; self.source = source
@@ -56,10 +58,11 @@ public enum ConfigLoader {
         } catch {
             return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: error.diagnostics, source: source))
         }
-        switch TocsinConfiguration.decode(root, file: file, limits: limits) {
-        case .success(let c): return .success(LoadedConfig(file: file, source: source, configuration: c))
-        case .failure(let e): return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: e.diagnostics, source: source))
-        }
+        let (config, diags) = TocsinConfiguration.decodePartially(root, file: file, limits: limits)
+        if diags.isEmpty { return .success(LoadedConfig(file: file, source: source, configuration: config)) }
+        var error = ConfigLoadError(code: .invalid, file: file, diagnostics: diags, source: source)
+        error.partial = LoadedConfig(file: file, source: source, configuration: config)
+        return .failure(error)
     }
 
     static func readFile(_ path: String) -> [UInt8]? {

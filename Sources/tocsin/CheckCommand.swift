@@ -34,16 +34,17 @@ enum Configs {
     static func registry() -> BackendRegistry { Plugins.registry() }
 
     static func loadChecked(path: String, environment: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
-        let loaded: LoadedConfig
         switch ConfigLoader.load(file: path) {
-        case .failure(let e): return .failure(e)
-        case .success(let l): loaded = l
+        case .success(let l): return validate(l, environment: environment)
+        case .failure(let e):
+            guard let partial = e.partial else { return .failure(e) }
+            return validate(partial, environment: environment, earlier: e.diagnostics)
         }
-        return validate(loaded, environment: environment)
     }
 
-    static func validate(_ loaded: LoadedConfig, environment: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
-        var diags: [Diagnostic] = []
+    static func validate(_ loaded: LoadedConfig, environment: [String: String],
+                         earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
+        var diags = earlier
         let logger = Logs.make(level: .critical, environment: [:])
         if case .failure(let e) = registry().makeBackends(for: loaded.configuration, file: loaded.file,
                                                           environment: BackendEnvironment(logger: logger, environment: environment)) {

@@ -51,6 +51,13 @@ public struct TocsinConfiguration: Sendable {
 
     /// Decodes the document, collecting every issue of every table.
     public static func decode(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> Result<TocsinConfiguration, DiagnosticError> {
+        let (config, diags) = decodePartially(root, file: file, limits: limits)
+        return diags.isEmpty ? .success(config) : .failure(DiagnosticError(diags))
+    }
+
+    /// Decodes what can be decoded and reports the rest, so later checks (backend options through
+    /// the registry) still run on a file with mistakes and every problem is reported in one go.
+    public static func decodePartially(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> (TocsinConfiguration, [Diagnostic]) {
         var config = TocsinConfiguration()
         var issues: [FieldIssue] = []
         var top = TableReader(root, context: "the top level")
@@ -127,21 +134,26 @@ public struct TocsinConfiguration: Sendable {
         top.finish(known: topLevelKeys)
         issues += top.issues
 
-        if let names = Optional(Set(config.backends.map(\.name))), !config.backends.isEmpty {
-            for spec in config.notifications {
-                for b in spec.backends ?? [] where !names.contains(b) {
-                    var message = "unknown backend '\(b)' in notification '\(spec.key ?? "")'"
-                    if let s = Suggestion.closest(to: b, among: Array(names)) { message += "; did you mean '\(s)'?" }
-                    issues.append(FieldIssue(field: "backends", location: spec.location, message: message))
+        // Backend names are checked on the raw tables, so a notification with other mistakes still
+        // gets this one reported too.
+        let names = Set(config.backends.map(\.name))
+        if case .array(let items)? = root["notification"]?.value {
+            for (i, item) in items.enumerated() {
+                guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
+                for b in list {
+                    guard case .string(let name) = b.value, !names.contains(name) else { continue }
+                    var message = "unknown backend '\(name)' in [[notification]] #\(i + 1)"
+                    if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
+                    else if names.isEmpty { message += "; no [backend.NAME] is configured" }
+                    issues.append(FieldIssue(field: "backends", location: b.location, message: message))
                 }
             }
         }
 
-        if issues.isEmpty { return .success(config) }
         let diags = issues.sorted { $0.location < $1.location }.map {
             Diagnostic(file: file, location: $0.location, message: $0.message)
         }
-        return .failure(DiagnosticError(diags))
+        return (config, diags)
     }
 
     public static func validateBackendName(_ name: String) -> String? {

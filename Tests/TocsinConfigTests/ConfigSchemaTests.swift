@@ -1,0 +1,156 @@
+import Testing
+import TocsinConfig
+import TocsinTime
+
+/// One bad config and the diagnostics it must produce, exactly.
+struct SchemaRow: Sendable, CustomTestStringConvertible {
+    var name: String
+    var toml: String
+    /// `line:column: message` of every expected error, in order.
+    var expected: [String]
+    var testDescription: String { name }
+}
+
+private func diagnostics(_ toml: String) -> [String] {
+    switch ConfigLoader.load(bytes: Array(toml.utf8), file: "c.toml") {
+    case .success: return []
+    case .failure(let e): return e.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
+    }
+}
+
+@Suite("Config schema")
+struct ConfigSchemaTests {
+    static let rows: [SchemaRow] = [
+        SchemaRow(name: "misspelt key gets a suggestion",
+                  toml: "[[notification]]\ntitel = \"x\"\nafter = \"1h\"\n",
+                  expected: ["1:1: missing required key 'title' in [[notification]] #1",
+                             "2:1: unknown key 'titel' in [[notification]] #1; did you mean 'title'?"]),
+        SchemaRow(name: "wrong type names expected and found",
+                  toml: "[[notification]]\ntitle = 5\nafter = \"1h\"\n",
+                  expected: ["2:9: 'title' in [[notification]] #1 must be a string, found integer"]),
+        SchemaRow(name: "no trigger",
+                  toml: "[[notification]]\ntitle = \"x\"\n",
+                  expected: ["1:1: [[notification]] #1 has no trigger; give one of 'at', 'after', 'every', 'on_calendar', 'remind_before'"]),
+        SchemaRow(name: "two triggers name both keys",
+                  toml: "[[notification]]\ntitle = \"x\"\nafter = \"1h\"\non_calendar = \"daily\"\n",
+                  expected: ["4:1: [[notification]] #1 has two triggers, 'after' and 'on_calendar'; give exactly one"]),
+        SchemaRow(name: "zero interval refused with the caret on the value",
+                  toml: "[[notification]]\ntitle = \"x\"\nevery = \"0\"\n",
+                  expected: ["3:10: invalid 'every': the interval must be longer than zero"]),
+        SchemaRow(name: "count without every",
+                  toml: "[[notification]]\ntitle = \"x\"\nafter = \"1h\"\ncount = 3\n",
+                  expected: ["4:1: 'count' only goes with 'every'"]),
+        SchemaRow(name: "bad urgency lists the choices",
+                  toml: "[[notification]]\ntitle = \"x\"\nafter = \"1h\"\nurgency = \"loud\"\n",
+                  expected: ["4:11: 'urgency' must be one of 'low', 'normal', 'critical', found 'loud'"]),
+        SchemaRow(name: "remind_before needs at",
+                  toml: "[[notification]]\ntitle = \"x\"\nremind_before = [\"1h\"]\n",
+                  expected: ["3:1: 'remind_before' needs 'at', the time of the event"]),
+        SchemaRow(name: "duplicate notification keys",
+                  toml: "[[notification]]\nkey = \"a\"\ntitle = \"x\"\nafter = \"1h\"\n[[notification]]\nkey = \"a\"\ntitle = \"y\"\nafter = \"1h\"\n",
+                  expected: ["6:7: duplicate notification key 'a' (first defined at 2:7)"]),
+        SchemaRow(name: "unknown backend in a notification",
+                  toml: "[backend.log]\ntype = \"log\"\n[[notification]]\ntitle = \"x\"\nafter = \"1h\"\nbackends = [\"lgo\"]\n",
+                  expected: ["6:13: unknown backend 'lgo' in [[notification]] #1; did you mean 'log'?"]),
+        SchemaRow(name: "backend without type",
+                  toml: "[backend.log]\nformat = \"json\"\n",
+                  expected: ["1:1: missing required key 'type' in [backend.log]"]),
+        SchemaRow(name: "unknown top-level key",
+                  toml: "[deamon]\n",
+                  expected: ["1:2: unknown key 'deamon' in the top level; did you mean 'daemon'?"]),
+        SchemaRow(name: "NUL in a string",
+                  toml: "[[notification]]\ntitle = \"a\\u0000b\"\nafter = \"1h\"\n",
+                  expected: ["2:9: 'title' must not contain a NUL character"]),
+        SchemaRow(name: "local date where a date-time is needed",
+                  toml: "[[notification]]\ntitle = \"x\"\nat = 2026-12-01\n",
+                  expected: ["3:6: 'at' needs a date and a time, found a local date"]),
+        SchemaRow(name: "every error of a file is reported",
+                  toml: "[daemon]\nmissed = \"never\"\nmax_pending = 0\n[[notification]]\ntitle = \"x\"\nafter = \"soon\"\n",
+                  expected: ["2:10: 'missed' must be one of 'skip', 'fire-once', 'fire-all', found 'never'",
+                             "3:15: 'max_pending' must be between 1 and 100000000, found 0",
+                             "6:10: invalid 'after': expected a number"]),
+    ]
+
+    @Test("bad configs produce exactly these diagnostics", arguments: rows)
+    func badConfigs(_ row: SchemaRow) {
+        let got = diagnostics(row.toml)
+        #expect(got == row.expected, "row '\(row.name)'")
+    }
+
+    @Test("a complete config decodes every field")
+    func goodConfig() throws {
+        let toml = """
+        [daemon]
+        state_dir = "/tmp/x"
+        missed = "skip"
+        max_late = "1h"
+        timezone = "Europe/Berlin"
+
+        [backend.log]
+        type = "log"
+
+        [[notification]]
+        key = "standup"
+        title = "Stand-up"
+        body = "Room 4"
+        on_calendar = "Mon..Fri 09:30"
+        urgency = "critical"
+        actions = { open = "Open notes", later = "Later" }
+        user_info = { room = "4" }
+        backends = ["log"]
+
+        [[notification]]
+        title = "Auction ends"
+        at = 2026-12-01T18:00:00+01:00
+        remind_before = ["24h", "3h", "1h", "0s"]
+
+        [[notification]]
+        key = "pomodoro"
+        title = "Break"
+        every = "25min"
+        count = 4
+        missed = "fire-all"
+        """
+        let loaded = try ConfigLoader.load(bytes: Array(toml.utf8), file: "c.toml").get()
+        let c = loaded.configuration
+        #expect(c.daemon.missed == .skip)
+        #expect(c.daemon.maxLate == .hours(1))
+        #expect(c.daemon.timezone == "Europe/Berlin")
+        #expect(c.backends.map(\.name) == ["log"])
+        #expect(c.notifications.map { $0.key ?? "" } == ["standup", "config-2", "pomodoro"])
+        let standup = c.notifications[0]
+        #expect(standup.urgency == .critical)
+        #expect(standup.actions == [NotificationAction(id: "open", label: "Open notes"), NotificationAction(id: "later", label: "Later")])
+        #expect(standup.userInfo == ["room": "4"])
+        if case .onCalendar(let spec) = standup.trigger {
+            #expect(spec.normalized == "Mon..Fri *-*-* 09:30:00")
+        } else { Issue.record("standup trigger is \(standup.trigger)") }
+        if case .remindBefore(let event, let offsets) = c.notifications[1].trigger {
+            #expect(event == .instant(Instant(seconds: 1_796_144_400)))
+            #expect(offsets == [.hours(24), .hours(3), .hours(1), .zero])
+        } else { Issue.record("auction trigger is \(c.notifications[1].trigger)") }
+        if case .every(let p, let count, _, _) = c.notifications[2].trigger {
+            #expect(p == .minutes(25))
+            #expect(count == 4)
+        } else { Issue.record("pomodoro trigger is \(c.notifications[2].trigger)") }
+        #expect(c.notifications[2].missed == .fireAll)
+    }
+
+    @Test("diagnostics render like a compiler: header, source line, caret")
+    func rendering() {
+        let toml = "[[notification]]\n\ttitle = 5\nafter = \"1h\"\n"
+        guard case .failure(let e) = ConfigLoader.load(bytes: Array(toml.utf8), file: "c.toml") else {
+            Issue.record("accepted"); return
+        }
+        #expect(e.rendered == "c.toml:2:10: error: 'title' in [[notification]] #1 must be a string, found integer\n\ttitle = 5\n\t        ^")
+    }
+
+    @Test("suggestions catch typos and ignore unrelated words")
+    func suggestions() {
+        let known = NotificationFields.all.map(\.name)
+        #expect(Suggestion.closest(to: "titel", among: known) == "title")
+        #expect(Suggestion.closest(to: "on_calender", among: known) == "on_calendar")
+        #expect(Suggestion.closest(to: "userinfo", among: known) == "user_info")
+        #expect(Suggestion.closest(to: "zzzzzz", among: known) == nil)
+    }
+}
