@@ -69,6 +69,8 @@ public struct Scheduler: Sendable {
     public private(set) var entries: [String: Entry] = [:]
     private var queue = Heap<QueueItem>()
     private var generation: UInt64 = 0
+    /// Entries with something left to do, kept as a counter so the quota check stays O(1).
+    public private(set) var activeCount = 0
 
     public init() {}
 
@@ -80,7 +82,8 @@ public struct Scheduler: Sendable {
         var e = entry
         generation &+= 1
         e.generation = generation
-        entries[e.notification.key] = e
+        if let old = entries.updateValue(e, forKey: e.notification.key), old.isActive { activeCount -= 1 }
+        if e.isActive { activeCount += 1 }
         if let t = e.wakeAt { queue.insert(QueueItem(instant: t, key: e.notification.key, generation: e.generation)) }
         compactIfNeeded()
     }
@@ -89,6 +92,7 @@ public struct Scheduler: Sendable {
     @discardableResult
     public mutating func remove(_ key: String) -> Entry? {
         let e = entries.removeValue(forKey: key)
+        if let e, e.isActive { activeCount -= 1 }
         compactIfNeeded()
         return e
     }

@@ -266,7 +266,7 @@ public actor TocsinCenter {
         return PendingNotification(notification: e.notification, nextFire: e.wakeAt, state: e.alert)
     }
 
-    public var activeCount: Int { scheduler.entries.values.reduce(0) { $0 + ($1.isActive ? 1 : 0) } }
+    public var activeCount: Int { scheduler.activeCount }
 
     /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
     @discardableResult
