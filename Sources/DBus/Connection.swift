@@ -40,8 +40,13 @@ public final class DBusConnection: Sendable {
 
     public var isConnected: Bool { core.connected.load(ordering: .acquiring) }
 
-    /// Lifecycle events; finishes after `.disconnected`.
-    public var events: AsyncStream<Event> { core.events }
+    /// Lifecycle events; each access gives an independent stream that ends after `.disconnected`.
+    public var events: AsyncStream<Event> { core.makeEventStream() }
+
+    /// Returns once the connection has ended (at once if it already has).
+    public func waitUntilDisconnected() async {
+        for await _ in core.makeEventStream() {}
+    }
 
     /// Closes the connection; pending calls fail with `Disconnected`.
     public func close() { core.close() }

@@ -71,8 +71,9 @@ struct Subscription {
 final class ConnectionCore: @unchecked Sendable {
     let loop = EventLoop()
     let target: ConnectTarget
-    let events: AsyncStream<DBusConnection.Event>
-    let eventContinuation: AsyncStream<DBusConnection.Event>.Continuation
+    /// Every `events` stream handed out; nil once the connection has ended.
+    private let eventListeners = Mutex<[UInt64: AsyncStream<DBusConnection.Event>.Continuation]?>([:])
+    private let nextListenerID = Atomic<UInt64>(0)
     let connected = Atomic<Bool>(false)
     let uniqueNameBox = Mutex<String?>(nil)
 
@@ -85,7 +86,37 @@ final class ConnectionCore: @unchecked Sendable {
 
     init(target: ConnectTarget) {
         self.target = target
-        (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+    }
+
+    /// A new stream of lifecycle events; one that starts after the end gets `.disconnected` at once.
+    func makeEventStream() -> AsyncStream<DBusConnection.Event> {
+        let (stream, continuation) = AsyncStream<DBusConnection.Event>.makeStream(bufferingPolicy: .unbounded)
+        let id = nextListenerID.add(1, ordering: .relaxed).newValue
+        let live = eventListeners.withLock { listeners -> Bool in
+            guard listeners != nil else { return false }
+            listeners?[id] = continuation
+            return true
+        }
+        if live {
+            continuation.onTermination = { [weak self] _ in
+                _ = self?.eventListeners.withLock { $0?.removeValue(forKey: id) }
+            }
+        } else {
+            continuation.yield(.disconnected)
+            continuation.finish()
+        }
+        return stream
+    }
+
+    private func announceDisconnected() {
+        let listeners = eventListeners.withLock { l -> [AsyncStream<DBusConnection.Event>.Continuation] in
+            defer { l = nil }
+            return l.map { Array($0.values) } ?? []
+        }
+        for c in listeners {
+            c.yield(.disconnected)
+            c.finish()
+        }
     }
 
     var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
@@ -121,6 +152,7 @@ final class ConnectionCore: @unchecked Sendable {
             if evfd >= 0 { Glibc.close(evfd) }
             finishStartup(.failure(DBusError(.noMemory, "cannot create epoll/eventfd (errno \(errno))")))
             loop.shared.withLock { $0.stopped = true }
+            announceDisconnected()
             return
         }
         loop.epollFD = epfd
@@ -131,6 +163,7 @@ final class ConnectionCore: @unchecked Sendable {
             conn = try openConnection()
         } catch {
             shutdown(epfd: epfd, evfd: evfd)
+            announceDisconnected()
             finishStartup(.failure(error))
             return
         }
@@ -165,8 +198,7 @@ final class ConnectionCore: @unchecked Sendable {
         objects = [:]
         shutdown(epfd: epfd, evfd: evfd)
         dbus_connection_unref(conn)
-        eventContinuation.yield(.disconnected)
-        eventContinuation.finish()
+        announceDisconnected()
     }
 
     private func shutdown(epfd: Int32, evfd: Int32) {
