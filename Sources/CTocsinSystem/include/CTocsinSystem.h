@@ -16,4 +16,17 @@ int tocsin_eventfd_signal(int fd);
 int tocsin_eventfd_drain(int fd);
 
 int64_t tocsin_realtime_usec(void);
+
+/* epoll for the D-Bus event loop (epoll.c). Events use the EPOLL* bit values below. */
+#define TOCSIN_EPOLLIN 0x001u
+#define TOCSIN_EPOLLOUT 0x004u
+#define TOCSIN_EPOLLERR 0x008u
+#define TOCSIN_EPOLLHUP 0x010u
+int tocsin_epoll_create(void);
+int tocsin_epoll_add(int epfd, int fd, uint32_t events);
+int tocsin_epoll_modify(int epfd, int fd, uint32_t events);
+int tocsin_epoll_remove(int epfd, int fd);
+/* Fills fds/events with up to capacity (max 64) ready descriptors; retries EINTR. */
+int tocsin_epoll_wait(int epfd, int *fds, uint32_t *events, int capacity, int timeout_ms);
+int64_t tocsin_monotonic_msec(void);
 #endif

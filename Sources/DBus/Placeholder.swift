@@ -1,2 +1,0 @@
-import CDBus
-enum DBusPlaceholder {}

@@ -1,0 +1,150 @@
+/// One complete D-Bus type.
+public indirect enum DBusType: Sendable, Hashable, CustomStringConvertible {
+    case byte, boolean, int16, uint16, int32, uint32, int64, uint64, double
+    case string, objectPath, signature, unixFD
+    case array(DBusType)
+    /// `a{KV}`: D-Bus only allows dict entries as array elements, so the array is implied.
+    case dictionary(key: DBusType, value: DBusType)
+    case structure([DBusType])
+    case variant
+
+    public var isBasic: Bool {
+        switch self {
+        case .array, .dictionary, .structure, .variant: return false
+        default: return true
+        }
+    }
+
+    /// The signature code of a basic type.
+    var basicCode: Character? {
+        switch self {
+        case .byte: "y"
+        case .boolean: "b"
+        case .int16: "n"
+        case .uint16: "q"
+        case .int32: "i"
+        case .uint32: "u"
+        case .int64: "x"
+        case .uint64: "t"
+        case .double: "d"
+        case .string: "s"
+        case .objectPath: "o"
+        case .signature: "g"
+        case .unixFD: "h"
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .array(let element): return "a" + element.description
+        case .dictionary(let key, let value): return "a{" + key.description + value.description + "}"
+        case .structure(let fields): return "(" + fields.map(\.description).joined() + ")"
+        case .variant: return "v"
+        default: return basicCode.map { String($0) } ?? ""
+        }
+    }
+
+    /// Parses a single complete type.
+    public init(_ signature: String) throws(DBusError) {
+        let parsed = try DBusSignature(signature)
+        guard parsed.types.count == 1, let only = parsed.types.first else {
+            throw DBusError(.invalidSignature, "'\(signature)' is not a single complete type")
+        }
+        self = only
+    }
+}
+
+/// A parsed, validated D-Bus signature: a sequence of complete types.
+///
+/// Parsing here (rather than passing strings through) lets marshalling check values against
+/// the declared types before libdbus sees them, and lets handlers compare signatures cheaply.
+public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let types: [DBusType]
+
+    public init(_ types: [DBusType]) { self.types = types }
+
+    public init(_ string: String) throws(DBusError) {
+        let bytes = Array(string.utf8)
+        if bytes.count > 255 {
+            throw DBusError(.invalidSignature, "signature longer than 255 bytes")
+        }
+        var parser = SignatureParser(bytes: bytes)
+        var types: [DBusType] = []
+        while parser.index < bytes.count {
+            types.append(try parser.parseComplete(arrayDepth: 0, structDepth: 0))
+        }
+        self.types = types
+    }
+
+    public init?(validating string: String) { try? self.init(string) }
+
+    public init(stringLiteral value: String) {
+        do { try self.init(value) } catch { preconditionFailure("invalid signature literal \(value)") }
+    }
+
+    public static let empty = DBusSignature([DBusType]())
+
+    public var description: String { types.map(\.description).joined() }
+    public var isEmpty: Bool { types.isEmpty }
+}
+
+private struct SignatureParser {
+    let bytes: [UInt8]
+    var index = 0
+
+    private func fail(_ why: String) -> DBusError {
+        DBusError(.invalidSignature, "invalid signature '\(String(decoding: bytes, as: UTF8.self))': \(why)")
+    }
+
+    mutating func parseComplete(arrayDepth: Int, structDepth: Int) throws(DBusError) -> DBusType {
+        guard index < bytes.count else { throw fail("unexpected end") }
+        let c = bytes[index]
+        index += 1
+        switch c {
+        case UInt8(ascii: "y"): return .byte
+        case UInt8(ascii: "b"): return .boolean
+        case UInt8(ascii: "n"): return .int16
+        case UInt8(ascii: "q"): return .uint16
+        case UInt8(ascii: "i"): return .int32
+        case UInt8(ascii: "u"): return .uint32
+        case UInt8(ascii: "x"): return .int64
+        case UInt8(ascii: "t"): return .uint64
+        case UInt8(ascii: "d"): return .double
+        case UInt8(ascii: "s"): return .string
+        case UInt8(ascii: "o"): return .objectPath
+        case UInt8(ascii: "g"): return .signature
+        case UInt8(ascii: "h"): return .unixFD
+        case UInt8(ascii: "v"): return .variant
+        case UInt8(ascii: "a"):
+            guard arrayDepth < 32 else { throw fail("arrays nested deeper than 32") }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                index += 1
+                let key = try parseComplete(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                guard key.isBasic else { throw fail("dictionary key must be a basic type") }
+                let value = try parseComplete(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "}") else {
+                    throw fail("dictionary entry must have exactly two types")
+                }
+                index += 1
+                return .dictionary(key: key, value: value)
+            }
+            return .array(try parseComplete(arrayDepth: arrayDepth + 1, structDepth: structDepth))
+        case UInt8(ascii: "("):
+            guard structDepth < 32 else { throw fail("structs nested deeper than 32") }
+            var fields: [DBusType] = []
+            while true {
+                guard index < bytes.count else { throw fail("unterminated struct") }
+                if bytes[index] == UInt8(ascii: ")") {
+                    index += 1
+                    break
+                }
+                fields.append(try parseComplete(arrayDepth: arrayDepth, structDepth: structDepth + 1))
+            }
+            guard !fields.isEmpty else { throw fail("empty struct") }
+            return .structure(fields)
+        default:
+            throw fail("unexpected character at offset \(index - 1)")
+        }
+    }
+}

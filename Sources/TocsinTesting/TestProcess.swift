@@ -1,0 +1,282 @@
+import Glibc
+import Synchronization
+
+/// How a child process ended.
+public enum ExitStatus: Sendable, Hashable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+    public var isSuccess: Bool { self == .exited(0) }
+    public var description: String {
+        switch self {
+        case .exited(let c): "exit \(c)"
+        case .signaled(let s): "signal \(s)"
+        }
+    }
+}
+
+/// A child process for tests: output captured, waits bounded by deadlines, always reaped.
+///
+/// Spawned with `posix_spawnp` in its own process group with default signal dispositions, stdin
+/// from /dev/null and no inherited descriptors besides 0-2. A per-process reader thread collects
+/// stdout/stderr and reaps the child after both pipes close, so waiting never polls. Dropping the
+/// last reference kills a child that is still running.
+public final class TestProcess: Sendable {
+    public struct Output: Sendable {
+        public var stdout: [UInt8] = []
+        public var stderr: [UInt8] = []
+        public var status: ExitStatus?
+        public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+        public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+    }
+
+    public let pid: pid_t
+    public let command: [String]
+    /// Output so far and, once reaped, the exit status.
+    public let output: WaitableState<Output>
+
+    /// Spawns `executable` (looked up in PATH) with `arguments`. `environment` adds to or
+    /// overrides the inherited environment.
+    public init(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws {
+        command = [executable] + arguments
+        output = WaitableState(Output())
+        let (pid, out, err) = try spawn(command, environment: environment)
+        self.pid = pid
+        let reader = ProcessReader(pid: pid, stdoutFD: out, stderrFD: err, output: output)
+        reader.start()
+    }
+
+    deinit {
+        if output.value.status == nil { _ = Glibc.kill(pid, SIGKILL) }
+    }
+
+    public var stdout: String { output.value.stdoutText }
+    public var stderr: String { output.value.stderrText }
+    public var status: ExitStatus? { output.value.status }
+
+    public func signal(_ signal: Int32) {
+        if output.value.status == nil { _ = Glibc.kill(pid, signal) }
+    }
+
+    /// Kills the child and waits until it is reaped.
+    @discardableResult
+    public func kill(timeout: Duration = .seconds(10)) async throws -> ExitStatus {
+        signal(SIGKILL)
+        return try await waitForExit(timeout: timeout)
+    }
+
+    /// Waits until stdout contains `text`; returns all stdout so far.
+    @discardableResult
+    public func waitForOutput(containing text: String, timeout: Duration) async throws -> String {
+        let needle = Array(text.utf8)
+        let state = try await output.wait("'\(text)' in output of \(command.joined(separator: " "))", timeout: timeout) {
+            $0.stdout.containsSubsequence(needle) || $0.status != nil
+        }
+        guard state.stdout.containsSubsequence(needle) else {
+            throw TestProcessError(
+                "\(command.first ?? "") ended (\(state.status.map(\.description) ?? "?")) without printing '\(text)'; "
+                    + "stdout: \(state.stdoutText.prefix(2000)) stderr: \(state.stderrText.prefix(2000))")
+        }
+        return state.stdoutText
+    }
+
+    /// Waits for the child to exit (and its output to be complete).
+    @discardableResult
+    public func waitForExit(timeout: Duration) async throws -> ExitStatus {
+        let state = try await output.wait("exit of \(command.joined(separator: " ").prefix(200))", timeout: timeout) {
+            $0.status != nil
+        }
+        return state.status ?? .exited(-1)
+    }
+
+    /// Runs a command to completion (killed at the deadline) and returns its output.
+    public static func run(
+        _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> Output {
+        let process = try TestProcess(executable, arguments, environment: environment)
+        do {
+            try await process.waitForExit(timeout: timeout)
+        } catch {
+            _ = try? await process.kill()
+            throw error
+        }
+        return process.output.value
+    }
+}
+
+public struct TestProcessError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension Array where Element == UInt8 {
+    func containsSubsequence(_ needle: [UInt8]) -> Bool {
+        if needle.isEmpty { return true }
+        if needle.count > count { return false }
+        let first = needle[0]
+        var i = 0
+        while i <= count - needle.count {
+            if self[i] == first, self[i..<(i + needle.count)].elementsEqual(needle) { return true }
+            i += 1
+        }
+        return false
+    }
+}
+
+// MARK: - Spawning
+
+/// Serialises pipe creation and spawning: pipes are created then marked close-on-exec, and a
+/// concurrent spawn in between would leak their write ends into an unrelated child (whose
+/// lifetime would then delay our EOF).
+private let spawnLock = Mutex(())
+
+private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+) is not in Swift's Glibc module.
+private let addCloseFrom: AddCloseFrom? = {
+    guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(sym, to: AddCloseFrom.self)
+}()
+
+private func makePipe() throws -> (read: Int32, write: Int32) {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { throw TestProcessError("pipe failed: errno \(errno)") }
+    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+    return (fds[0], fds[1])
+}
+
+private func spawn(_ command: [String], environment: [String: String]) throws -> (pid_t, Int32, Int32) {
+    var env: [String: String] = [:]
+    var p = environ
+    while let entry = p.pointee {
+        let s = String(cString: entry)
+        if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+        p += 1
+    }
+    for (k, v) in environment { env[k] = v }
+    let envStrings = env.map { "\($0.key)=\($0.value)" }
+
+    return try spawnLock.withLock { _ in
+        let out = try makePipe()
+        let err: (read: Int32, write: Int32)
+        do { err = try makePipe() } catch {
+            close(out.read)
+            close(out.write)
+            throw error
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+        if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
+
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attr, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attr, &empty)
+        posix_spawnattr_setpgroup(&attr, 0)
+        posix_spawnattr_setflags(
+            &attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+
+        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
+        defer {
+            for a in argv { free(a) }
+            for e in envp { free(e) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawnp(&pid, command[0], &actions, &attr, &argv, &envp)
+        close(out.write)
+        close(err.write)
+        guard rc == 0 else {
+            close(out.read)
+            close(err.read)
+            throw TestProcessError("cannot spawn \(command[0]): \(String(cString: strerror(rc)))")
+        }
+        return (pid, out.read, err.read)
+    }
+}
+
+/// Owns the read ends and the reaping of one child, on its own thread.
+private final class ProcessReader: @unchecked Sendable {
+    let pid: pid_t
+    let stdoutFD: Int32
+    let stderrFD: Int32
+    let output: WaitableState<TestProcess.Output>
+
+    init(pid: pid_t, stdoutFD: Int32, stderrFD: Int32, output: WaitableState<TestProcess.Output>) {
+        self.pid = pid
+        self.stdoutFD = stdoutFD
+        self.stderrFD = stderrFD
+        self.output = output
+    }
+
+    func start() {
+        var attr = pthread_attr_t()
+        pthread_attr_init(&attr)
+        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+        var tid = pthread_t()
+        let arg = Unmanaged.passRetained(self).toOpaque()
+        if pthread_create(&tid, &attr, processReaderMain, arg) != 0 {
+            Unmanaged<ProcessReader>.fromOpaque(arg).release()
+            run()  // no thread: read synchronously rather than leak the child
+        }
+        pthread_attr_destroy(&attr)
+    }
+
+    func run() {
+        var fds = [pollfd(fd: stdoutFD, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0)]
+        var open = 2
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while open > 0 {
+            let n = poll(&fds, nfds_t(fds.count), -1)
+            if n < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            for i in 0..<fds.count where fds[i].fd >= 0 && fds[i].revents != 0 {
+                let got = buffer.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
+                if got > 0 {
+                    let chunk = Array(buffer[0..<got])
+                    let isStdout = i == 0
+                    output.update { o in
+                        if isStdout { o.stdout += chunk } else { o.stderr += chunk }
+                    }
+                } else if got == 0 || (errno != EINTR && errno != EAGAIN) {
+                    close(fds[i].fd)
+                    fds[i].fd = -1
+                    open -= 1
+                }
+            }
+        }
+        for f in fds where f.fd >= 0 { close(f.fd) }
+        var status: Int32 = 0
+        var r: pid_t
+        repeat { r = waitpid(pid, &status, 0) } while r < 0 && errno == EINTR
+        let exit: ExitStatus
+        if r < 0 {
+            exit = .exited(-1)
+        } else if status & 0x7f == 0 {
+            exit = .exited((status >> 8) & 0xff)
+        } else {
+            exit = .signaled(status & 0x7f)
+        }
+        output.update { $0.status = exit }
+    }
+}
+
+private func processReaderMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let arg else { return nil }
+    Unmanaged<ProcessReader>.fromOpaque(arg).takeRetainedValue().run()
+    return nil
+}
