@@ -51,7 +51,8 @@ public actor TocsinCenter {
     private var started = false
     private var keyCounter: UInt64 = 0
     private var inFlight = 0
-    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    private var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter = 0
 
     /// Opens the state in `stateDirectory`; throws when it cannot be opened or is damaged.
     public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
@@ -121,8 +122,15 @@ public actor TocsinCenter {
         }
     }
 
-    public func shutdown() async {
+    /// Stops firing, waits up to `grace` for deliveries in flight (so a claimed firing is not cut
+    /// off half-way), then shuts the backends down.
+    public func shutdown(grace: Duration = .seconds(2)) async {
         timer?.close()
+        started = false
+        if inFlight > 0 {
+            await waitForDeliveries(atMost: grace)
+            if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
+        }
         for name in backendOrder { await backends[name]?.shutdown() }
         for c in subscribers.values { c.finish() }
         subscribers = [:]
@@ -444,15 +452,33 @@ public actor TocsinCenter {
     /// Shutdown uses it to flush; tests use it to assert that nothing else was delivered.
     public func waitForDeliveries() async {
         if inFlight == 0 { return }
-        await withCheckedContinuation { idleWaiters.append($0) }
+        let id = nextWaiter
+        nextWaiter += 1
+        await withCheckedContinuation { idleWaiters[id] = $0 }
+    }
+
+    /// Like `waitForDeliveries`, but gives up after `limit` of real time.
+    public func waitForDeliveries(atMost limit: Duration) async {
+        if inFlight == 0 { return }
+        let id = nextWaiter
+        nextWaiter += 1
+        Task {
+            try? await Task.sleep(for: limit)
+            await self.releaseWaiter(id)
+        }
+        await withCheckedContinuation { idleWaiters[id] = $0 }
+    }
+
+    private func releaseWaiter(_ id: Int) {
+        idleWaiters.removeValue(forKey: id)?.resume()
     }
 
     private func deliveryDone() {
         inFlight -= 1
         if inFlight == 0 {
             let w = idleWaiters
-            idleWaiters = []
-            for c in w { c.resume() }
+            idleWaiters = [:]
+            for c in w.values { c.resume() }
         }
     }
 
@@ -463,6 +489,8 @@ public actor TocsinCenter {
         pending[key] = p.remaining.isEmpty ? nil : p
         do {
             try store.savePending(key: key, pending[key])
+            logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)",
+                                                         "occurrence": "\(occurrence.number)"])
         } catch {
             logger.error("could not record a delivery: \(error.message)")
         }

@@ -22,6 +22,8 @@ struct DaemonCommand: AsyncParsableCommand {
     var logLevel: String?
 
     func run() async throws {
+        // Trap signals first: a SIGTERM that arrives during start-up must stop us cleanly too.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup)
         let env = ProcessInfo.processInfo.environment
         let loaded = try loadConfig(env)
         let c = loaded.configuration
@@ -56,7 +58,6 @@ struct DaemonCommand: AsyncParsableCommand {
         }
 
         let loop = Task { await center.run() }
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup)
         for await signal in signals {
             if signal == .sighup {
                 await reload(center: center, logger: logger, env: env)

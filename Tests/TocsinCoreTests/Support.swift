@@ -22,16 +22,7 @@ func spec(_ key: String?, _ trigger: TriggerSpec, title: String = "Tea", backend
 
 func at(_ seconds: Int64) -> TriggerSpec { .at(.instant(t0 + .seconds(seconds))) }
 
-/// A fresh state directory per test, removed when the fixture goes away.
-final class TempDir: @unchecked Sendable {
-    let path: String
-    init() {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("tocsin-test-\(UUID().uuidString)").path
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o700])
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+typealias TempDir = TemporaryDirectory
 
 /// One center over a virtual clock and spy backends; `restart()` simulates a new process on the same state.
 final class Harness: @unchecked Sendable {

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import TocsinTesting
+
+@Suite("tocsin check")
+struct CheckCommandTests {
+    static var repositoryRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    @Test("a config with several mistakes: each reported with file:line:column, source line and caret; exit 1")
+    func severalMistakes() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("bad.toml", """
+            [daemon]
+            log_levl = "info"
+
+            [backend.hook]
+            type = "exce"
+
+            [[notification]]
+            titel = "Stand-up"
+            on_calendar = "Mon..Fri 9:75"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):2:1: error: unknown key 'log_levl' in [daemon]; did you mean 'log_level'?
+            log_levl = "info"
+            ^
+            \(path):5:8: error: unknown backend type 'exce' in [backend.hook]; did you mean 'exec'?
+            type = "exce"
+                   ^
+            \(path):7:1: error: missing required key 'title' in [[notification]] #1
+            [[notification]]
+            ^
+            \(path):8:1: error: unknown key 'titel' in [[notification]] #1; did you mean 'title'?
+            titel = "Stand-up"
+            ^
+            \(path):9:27: error: invalid 'on_calendar': minute value out of range
+            on_calendar = "Mon..Fri 9:75"
+                                      ^
+
+            """
+        #expect(out.stderrText == expected)
+        #expect(out.stdoutText.isEmpty)
+    }
+
+    @Test("a TOML syntax error is reported with its position")
+    func syntaxError() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("syntax.toml", "[daemon]\nmissed = \"skip\"\nmissed = \"fire-all\"\n")
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        #expect(out.stderrText.hasPrefix("\(path):3:1: error: duplicate key 'missed'"), "\(out.stderrText)")
+    }
+
+    @Test("without FILE it checks $XDG_CONFIG_HOME/tocsin/config.toml")
+    func defaultPath() async throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path + "/tocsin", withIntermediateDirectories: true)
+        try dir.write("tocsin/config.toml", "[backend.log]\ntype = \"log\"\n[[notification]]\ntitle = \"x\"\nafter = \"1h\"\n")
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check"], environment: ["XDG_CONFIG_HOME": dir.path])
+        #expect(out.status == .exited(0))
+        #expect(out.stdoutText == "ok: 1 backend, 1 notification\n")
+    }
+
+    @Test("a missing file is one clear error")
+    func missingFile() async throws {
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", "/nonexistent/tocsin.toml"])
+        #expect(out.status == .exited(1))
+        #expect(out.stderrText.hasPrefix("/nonexistent/tocsin.toml:1:1: error: cannot read config file: No such file or directory"))
+    }
+
+    @Test("every example config in contrib/examples passes", arguments: try FileManager.default
+        .contentsOfDirectory(atPath: CheckCommandTests.repositoryRoot + "/contrib/examples")
+        .filter { $0.hasSuffix(".toml") }.sorted())
+    func examples(_ name: String) async throws {
+        let out = try await TestProcess.run(Products.executable("tocsin"),
+                                            ["check", Self.repositoryRoot + "/contrib/examples/" + name])
+        #expect(out.status == .exited(0), "\(name): \(out.stderrText)")
+        #expect(out.stdoutText.hasPrefix("ok: "), "\(name)")
+    }
+}
