@@ -53,6 +53,12 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
         .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinTime"], swiftSettings: strict),
 
+        .target(
+            name: "TocsinGateway",
+            dependencies: ["DBus", "TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+
         // MARK: Delivery backends, one target each
         .target(
             name: "TocsinLogBackend",
@@ -71,12 +77,19 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .target(
+            name: "TocsinDBusSignalBackend",
+            dependencies: ["TocsinCore", "TocsinConfig"],
+            path: "Plugins/DBusSignal",
+            swiftSettings: strict
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "tocsin",
             dependencies: [
                 "TocsinCore", "TocsinConfig", "TocsinTime",
-                "TocsinLogBackend", "TocsinExecBackend",
+                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -93,6 +106,6 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore"],
                     swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore"], swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus"], swiftSettings: strict),
     ]
 )

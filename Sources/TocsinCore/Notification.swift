@@ -75,6 +75,8 @@ public struct Firing: Hashable, Sendable {
     public var due: Instant
     public var fired: Instant
     public var reason: FiringReason
+    /// The backend instances this firing goes to, as resolved by the center.
+    public var backends: [String] = []
 
     public var key: String { notification.key }
     public var late: Bool { reason == .late || reason == .recovered && fired - due > Scheduler.lateTolerance }

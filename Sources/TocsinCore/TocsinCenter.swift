@@ -429,7 +429,8 @@ public actor TocsinCenter {
     /// The instant of the next wake-up (for tests and `next`-style previews).
     public func nextDeadline() -> Instant? { scheduler.nextDeadline() }
 
-    private func dispatch(_ firing: Firing, to targets: [String]) {
+    private func dispatch(_ original: Firing, to targets: [String]) {
+        let firing = { var f = original; f.backends = targets; return f }()
         for name in targets {
             guard let backend = backends[name] else {
                 logger.error("backend is not configured; skipping", metadata: ["key": "\(firing.key)", "backend": "\(name)"])

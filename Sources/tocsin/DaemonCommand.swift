@@ -4,6 +4,9 @@ import Logging
 import TocsinConfig
 import TocsinCore
 import TocsinTime
+import DBus
+import TocsinDBusSignalBackend
+import TocsinGateway
 import UnixSignals
 
 struct DaemonCommand: AsyncParsableCommand {
@@ -20,6 +23,8 @@ struct DaemonCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
+
+    @OptionGroup var bus: BusOptions
 
     func run() async throws {
         // Trap signals first: a SIGTERM that arrives during start-up must stop us cleanly too.
@@ -39,7 +44,9 @@ struct DaemonCommand: AsyncParsableCommand {
         options.defaultMaxLate = c.daemon.maxLate
 
         let stateDirectory = stateDir ?? c.daemon.stateDirectory ?? Self.defaultStateDirectory(env)
-        let backends = try makeBackends(loaded, logger: logger, env: env)
+        let link = BusLink(logger: logger)
+        let registry = Plugins.registry(link: link)
+        let backends = try makeBackends(loaded, registry: registry, logger: logger, env: env)
         let timer = try TimerFDWakeup()
         let center: TocsinCenter
         do {
@@ -58,35 +65,100 @@ struct DaemonCommand: AsyncParsableCommand {
         }
 
         let loop = Task { await center.run() }
+        let gateway = GatewayService(center: center, link: link) {
+            await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env)
+        }
+        let events = Task { await gateway.forwardEvents() }
+
+        // The first connection decides whether we may run: a name owned by another daemon is fatal.
+        var firstConnection: DBusConnection?
+        do {
+            firstConnection = try await connectAndServe(gateway, logger: logger)
+        } catch let e as DBusError where e.code == .nameTaken {
+            logger.critical("another Tocsin daemon is running: \(e.message)")
+            await center.shutdown()
+            throw ExitCode(1)
+        } catch {
+            logger.warning("cannot use \(bus.description) (\(error)); firing continues and the D-Bus API comes up when the bus does")
+        }
+        let busTask = Task { await keepConnected(gateway, first: firstConnection, logger: logger) }
         for await signal in signals {
             if signal == .sighup {
-                await reload(center: center, logger: logger, env: env)
+                if let problem = await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env) {
+                    logger.error("reload failed; keeping the running configuration:\n\(problem)")
+                }
                 continue
             }
             logger.info("stopping", metadata: ["signal": "\(signal)"])
             break
         }
+        busTask.cancel()
+        link.current?.close()
         await center.shutdown()
         _ = await loop.value
+        events.cancel()
     }
 
-    /// Reload: a bad config is reported and the running one kept.
-    private func reload(center: TocsinCenter, logger: Logger, env: [String: String]) async {
+    /// Connects, takes the bus name and serves the gateway object.
+    private func connectAndServe(_ gateway: GatewayService, logger: Logger) async throws -> DBusConnection {
+        let c = try await bus.connect()
         do {
-            let loaded = try loadConfig(env)
-            let backends = try makeBackends(loaded, logger: logger, env: env)
-            let report = try await center.applyConfig(loaded.configuration.notifications)
-            await center.setBackends(backends)
-            logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
-                                               "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
-        } catch let e as ConfigLoadError {
-            logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
+            try await c.requestName(Gateway.busName)
+            try await gateway.attach(c)
         } catch {
-            logger.error("reload failed; keeping the running configuration: \(error)")
+            c.close()
+            throw error
+        }
+        logger.info("serving the D-Bus API", metadata: ["bus": "\(bus.description)", "name": "\(Gateway.busName)"])
+        return c
+    }
+
+    /// Keeps the D-Bus API up: after the bus goes away, reconnects with bounded backoff and takes
+    /// the name back, while the schedule keeps firing.
+    private func keepConnected(_ gateway: GatewayService, first: DBusConnection?, logger: Logger) async {
+        let backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
+        var current = first
+        var attempt = 0
+        while !Task.isCancelled {
+            if let c = current {
+                await withTaskCancellationHandler { await c.waitUntilDisconnected() } onCancel: { c.close() }
+                if Task.isCancelled { return }
+                logger.warning("lost the bus connection; reconnecting")
+                current = nil
+                attempt = 0
+            }
+            do {
+                try await Task.sleep(for: backoff.delay(attempt: attempt))
+            } catch { return }
+            attempt += 1
+            current = try? await connectAndServe(gateway, logger: logger)
         }
     }
 
-    private func loadConfig(_ env: [String: String]) throws -> LoadedConfig {
+    /// Reload: a bad config is reported (returned for the D-Bus error) and the running one kept.
+    private func reloadOrDiagnostics(center: TocsinCenter, registry: BackendRegistry, logger: Logger,
+                                     env: [String: String]) async -> String? {
+        do {
+            let loaded = try loadConfig(env, quiet: true)
+            let backends = try makeBackends(loaded, registry: registry, logger: logger, env: env)
+            await center.setBackends(backends)
+            let report = try await center.applyConfig(loaded.configuration.notifications)
+            logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
+                                               "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
+            return nil
+        } catch let e as ConfigLoadError {
+            logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
+            return e.rendered
+        } catch let e as CenterError {
+            logger.error("reload failed; keeping the running configuration: \(e.message)")
+            return e.message
+        } catch {
+            logger.error("reload failed; keeping the running configuration: \(error)")
+            return "\(error)"
+        }
+    }
+
+    private func loadConfig(_ env: [String: String], quiet: Bool = false) throws -> LoadedConfig {
         let result: Result<LoadedConfig, ConfigLoadError>
         if let config {
             result = Configs.loadChecked(path: config, environment: env)
@@ -102,13 +174,14 @@ struct DaemonCommand: AsyncParsableCommand {
         switch result {
         case .success(let l): return l
         case .failure(let e):
-            FileHandle.standardError.write(Data((e.rendered + "\n").utf8))
+            if !quiet { FileHandle.standardError.write(Data((e.rendered + "\n").utf8)) }
             throw e
         }
     }
 
-    private func makeBackends(_ loaded: LoadedConfig, logger: Logger, env: [String: String]) throws -> [any DeliveryBackend] {
-        switch Configs.registry().makeBackends(for: loaded.configuration, file: loaded.file,
+    private func makeBackends(_ loaded: LoadedConfig, registry: BackendRegistry, logger: Logger,
+                              env: [String: String]) throws -> [any DeliveryBackend] {
+        switch registry.makeBackends(for: loaded.configuration, file: loaded.file,
                                                environment: BackendEnvironment(logger: logger, environment: env)) {
         case .success(let b): return b
         case .failure(let e):
@@ -130,6 +203,9 @@ enum DefaultConfig {
     # Tocsin's built-in configuration.
     [daemon]
     missed = "fire-once"
+
+    [backend.events]
+    type = "dbus-signal"
 
     [backend.log]
     type = "log"

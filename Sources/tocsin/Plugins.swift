@@ -1,11 +1,20 @@
 import TocsinCore
+import TocsinDBusSignalBackend
 import TocsinExecBackend
+import TocsinGateway
 import TocsinLogBackend
 
 /// The backends this binary links. The registry is a value built here and handed to whoever
 /// needs it; nothing registers itself globally.
 enum Plugins {
-    static func registry() -> BackendRegistry {
-        BackendRegistry([LogBackendFactory(), ExecBackendFactory()])
+    /// `link` is the daemon's bus connection; `check` passes none, since it only validates tables.
+    static func registry(link: BusLink? = nil) -> BackendRegistry {
+        let emit: DBusSignalBackend.Emit
+        if let link {
+            emit = link.firedEmitter()
+        } else {
+            emit = { _ throws(DeliveryError) in throw DeliveryError(.unavailable, "not connected to a bus") }
+        }
+        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit)])
     }
 }

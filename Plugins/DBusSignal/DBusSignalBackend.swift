@@ -1,0 +1,30 @@
+import TocsinConfig
+import TocsinCore
+
+/// `type = "dbus-signal"`: emits the gateway's `Fired` signal for each firing routed here, so
+/// any program can subscribe instead of polling. The daemon hands the factory the function that
+/// emits on the current bus connection; the backend itself knows nothing of connections.
+public struct DBusSignalBackend: DeliveryBackend {
+    public typealias Emit = @Sendable (Firing) throws(DeliveryError) -> Void
+    public let name: String
+    let emit: Emit
+
+    public init(name: String, emit: @escaping Emit) {
+        self.name = name
+        self.emit = emit
+    }
+
+    public func deliver(_ firing: Firing) async throws(DeliveryError) {
+        try emit(firing)
+    }
+}
+
+public struct DBusSignalBackendFactory: BackendFactory {
+    let emit: DBusSignalBackend.Emit
+    public init(emit: @escaping DBusSignalBackend.Emit) { self.emit = emit }
+    public var typeName: String { "dbus-signal" }
+    public var optionKeys: [String] { [] }
+    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+        DBusSignalBackend(name: name, emit: emit)
+    }
+}

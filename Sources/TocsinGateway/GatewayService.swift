@@ -1,0 +1,240 @@
+import DBus
+import Logging
+import Synchronization
+import TocsinConfig
+import TocsinCore
+import TocsinTime
+
+/// The `io.github.tocsin.Gateway1` object: maps method calls onto the center and the center's
+/// events onto signals. It outlives bus connections: after a reconnect the daemon attaches the
+/// new connection and the same service goes on.
+public final class GatewayService: Sendable {
+    /// Reloads the config; returns nil on success or the rendered diagnostics.
+    public typealias Reloader = @Sendable () async -> String?
+
+    private let center: TocsinCenter
+    private let reloader: Reloader
+    private let link: BusLink
+
+    public init(center: TocsinCenter, link: BusLink, reload: @escaping Reloader) {
+        self.center = center
+        self.reloader = reload
+        self.link = link
+    }
+
+    // MARK: Interface
+
+    public static let signals: [DBusSignalDeclaration] = [
+        DBusSignalDeclaration("Fired", signature: "sa{sv}"),
+        DBusSignalDeclaration("ActionInvoked", signature: "ssa{ss}"),
+        DBusSignalDeclaration("Acknowledged", signature: "s"),
+        DBusSignalDeclaration("Snoozed", signature: "sx"),
+        DBusSignalDeclaration("Cancelled", signature: "s"),
+        DBusSignalDeclaration("Missed", signature: "sx"),
+        DBusSignalDeclaration("Unanswered", signature: "su"),
+    ]
+
+    public static let properties: [DBusPropertyDeclaration] = [
+        DBusPropertyDeclaration("Version", type: .string),
+        DBusPropertyDeclaration("Backends", type: .array(.string)),
+        DBusPropertyDeclaration("Pending", type: .uint32),
+    ]
+
+    /// The interface table: routing, signature checks and the introspection XML come from it.
+    public var interface: DBusInterface {
+        let center = self.center
+        let reloader = self.reloader
+        return DBusInterface(Gateway.interface, methods: [
+            DBusMethod("Schedule", input: "a{sv}", output: "s") { call in
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
+                return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec) })]
+            },
+            DBusMethod("Cancel", input: "s", output: "b") { call in
+                let key = try call.arguments[0].asString()
+                return [.boolean(try await Self.run { () throws(CenterError) in try await center.cancel(key) })]
+            },
+            DBusMethod("CancelAll", output: "u") { _ in
+                let n = try await Self.run { () throws(CenterError) in try await center.cancelAll() }
+                return [.uint32(UInt32(clamping: n))]
+            },
+            DBusMethod("List", output: "aa{sv}") { _ in
+                let items = await center.list()
+                let all = await center.backendNames
+                return [.array(.dictionary(key: .string, value: .variant), items.map { Self.encode($0, allBackends: all) })]
+            },
+            DBusMethod("PostNow", input: "a{sv}", output: "s") { call in
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
+                return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec) })]
+            },
+            DBusMethod("Acknowledge", input: "s", output: "b") { call in
+                let key = try call.arguments[0].asString()
+                return [.boolean(try await Self.run { () throws(CenterError) in try await center.acknowledge(key) })]
+            },
+            DBusMethod("Snooze", input: "ss", output: "x") { call in
+                let key = try call.arguments[0].asString()
+                let text = try call.arguments[1].asString()
+                var duration: TimeSpan?
+                if !text.isEmpty {
+                    do throws(TimeSyntaxError) { duration = try TimeSpan.parsePositive(text) } catch {
+                        throw DBusError(.invalidArgs, "argument 'duration': \(error.message) (column \(error.column) of '\(text)')")
+                    }
+                }
+                let until = try await Self.run { () throws(CenterError) in try await center.snooze(key, for: duration) }
+                return [.int64(until.microseconds)]
+            },
+            DBusMethod("Reload") { _ in
+                if let diagnostics = await reloader() {
+                    throw DBusError(name: Gateway.ErrorName.invalidConfig, message: diagnostics)
+                }
+                return []
+            },
+        ], signals: Self.signals, properties: Self.properties)
+    }
+
+    /// The XML served by `Introspect` for the gateway object, committed as
+    /// `contrib/io.github.tocsin.Gateway1.xml`.
+    public var exportedObject: DBusExportedObject {
+        DBusExportedObject(interfaces: [interface], properties: Properties(center: center))
+    }
+
+    private static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {
+        do { return try await body() } catch { throw error.dbusError }
+    }
+
+    static func encode(_ p: PendingNotification, allBackends: [String]) -> DBusValue {
+        let n = p.notification
+        var fields: [(String, DBusValue)] = [
+            ("key", .string(n.key)),
+            ("title", .string(n.title)),
+            ("body", .string(n.body)),
+            ("trigger", .string(n.trigger.summary)),
+            ("source", .string(n.source.rawValue)),
+            ("backends", .array(.string, (n.backends ?? allBackends).map { .string($0) })),
+            ("state", .string(p.state.name)),
+            ("urgency", .string(n.urgency.rawValue)),
+            ("user_info", .dictionary(key: .string, value: .string,
+                                      n.userInfo.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })),
+        ]
+        if let next = p.nextFire { fields.append(("next_fire", .int64(next.microseconds))) }
+        if case .snoozed(let until) = p.state { fields.append(("snoozed_until", .int64(until.microseconds))) }
+        if case .ringing(_, let rings) = p.state { fields.append(("rings", .uint32(rings))) }
+        return .vardict(fields)
+    }
+
+    // MARK: Connection and signals
+
+    /// Serves the object on `connection` (a new one after each reconnect).
+    public func attach(_ connection: DBusConnection) async throws {
+        try await connection.export(exportedObject, at: Gateway.objectPath)
+        link.set(connection)
+    }
+
+    private func emit(_ member: MemberName, _ arguments: [DBusValue]) { link.emitLogged(member, arguments) }
+
+    /// Turns the center's lifecycle events into signals until the center shuts down.
+    /// `Fired` is not among them: it belongs to the `dbus-signal` backend, for the notifications routed to it.
+    public func forwardEvents() async {
+        for await event in await center.events() {
+            switch event {
+            case .fired, .deliveryFailed: continue
+            case .actionInvoked(let key, let action, let info):
+                emit("ActionInvoked", [.string(key), .string(action),
+                                       .dictionary(key: .string, value: .string,
+                                                   info.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })])
+            case .acknowledged(let key): emit("Acknowledged", [.string(key)])
+            case .snoozed(let key, let until): emit("Snoozed", [.string(key), .int64(until.microseconds)])
+            case .cancelled(let key): emit("Cancelled", [.string(key)])
+            case .missed(let key, let due, _): emit("Missed", [.string(key), .int64(due.microseconds)])
+            case .unanswered(let key, let rings): emit("Unanswered", [.string(key), .uint32(rings)])
+            }
+        }
+    }
+
+    /// The `Fired` signal's info dictionary; used by the `dbus-signal` backend.
+    public static func firedInfo(_ f: Firing, backends: [String]) -> DBusValue {
+        var fields: [(String, DBusValue)] = [
+            ("title", .string(f.notification.title)),
+            ("body", .string(f.notification.body)),
+            ("due", .int64(f.due.microseconds)),
+            ("fired", .int64(f.fired.microseconds)),
+            ("occurrence", .uint32(f.occurrence.number)),
+            ("late", .boolean(f.late)),
+            ("reason", .string(f.reason.rawValue)),
+            ("urgency", .string(f.notification.urgency.rawValue)),
+            ("user_info", .dictionary(key: .string, value: .string,
+                                      f.notification.userInfo.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })),
+            ("backends", .array(.string, backends.map { .string($0) })),
+        ]
+        if let o = f.occurrence.offset { fields.append(("before", .int64(o.microseconds))) }
+        return .vardict(fields)
+    }
+}
+
+/// The daemon's current bus connection, shared by the gateway object and the `dbus-signal`
+/// backend; replaced on reconnect, empty while the bus is away.
+public final class BusLink: Sendable {
+    private let connection = Mutex<DBusConnection?>(nil)
+    private let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    public func set(_ c: DBusConnection?) { connection.withLock { $0 = c } }
+
+    public var current: DBusConnection? {
+        connection.withLock { $0 }.flatMap { $0.isConnected ? $0 : nil }
+    }
+
+    /// Emits a gateway signal; throws when there is no connection or the arguments are invalid.
+    public func emit(_ member: MemberName, _ arguments: [DBusValue]) throws(DBusError) {
+        guard let c = current else { throw DBusError(.disconnected, "not connected to the bus") }
+        do {
+            try c.emit(path: Gateway.objectPath, interface: Gateway.interface, member: member, arguments: arguments)
+        } catch let e as DBusError {
+            throw e
+        } catch {
+            throw DBusError(.failed, "\(error)")
+        }
+    }
+
+    /// Lifecycle signals have no retry: a client that was not connected missed them, as with any signal.
+    func emitLogged(_ member: MemberName, _ arguments: [DBusValue]) {
+        do { try emit(member, arguments) } catch {
+            logger.debug("signal not sent", metadata: ["signal": "\(member)", "error": "\(error)"])
+        }
+    }
+
+    /// The emitter the `dbus-signal` backend uses: an unreachable bus is retried like any backend.
+    public func firedEmitter() -> @Sendable (Firing) throws(DeliveryError) -> Void {
+        { [self] firing throws(DeliveryError) in
+            do throws(DBusError) {
+                try emit("Fired", [.string(firing.key), GatewayService.firedInfo(firing, backends: firing.backends)])
+            } catch {
+                throw DeliveryError(error.code == .disconnected ? .unavailable : .permanent, error.message)
+            }
+        }
+    }
+}
+
+private struct Properties: DBusPropertyProvider {
+    let center: TocsinCenter
+
+    func get(interface: InterfaceName, name: String) async throws -> DBusValue {
+        guard interface == Gateway.interface else { throw DBusError(.unknownInterface, "no interface \(interface)") }
+        switch name {
+        case "Version": return .string(Gateway.version)
+        case "Backends": return .array(.string, await center.backendNames.map { .string($0) })
+        case "Pending": return .uint32(UInt32(clamping: await center.activeCount))
+        default: throw DBusError(.unknownProperty, "no property \(name) on \(interface)")
+        }
+    }
+
+    func getAll(interface: InterfaceName) async throws -> [String: DBusValue] {
+        var out: [String: DBusValue] = [:]
+        for p in GatewayService.properties { out[p.name] = try await get(interface: interface, name: p.name) }
+        return out
+    }
+
+    func set(interface: InterfaceName, name: String, value: DBusValue) async throws {
+        throw DBusError(.propertyReadOnly, "property \(name) is read-only")
+    }
+}

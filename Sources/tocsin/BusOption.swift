@@ -1,0 +1,24 @@
+import ArgumentParser
+import DBus
+
+/// `--bus session|system|ADDRESS`, shared by the daemon and every client command.
+struct BusOptions: ParsableArguments {
+    @Option(name: .customLong("bus"), help: "session (default), system, or a D-Bus address such as unix:path=/run/bus.")
+    var bus: String = "session"
+
+    var description: String {
+        switch bus {
+        case "session": return "the session bus"
+        case "system": return "the system bus"
+        default: return bus
+        }
+    }
+
+    func connect() async throws -> DBusConnection {
+        switch bus {
+        case "session": return try await DBusConnection.session()
+        case "system": return try await DBusConnection.system()
+        default: return try await DBusConnection.connect(address: bus)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import ArgumentParser
+import DBus
+import Foundation
+import TocsinGateway
+import TocsinTime
+
+/// A one-line error and a non-zero exit, as every client command reports failure.
+struct ClientFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// The CLI side of the gateway API: connect, call, and turn D-Bus errors into sentences.
+struct Client {
+    let connection: DBusConnection
+    let bus: BusOptions
+
+    static func connect(_ bus: BusOptions) async throws -> Client {
+        do {
+            return Client(connection: try await bus.connect(), bus: bus)
+        } catch {
+            var hint = ""
+            if bus.bus == "session" && ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
+                hint = " (DBUS_SESSION_BUS_ADDRESS is not set: run inside a desktop session or under dbus-run-session)"
+            }
+            throw ClientFailure("cannot connect to \(bus.description): \(Self.text(error))\(hint)")
+        }
+    }
+
+    func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        do {
+            return try await connection.call(destination: Gateway.busName, path: Gateway.objectPath,
+                                             interface: Gateway.interface, member: member, arguments: arguments,
+                                             timeout: .seconds(25))
+        } catch let e as DBusError where e.code == .serviceUnknown || e.code == .nameHasNoOwner {
+            throw ClientFailure("the Tocsin daemon is not running on \(bus.description); start it with 'tocsin daemon' or 'systemctl --user start tocsin'")
+        } catch {
+            throw ClientFailure(Self.text(error))
+        }
+    }
+
+    static func text(_ error: any Error) -> String {
+        if let e = error as? DBusError { return e.message.isEmpty ? e.name : e.message }
+        return "\(error)"
+    }
+}
+
+/// Runs a client command body, printing failures as `error: ...` and exiting 1.
+func runClient(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let e as ClientFailure {
+        FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// Local rendering of instants for people.
+enum Show {
+    static let zone = ZoneInfoDirectory().defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
+    static func time(_ usec: Int64) -> String { Timestamp.rfc3339(Instant(microseconds: usec), in: zone) }
+}
+
+extension DBusValue {
+    /// Entries of an `a{sv}` (variants unwrapped), for printing.
+    var vardictEntries: [(String, DBusValue)] {
+        guard case .dictionary(_, _, let entries) = self else { return [] }
+        return entries.compactMap { e in
+            guard case .string(let k) = e.key else { return nil }
+            return (k, e.value.unwrappedVariant)
+        }
+    }
+
+    /// A JSON rendering for `--json` output.
+    var json: String {
+        switch self {
+        case .string(let s): return jsonQuote(s)
+        case .objectPath(let p): return jsonQuote(p.rawValue)
+        case .boolean(let b): return b ? "true" : "false"
+        case .byte(let x): return "\(x)"
+        case .int16(let x): return "\(x)"
+        case .uint16(let x): return "\(x)"
+        case .int32(let x): return "\(x)"
+        case .uint32(let x): return "\(x)"
+        case .int64(let x): return "\(x)"
+        case .uint64(let x): return "\(x)"
+        case .double(let d): return d.isFinite ? "\(d)" : "null"
+        case .variant(let v): return v.json
+        case .array(_, let items): return "[" + items.map(\.json).joined(separator: ",") + "]"
+        case .structure(let items): return "[" + items.map(\.json).joined(separator: ",") + "]"
+        case .dictionary(_, _, let entries):
+            return "{" + entries.map { e -> String in
+                let k: String
+                if case .string(let s) = e.key { k = s } else { k = e.key.json }
+                return jsonQuote(k) + ":" + e.value.json
+            }.joined(separator: ",") + "}"
+        default: return "null"
+        }
+    }
+}
+
+func jsonQuote(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 {
+                let h = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+            } else { out.unicodeScalars.append(u) }
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,259 @@
+import ArgumentParser
+import DBus
+import Foundation
+import TocsinGateway
+import TocsinTime
+
+/// The notification fields as flags, mirroring the `Schedule` spec (and the config file's keys).
+struct NotificationFlags: ParsableArguments {
+    @Option(help: "Unique key; a later notification with the same key replaces this one.") var key: String?
+    @Option(help: "Summary line.") var title: String
+    @Option(help: "Body text.") var body: String?
+    @Option(name: .customLong("backend"), help: "Deliver to this backend instance (repeatable; default: all).") var backends: [String] = []
+    @Option(help: "low, normal or critical.") var urgency: String?
+    @Option(help: "Icon name or path.") var icon: String?
+    @Option(help: "freedesktop notification category.") var category: String?
+    @Option(help: "Sound name or file.") var sound: String?
+    @Option(name: .customLong("action"), help: "A button, ID=LABEL (repeatable).") var actions: [String] = []
+    @Option(name: .customLong("user-info"), help: "KEY=VALUE handed back with every firing (repeatable).") var userInfo: [String] = []
+
+    func fields() throws -> [(String, DBusValue)] {
+        var f: [(String, DBusValue)] = [("title", .string(title))]
+        if let key { f.append(("key", .string(key))) }
+        if let body { f.append(("body", .string(body))) }
+        if !backends.isEmpty { f.append(("backends", .array(.string, backends.map { .string($0) }))) }
+        if let urgency { f.append(("urgency", .string(urgency))) }
+        if let icon { f.append(("icon", .string(icon))) }
+        if let category { f.append(("category", .string(category))) }
+        if let sound { f.append(("sound", .string(sound))) }
+        if !actions.isEmpty { f.append(("actions", try pairs(actions, flag: "--action"))) }
+        if !userInfo.isEmpty { f.append(("user_info", try pairs(userInfo, flag: "--user-info"))) }
+        return f
+    }
+
+    private func pairs(_ items: [String], flag: String) throws -> DBusValue {
+        var entries: [DBusValue.DictEntry] = []
+        for item in items {
+            guard let eq = item.firstIndex(of: "="), eq != item.startIndex else {
+                throw ValidationError("\(flag) takes KEY=VALUE, got '\(item)'")
+            }
+            entries.append(.init(.string(String(item[..<eq])), .string(String(item[item.index(after: eq)...]))))
+        }
+        return .dictionary(key: .string, value: .string, entries)
+    }
+}
+
+struct ScheduleCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedule", abstract: "Schedule a notification; prints its key.",
+        discussion: """
+        Give exactly one trigger: --at, --after, --every, --on-calendar, or --remind-before with --at.
+        Times are RFC 3339 (2026-12-01T18:00:00+01:00), @<unix seconds>, or +<duration> from now.
+        Examples:
+          tocsin schedule --title Tea --after 3min
+          tocsin schedule --key standup --title Stand-up --on-calendar 'Mon..Fri 09:25' --timezone Europe/Berlin
+          tocsin schedule --title 'Auction ends' --at 2026-12-01T18:00:00Z --remind-before 24h --remind-before 1h
+        """)
+
+    @OptionGroup var notification: NotificationFlags
+    @Option(help: "Fire once at this time.") var at: String?
+    @Option(help: "Fire once after this duration (e.g. 15min).") var after: String?
+    @Option(help: "Fire repeatedly with this period.") var every: String?
+    @Option(help: "With --every: how many times.") var count: UInt32?
+    @Option(help: "With --every: the first firing.") var starting: String?
+    @Option(help: "With --every: no firing after this time.") var until: String?
+    @Option(name: .customLong("on-calendar"), help: "A systemd calendar expression.") var onCalendar: String?
+    @Option(help: "IANA time zone for --on-calendar.") var timezone: String?
+    @Option(name: .customLong("remind-before"), help: "Fire this long before --at (repeatable).") var remindBefore: [String] = []
+    @Option(help: "skip, fire-once or fire-all.") var missed: String?
+    @Option(name: .customLong("max-late"), help: "Skip a missed firing later than this.") var maxLate: String?
+    @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
+    var keepExisting = false
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        var f = try notification.fields()
+        for (k, v) in [("at", at), ("after", after), ("every", every), ("starting", starting), ("until", until),
+                       ("on_calendar", onCalendar), ("timezone", timezone), ("missed", missed), ("max_late", maxLate)] {
+            if let v { f.append((k, .string(v))) }
+        }
+        if let count { f.append(("count", .uint32(count))) }
+        if !remindBefore.isEmpty { f.append(("remind_before", .array(.string, remindBefore.map { .string($0) }))) }
+        if keepExisting { f.append(("replace", .boolean(false))) }
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let reply = try await client.call("Schedule", [.vardict(f)])
+            print((try? reply.first?.asString()) ?? "")
+        }
+    }
+}
+
+struct PostCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "post", abstract: "Deliver a notification now; prints its key.")
+    @OptionGroup var notification: NotificationFlags
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        let f = try notification.fields()
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let reply = try await client.call("PostNow", [.vardict(f)])
+            print((try? reply.first?.asString()) ?? "")
+        }
+    }
+}
+
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List pending notifications, soonest first.")
+    @Flag(help: "One JSON array.") var json = false
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let reply = try await client.call("List")
+            guard case .array(_, let items)? = reply.first else { return }
+            if json {
+                print("[" + items.map(\.json).joined(separator: ",") + "]")
+                return
+            }
+            if items.isEmpty { print("no pending notifications"); return }
+            var rows = [["KEY", "NEXT", "STATE", "TRIGGER", "TITLE"]]
+            for item in items {
+                let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
+                let next = (try? d["next_fire"]?.asInt64()).map { Show.time($0) } ?? "-"
+                rows.append([(try? d["key"]?.asString()) ?? "", next, (try? d["state"]?.asString()) ?? "",
+                             (try? d["trigger"]?.asString()) ?? "", (try? d["title"]?.asString()) ?? ""])
+            }
+            let widths = (0..<4).map { c in rows.map { $0[c].count }.max() ?? 0 }
+            for r in rows {
+                var line = ""
+                for c in 0..<4 { line += r[c] + String(repeating: " ", count: widths[c] - r[c].count + 2) }
+                print(line + r[4])
+            }
+        }
+    }
+}
+
+struct CancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a notification, or all of them.")
+    @Argument(help: "The key to cancel.") var key: String?
+    @Flag(help: "Cancel every pending notification.") var all = false
+    @OptionGroup var bus: BusOptions
+
+    func validate() throws {
+        if all == (key != nil) { throw ValidationError("give either a KEY or --all") }
+    }
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            if all {
+                let n = (try? (try await client.call("CancelAll")).first?.asUInt32()) ?? 0
+                print("cancelled \(n) notification\(n == 1 ? "" : "s")")
+            } else if let key {
+                let existed = (try? (try await client.call("Cancel", [.string(key)])).first?.asBool()) ?? false
+                if !existed { throw ClientFailure("no pending notification with key '\(key)'") }
+            }
+        }
+    }
+}
+
+struct AckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ack", abstract: "Acknowledge a ringing notification (stops the alarm).")
+    @Argument var key: String
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let done = (try? (try await client.call("Acknowledge", [.string(key)])).first?.asBool()) ?? false
+            if !done { print("'\(key)' was not ringing") }
+        }
+    }
+}
+
+struct SnoozeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Silence a notification and deliver it again later.")
+    @Argument var key: String
+    @Argument(help: "How long, e.g. 5min (default: the configured snooze).") var duration: String?
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let reply = try await client.call("Snooze", [.string(key), .string(duration ?? "")])
+            if let until = try? reply.first?.asInt64() { print("snoozed until \(Show.time(until))") }
+        }
+    }
+}
+
+struct ReloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reload", abstract: "Reload the daemon's configuration.")
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            _ = try await client.call("Reload")
+        }
+    }
+}
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "watch", abstract: "Print one line per gateway event until interrupted.")
+    @Flag(help: "JSON lines.") var json = false
+    @OptionGroup var bus: BusOptions
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let sub: DBusSignalSubscription
+            do {
+                sub = try await client.connection.subscribe(MatchRule(interface: Gateway.interface, path: Gateway.objectPath))
+            } catch {
+                throw ClientFailure("cannot subscribe: \(Client.text(error))")
+            }
+            // One write per event, unbuffered: a pipe reader sees each line as it happens.
+            for await signal in sub {
+                FileHandle.standardOutput.write(Data(((json ? Self.json(signal) : Self.text(signal)) + "\n").utf8))
+            }
+        }
+    }
+
+    static func json(_ s: DBusSignal) -> String {
+        var fields = ["\"event\":\(jsonQuote(s.member.rawValue))"]
+        if let key = try? s.arguments.first?.asString() { fields.append("\"key\":\(jsonQuote(key))") }
+        for (i, a) in s.arguments.dropFirst().enumerated() {
+            let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
+            fields.append("\(jsonQuote(name)):\(a.json)")
+        }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    static func text(_ s: DBusSignal) -> String {
+        var line = s.member.rawValue
+        if let key = try? s.arguments.first?.asString() { line += " " + key }
+        for (i, a) in s.arguments.dropFirst().enumerated() {
+            let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
+            if case .int64(let t) = a, name != "rings" { line += " \(name)=\(Show.time(t))"; continue }
+            if name == "info" {
+                for (k, v) in a.vardictEntries where ["title", "due", "occurrence", "late"].contains(k) {
+                    if case .int64(let t) = v { line += " \(k)=\(Show.time(t))" } else { line += " \(k)=\(v.json)" }
+                }
+                continue
+            }
+            line += " \(name)=\(a.json)"
+        }
+        return line
+    }
+
+    static let argumentNames: [String: [String]] = [
+        "Fired": ["info"], "ActionInvoked": ["action", "user_info"], "Snoozed": ["until"],
+        "Missed": ["due"], "Unanswered": ["rings"],
+    ]
+}
+
+extension Array {
+    subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
+}
