@@ -14,6 +14,7 @@ state="$(mktemp -d)"
 trap 'rm -rf "$state"' EXIT
 run=("$bin" daemon --config contrib/examples/demo.toml --state-dir "$state/state")
 if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ] && command -v dbus-run-session >/dev/null; then
-  exec dbus-run-session -- "${run[@]}"
+  dbus-run-session -- "${run[@]}"
+  exit $?
 fi
-exec "${run[@]}"
+"${run[@]}"
