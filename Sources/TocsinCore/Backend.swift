@@ -22,7 +22,7 @@ public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible 
 }
 
 public enum WithdrawReason: String, Hashable, Sendable {
-    case cancelled, acknowledged, snoozed, replaced, shutdown
+    case cancelled, acknowledged, snoozed, replaced, unanswered, shutdown
 }
 
 /// Something a backend hears from a person and hands back to the center: a popup button, a
@@ -32,8 +32,17 @@ public enum BackendEvent: Hashable, Sendable {
     /// nil duration: the notification's or daemon's default snooze.
     case snooze(key: String, duration: TimeSpan?)
     case actionInvoked(key: String, action: String)
-    /// An alarm rang `rings` times without anyone reacting.
-    case unanswered(key: String, rings: UInt32)
+}
+
+/// How an alarm rings: once per `every` until acknowledged, at most `maxRings` times. The center
+/// owns this timing (durable, virtual-clock tested); the backend only plays one ring per delivery.
+public struct RingPolicy: Hashable, Sendable {
+    public var every: TimeSpan
+    public var maxRings: UInt32
+    public init(every: TimeSpan, maxRings: UInt32) {
+        self.every = every
+        self.maxRings = maxRings
+    }
 }
 
 public protocol BackendEventSink: Sendable {
@@ -56,9 +65,9 @@ public protocol BackendEventSink: Sendable {
 public protocol DeliveryBackend: Sendable {
     /// The instance name from the config (`desktop`, `alarm`).
     var name: String { get }
-    /// True when a delivery here waits for a person (an alarm): the center then tracks the key as
-    /// ringing until it is acknowledged or snoozed.
-    var requiresAcknowledgement: Bool { get }
+    /// Non-nil for an alarm: a delivery here waits for a person, and the center delivers again
+    /// (reason `.ring`) every `every` until the key is acknowledged, snoozed or `maxRings` is reached.
+    var ringPolicy: RingPolicy? { get }
     func start(events: any BackendEventSink) async
     func deliver(_ firing: Firing) async throws(DeliveryError)
     func withdraw(key: String, reason: WithdrawReason) async
@@ -66,7 +75,7 @@ public protocol DeliveryBackend: Sendable {
 }
 
 extension DeliveryBackend {
-    public var requiresAcknowledgement: Bool { false }
+    public var ringPolicy: RingPolicy? { nil }
     public func start(events: any BackendEventSink) async {}
     public func withdraw(key: String, reason: WithdrawReason) async {}
     public func shutdown() async {}

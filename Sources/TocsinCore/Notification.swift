@@ -47,12 +47,15 @@ public enum AlertState: Hashable, Sendable {
     /// Delivered to a backend that waits for acknowledgement (the alarm); `rings` counts deliveries.
     case ringing(since: Instant, rings: UInt32)
     case snoozed(until: Instant)
+    /// Rang `maxRings` times without a reaction; stays listed until acknowledged or fired again.
+    case unanswered(rings: UInt32)
 
     public var name: String {
         switch self {
         case .idle: return "scheduled"
         case .ringing: return "ringing"
         case .snoozed: return "snoozed"
+        case .unanswered: return "unanswered"
         }
     }
 }
@@ -66,6 +69,8 @@ public enum FiringReason: String, Hashable, Sendable {
     case snoozeEnded = "snooze-ended"
     /// Was claimed before a crash and never confirmed delivered.
     case recovered
+    /// An alarm ringing again because nobody reacted yet.
+    case ring
 }
 
 /// One delivery of a notification, as backends receive it.
@@ -77,6 +82,10 @@ public struct Firing: Hashable, Sendable {
     public var reason: FiringReason
     /// The backend instances this firing goes to, as resolved by the center.
     public var backends: [String] = []
+    /// True when one of them is an alarm: popups then offer Dismiss and Snooze.
+    public var isAlarm = false
+    /// For alarms: which ring this is (1 for the firing itself).
+    public var ring: UInt32 = 1
 
     public var key: String { notification.key }
     public var late: Bool { reason == .late || reason == .recovered && fired - due > Scheduler.lateTolerance }

@@ -23,6 +23,8 @@ public struct Scheduler: Sendable {
         public var alert: AlertState = .idle
         /// A config-defined notification the user cancelled; kept to survive reloads.
         public var cancelled = false
+        /// How it rings while `alert` is `.ringing`: derived from its backends, not persisted.
+        public var ring: RingPolicy?
         fileprivate var generation: UInt64 = 0
 
         public init(notification: Notification, last: Occurrence? = nil, next: Occurrence?,
@@ -44,6 +46,10 @@ public struct Scheduler: Sendable {
             guard !cancelled else { return nil }
             var t = next?.instant
             if case .snoozed(let until) = alert { t = t.map { min($0, until) } ?? until }
+            if case .ringing(let since, let rings) = alert, let ring {
+                let next = since + TimeSpan(microseconds: ring.every.microseconds &* Int64(rings))
+                t = t.map { min($0, next) } ?? next
+            }
             return t
         }
     }
@@ -55,6 +61,10 @@ public struct Scheduler: Sendable {
         case missed(key: String, firstDue: Instant, count: Int)
         /// The entry's progress changed and must be persisted before any delivery.
         case progress(key: String)
+        /// Deliver another ring of an alarm to its ringing backends.
+        case ring(Firing)
+        /// An alarm reached its last ring without a reaction.
+        case unanswered(key: String, rings: UInt32)
     }
 
     private struct QueueItem: Comparable {
@@ -123,6 +133,23 @@ public struct Scheduler: Sendable {
                 if let occ = e.last {
                     actions.append(.deliver(Firing(notification: e.notification, occurrence: occ, due: until,
                                                    fired: now, reason: .snoozeEnded)))
+                }
+            }
+            if case .ringing(let since, let rings) = e.alert, let ring = e.ring, let occ = e.last {
+                let every = ring.every.microseconds
+                if since + TimeSpan(microseconds: every &* Int64(rings)) <= now {
+                    // The ring due now; after downtime that may be several rings on.
+                    let due = UInt32(clamping: (now - since).microseconds / every + 1)
+                    if due > ring.maxRings {
+                        e.alert = .unanswered(rings: rings)
+                        actions.append(.unanswered(key: top.key, rings: rings))
+                    } else {
+                        var f = Firing(notification: e.notification, occurrence: occ,
+                                       due: since + TimeSpan(microseconds: every &* Int64(due - 1)), fired: now, reason: .ring)
+                        f.ring = due
+                        e.alert = .ringing(since: since, rings: due)
+                        actions.append(.ring(f))
+                    }
                 }
             }
             if let occ = e.next, occ.instant <= now {

@@ -349,12 +349,14 @@ private struct AlertColumns {
         case .idle: kind = 0; a = nil; b = nil
         case .ringing(let since, let rings): kind = 1; a = since.microseconds; b = Int64(rings)
         case .snoozed(let until): kind = 2; a = until.microseconds; b = nil
+        case .unanswered(let rings): kind = 3; a = nil; b = Int64(rings)
         }
     }
     static func decode(kind: Int64, a: Int64?, b: Int64?) -> AlertState {
         switch kind {
         case 1: return .ringing(since: Instant(microseconds: a ?? 0), rings: UInt32(clamping: b ?? 0))
         case 2: return .snoozed(until: Instant(microseconds: a ?? 0))
+        case 3: return .unanswered(rings: UInt32(clamping: b ?? 0))
         default: return .idle
         }
     }

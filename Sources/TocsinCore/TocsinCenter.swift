@@ -80,6 +80,7 @@ public actor TocsinCenter {
         for p in loaded.problems { logger.error("\(p)") }
         let origin = Instant(microseconds: Int64.min / 2)
         for (var entry, pend) in loaded.entries {
+            entry.ring = ringPolicy(for: entry.notification)
             if !entry.cancelled {
                 entry.next = entry.notification.trigger.next(after: entry.last?.instant ?? origin, previous: entry.last)
             }
@@ -198,9 +199,8 @@ public actor TocsinCenter {
         var entry = Scheduler.Entry(notification: n, last: occ, next: nil)
         let firing = Firing(notification: n, occurrence: occ, due: now, fired: now, reason: .postNow)
         let targets = targetNames(n)
-        if targets.contains(where: { backends[$0]?.requiresAcknowledgement ?? false }) {
-            entry.alert = .ringing(since: now, rings: 1)
-        }
+        entry.ring = ringPolicy(for: n)
+        if entry.ring != nil { entry.alert = .ringing(since: now, rings: 1) }
         let pend = PendingDelivery(occurrence: occ, due: now, remaining: targets)
         try durably { () throws(StoreError) in try store.save(entry, pending: targets.isEmpty ? nil : pend) }
         if let replaced, replaced.isActive { withdrawAll(replaced.notification, reason: .replaced) }
@@ -389,16 +389,23 @@ public actor TocsinCenter {
             case .deliver(let f):
                 let targets = targetNames(f.notification)
                 firings.append((f, targets))
-                if targets.contains(where: { backends[$0]?.requiresAcknowledgement ?? false }) {
+                if let ring = ringPolicy(for: f.notification) {
+                    // A new firing (or the end of a snooze) starts ringing afresh.
                     scheduler.update(f.key) { e in
-                        let rings: UInt32
-                        if case .ringing(_, let r) = e.alert { rings = r &+ 1 } else { rings = 1 }
-                        e.alert = .ringing(since: now, rings: rings)
+                        e.ring = ring
+                        e.alert = .ringing(since: now, rings: 1)
                     }
                 }
                 if !targets.isEmpty {
                     pending[f.key] = PendingDelivery(occurrence: f.occurrence, due: f.due, remaining: targets)
                 }
+            case .ring(let f):
+                let ringers = targetNames(f.notification).filter { backends[$0]?.ringPolicy != nil }
+                firings.append((f, ringers))
+            case .unanswered(let key, let rings):
+                logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
+                emit(.unanswered(key: key, rings: rings))
+                if let e = scheduler[key] { withdrawAll(e.notification, reason: .unanswered) }
             case .missed(let key, let due, let count):
                 logger.notice("missed firing(s) skipped", metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "count": "\(count)"])
                 emit(.missed(key: key, due: due, count: count))
@@ -430,7 +437,8 @@ public actor TocsinCenter {
     public func nextDeadline() -> Instant? { scheduler.nextDeadline() }
 
     private func dispatch(_ original: Firing, to targets: [String]) {
-        let firing = { var f = original; f.backends = targets; return f }()
+        let isAlarm = ringPolicy(for: original.notification) != nil
+        let firing = { var f = original; f.backends = targets; f.isAlarm = isAlarm; return f }()
         for name in targets {
             guard let backend = backends[name] else {
                 logger.error("backend is not configured; skipping", metadata: ["key": "\(firing.key)", "backend": "\(name)"])
@@ -516,14 +524,6 @@ public actor TocsinCenter {
             case .snooze(let key, let d): try snooze(key, for: d)
             case .actionInvoked(let key, let action):
                 emit(.actionInvoked(key: key, action: action, userInfo: scheduler[key]?.notification.userInfo ?? [:]))
-            case .unanswered(let key, let rings):
-                logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
-                if let e = scheduler[key], case .ringing = e.alert {
-                    try durably { () throws(StoreError) in try store.saveAlert(key: key, .idle) }
-                    scheduler.update(key) { $0.alert = .idle }
-                    cleanUpIfDone(key)
-                }
-                emit(.unanswered(key: key, rings: rings))
             }
         } catch {
             logger.warning("backend event could not be applied: \(error.message)")
@@ -534,6 +534,12 @@ public actor TocsinCenter {
 
     private func targetNames(_ n: Notification) -> [String] {
         n.backends ?? backendOrder
+    }
+
+    /// The ring policy of the first alarm backend the notification goes to, if any.
+    private func ringPolicy(for n: Notification) -> RingPolicy? {
+        for name in targetNames(n) { if let r = backends[name]?.ringPolicy { return r } }
+        return nil
     }
 
     private func withdrawAll(_ n: Notification, reason: WithdrawReason) {

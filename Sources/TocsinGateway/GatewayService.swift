@@ -118,6 +118,7 @@ public final class GatewayService: Sendable {
         if let next = p.nextFire { fields.append(("next_fire", .int64(next.microseconds))) }
         if case .snoozed(let until) = p.state { fields.append(("snoozed_until", .int64(until.microseconds))) }
         if case .ringing(_, let rings) = p.state { fields.append(("rings", .uint32(rings))) }
+        if case .unanswered(let rings) = p.state { fields.append(("rings", .uint32(rings))) }
         return .vardict(fields)
     }
 

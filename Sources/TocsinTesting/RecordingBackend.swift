@@ -30,12 +30,12 @@ public final class RecordingBackend: DeliveryBackend, Sendable {
     }
 
     public let name: String
-    public let requiresAcknowledgement: Bool
+    public let ringPolicy: RingPolicy?
     private let state: Mutex<State>
 
-    public init(name: String, requiresAcknowledgement: Bool = false, behaviour: Behaviour = .succeed) {
+    public init(name: String, ringPolicy: RingPolicy? = nil, behaviour: Behaviour = .succeed) {
         self.name = name
-        self.requiresAcknowledgement = requiresAcknowledgement
+        self.ringPolicy = ringPolicy
         self.state = Mutex(State(behaviour: behaviour))
     }
 

@@ -175,7 +175,7 @@ struct CenterTests {
 
     @Test("acknowledge stops a ringing notification from every surface's point of view")
     func acknowledge() async throws {
-        let alarm = RecordingBackend(name: "alarm", requiresAcknowledgement: true)
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
         try await h.center.schedule(spec("wake", at(10)))
         await h.advance(10)
@@ -190,7 +190,7 @@ struct CenterTests {
 
     @Test("snooze silences now and delivers again after the duration")
     func snooze() async throws {
-        let alarm = RecordingBackend(name: "alarm", requiresAcknowledgement: true)
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
         try await h.center.schedule(spec("wake", at(10)))
         await h.advance(10)
@@ -209,7 +209,7 @@ struct CenterTests {
 
     @Test("backend events route back: dismiss acknowledges, custom actions are reported")
     func backendEvents() async throws {
-        let alarm = RecordingBackend(name: "alarm", requiresAcknowledgement: true)
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
         let events = await h.center.events()
         var s = spec("wake", at(10))

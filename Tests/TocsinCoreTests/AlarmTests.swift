@@ -1,0 +1,101 @@
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+/// Ring timing belongs to the center: tested here with the virtual clock and spies, instantly.
+@Suite("Alarms: ringing until someone reacts")
+struct AlarmTests {
+    static let policy = RingPolicy(every: .seconds(3), maxRings: 4)
+
+    func harness() async throws -> (Harness, RecordingBackend, RecordingBackend) {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        let popup = RecordingBackend(name: "popup")
+        let h = try await Harness(backends: [alarm, popup])
+        try await h.center.schedule(spec("wake", at(10)))
+        await h.advance(10)
+        return (h, alarm, popup)
+    }
+
+    func rings(_ b: RecordingBackend) -> [UInt32] { b.deliveries.filter { $0.key == "wake" }.map(\.ring) }
+
+    @Test("rings at 0, 3, 6, 9 s to the alarm only, then is reported unanswered")
+    func ringsUntilMax() async throws {
+        let (h, alarm, popup) = try await harness()
+        let events = await h.center.events()
+        for _ in 0..<5 { await h.advance(3) }
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2, 3, 4])
+        #expect(alarm.deliveries.map(\.due) == [10, 13, 16, 19].map { t0 + .seconds($0) })
+        #expect(rings(popup) == [1], "a popup must not be re-sent with every ring")
+        #expect(alarm.deliveries.allSatisfy { $0.isAlarm })
+        #expect(await h.center.lookup("wake")?.state == .unanswered(rings: 4))
+        for await e in events { if case .unanswered(let key, let n) = e { #expect(key == "wake"); #expect(n == 4); break } }
+        await h.advance(60)
+        #expect(rings(alarm).count == 4, "rang after max_rings")
+        #expect(try await h.center.acknowledge("wake"))
+    }
+
+    @Test("acknowledge mid-ring stops it: withdrawn at once, no further rings")
+    func acknowledgeMidRing() async throws {
+        let (h, alarm, _) = try await harness()
+        await h.advance(3)
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2])
+        #expect(try await h.center.acknowledge("wake"))
+        #expect(await alarm.wait { _, w in w.contains { $0.key == "wake" && $0.reason == .acknowledged } })
+        for _ in 0..<10 { await h.advance(3) }
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2])
+        #expect(h.clock.armedAt == nil)
+    }
+
+    @Test("snooze defers, then rings again with the count restarted")
+    func snoozeRestartsCount() async throws {
+        let (h, alarm, popup) = try await harness()
+        await h.advance(3)
+        _ = try await h.center.snooze("wake", for: .minutes(5))
+        await h.advance(3)
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2], "rang while snoozed")
+        h.clock.advance(to: t0 + .seconds(13) + .minutes(5))
+        await h.center.tick()
+        await h.advance(3)
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2, 1, 2])
+        #expect(popup.deliveries.map(\.reason) == [.scheduled, .snoozeEnded])
+    }
+
+    @Test("a restart mid-ring resumes ringing within max_rings")
+    func restartResumes() async throws {
+        let (h, alarm, _) = try await harness()
+        await h.advance(3)
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2])
+        let alarm2 = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        try await h.restart(backends: [alarm2, RecordingBackend(name: "popup")])
+        #expect(await h.center.lookup("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 2))
+        await h.advance(3)
+        await h.advance(3)
+        await h.advance(3)
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm2) == [3, 4])
+        #expect(await h.center.lookup("wake")?.state == .unanswered(rings: 4))
+    }
+
+    @Test("several alarms ringing at once keep their own schedules")
+    func independentAlarms() async throws {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        let h = try await Harness(backends: [alarm])
+        try await h.center.schedule(spec("a", at(10)))
+        try await h.center.schedule(spec("b", at(11)))
+        h.clock.advance(to: t0 + .seconds(9))
+        for _ in 0..<9 { await h.advance(1) }
+        await h.center.waitForDeliveries()
+        let a = alarm.deliveries.filter { $0.key == "a" }.map(\.due)
+        let b = alarm.deliveries.filter { $0.key == "b" }.map(\.due)
+        #expect(a == [10, 13, 16].map { t0 + .seconds($0) })
+        #expect(b == [11, 14, 17].map { t0 + .seconds($0) })
+    }
+}
