@@ -35,6 +35,8 @@ let package = Package(
         .systemLibrary(name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "CTocsinSystem", path: "Sources/CTocsinSystem"),
+        .systemLibrary(name: "CLibNotify", path: "Sources/CLibNotify", pkgConfig: "libnotify",
+                       providers: [.apt(["libnotify-dev"])]),
 
         // MARK: Pure layers
         .target(name: "TocsinTime", swiftSettings: strict),
@@ -84,12 +86,30 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .target(
+            name: "TocsinDesktopBackend",
+            dependencies: ["TocsinCore", "TocsinConfig", "CLibNotify", .product(name: "Logging", package: "swift-log")],
+            path: "Plugins/Desktop",
+            swiftSettings: strict
+        ),
+        .target(
+            name: "TocsinSoundBackend",
+            dependencies: [
+                "TocsinCore", "TocsinConfig", "TocsinTime",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Plugins/Sound",
+            swiftSettings: strict
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "tocsin",
             dependencies: [
                 "TocsinCore", "TocsinConfig", "TocsinTime",
-                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinGateway", "DBus",
+                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -105,6 +125,10 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore"],
+                    swiftSettings: strict),
+        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinTesting", "TocsinCore", "DBus"],
+                    swiftSettings: strict),
+        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore"],
                     swiftSettings: strict),
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus"], swiftSettings: strict),
     ]

@@ -1,0 +1,3 @@
+import TocsinCore
+// Owned by the desktop helper.
+enum DesktopPlaceholder {}

@@ -1,0 +1,3 @@
+import TocsinCore
+// Owned by the sound helper.
+enum SoundPlaceholder {}
