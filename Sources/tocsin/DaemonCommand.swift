@@ -66,7 +66,10 @@ struct DaemonCommand: AsyncParsableCommand {
 
         let loop = Task { await center.run() }
         let gateway = GatewayService(center: center, link: link) {
-            await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env)
+            let systemd = SystemdNotifier(environment: env)
+            systemd.reloading()
+            defer { systemd.ready() }
+            return await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env)
         }
         let events = Task { await gateway.forwardEvents() }
 
@@ -82,14 +85,19 @@ struct DaemonCommand: AsyncParsableCommand {
             logger.warning("cannot use \(bus.description) (\(error)); firing continues and the D-Bus API comes up when the bus does")
         }
         let busTask = Task { await keepConnected(gateway, first: firstConnection, logger: logger) }
+        let systemd = SystemdNotifier(environment: env)
+        systemd.ready(status: firstConnection == nil ? "running without a bus connection" : "serving \(Gateway.busName)")
         for await signal in signals {
             if signal == .sighup {
+                systemd.reloading()
+                defer { systemd.ready() }
                 if let problem = await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env) {
                     logger.error("reload failed; keeping the running configuration:\n\(problem)")
                 }
                 continue
             }
             logger.info("stopping", metadata: ["signal": "\(signal)"])
+            systemd.stopping()
             break
         }
         busTask.cancel()

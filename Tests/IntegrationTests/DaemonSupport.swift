@@ -16,7 +16,7 @@ final class DaemonUnderTest: Sendable {
         env["XDG_CONFIG_HOME"] = dir.path + "/config"
         env["XDG_STATE_HOME"] = dir.path + "/state-home"
         env["TZ"] = "UTC"
-        env["NOTIFY_SOCKET"] = ""
+        env["NOTIFY_SOCKET"] = env["NOTIFY_SOCKET"] ?? ""
         environment = env
     }
 
