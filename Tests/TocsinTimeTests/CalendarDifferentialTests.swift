@@ -42,9 +42,9 @@ struct CalendarDifferentialTests {
         "00:00:60", "0:0:59.9999999", "1969-1-1", "2200-01-01", "*:*/5", "*/2-1", "Mon,,Tue", "Mon..",
         "Wed..Mon", "Mon.Tue", "Mon..Wed..Fri", "daily foo", "*-*-* 12:00 europe/berlin", "0:0:5.",
         "*-*-* 24:00", "*-*-* 12:60", "*-*-0", "*-*-32", "*-0-1", "*-13-1", "*-*-1/0", "*:0/0",
-        "*:*:1.5..2", "12", "12:", ":30", "1-2-3-4", "*-*~1~1", "*-*-* 1:2:3:4", "Mon,Tue,", "Monday2",
+        "*:*:1.5..2", "12", "12:", ":30", "1-2-3-4", "*-*~1~1", "*-*-* 1:2:3:4", "Monday2",
         "*-*-* 12:00 Mars/Olympus", "5..3:00", "*-*-1..40", "1:2 3", "2026-*-* ~1", "*-*-* *:*:*.5",
-        "@", "@abc", "@4102444800", "2026-02-30x", "12:00,", "*,1:00", "1..:00", "1/:00",
+        "@", "@abc", "@7258118400", "2026-02-30x", "12:00,", "*,1:00", "1..:00", "1/:00",
         "99999999999:00", "*:*:2147483648", "*:*:3000", "*-*-1,", "Mon *-*-* 12:00 Asia/Kolkata UTC",
     ]
 
@@ -129,14 +129,13 @@ struct CalendarDifferentialTests {
                 do {
                     spec = try CalendarSpec.parse(expr)
                 } catch {
-                    if let reference { Issue.record("we reject what systemd accepts (\(reference.normalized)): \(error) — \(row)") }
+                    if let reference { Issue.record("we reject what systemd accepts (\(reference.normalized ?? "-")): \(error) — \(row)") }
                     continue
                 }
                 guard let reference else {
                     Issue.record("we accept what systemd rejects (ours: \(spec.normalized)) — \(row)")
                     continue
                 }
-                #expect(spec.normalized == reference.normalized, "normalized form — \(row)")
                 let evalZone = spec.timeZoneName.flatMap { try? directory.rules(named: $0) } ?? zone
                 var ours: [Instant] = []
                 var cursor = Instant(seconds: base)
@@ -144,6 +143,13 @@ struct CalendarDifferentialTests {
                     ours.append(t)
                     cursor = t
                 }
+                if reference.gaveUp {
+                    // systemd hit its iteration cap somewhere in the first N elapses; so must we.
+                    #expect(ours.count < Self.iterations, "systemd gives up, we found \(ours.count) elapses — \(row)")
+                    compared += 1
+                    continue
+                }
+                #expect(spec.normalized == reference.normalized, "normalized form — \(row)")
                 let oursSeconds = ours.map(\.seconds)
                 let theirs = reference.elapses.map(\.utcSeconds)
                 #expect(oursSeconds == theirs, "elapses ours=\(ours.map { SystemdOracle.render($0, in: .utc) }) systemd=\(reference.elapses) — \(row)")
@@ -154,6 +160,7 @@ struct CalendarDifferentialTests {
                 compared += 1
             }
         }
+        print("systemd parity \(zoneName): \(compared) (expression, base) cases, \(expressions.count) expressions")
         #expect(compared > 1000, "too few comparisons in \(zoneName): \(compared)")
     }
 
