@@ -20,13 +20,13 @@ struct LocalClock {
     @inline(__always)
     func breakDown(_ t: Int64) -> BrokenDownTime {
         if utc { return BrokenDownTime(localSeconds: t, isdst: 0) }
-        let l = zone.lookup(t)
+        let l = zone.offsetAndDST(t)
         return BrokenDownTime(localSeconds: t + Int64(l.offset), isdst: l.isDST ? 1 : 0)
     }
 
     @inline(__always)
     private func probe(_ t: Int64) -> (local: Int64, isdst: Int) {
-        let l = zone.lookup(t)
+        let l = zone.offsetAndDST(t)
         return (t + Int64(l.offset), l.isDST ? 1 : 0)
     }
 
