@@ -110,7 +110,7 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     private static func formatChain(_ chain: [CalendarComponent]?, width: Int, usec: Bool, into out: inout String) {
         guard let chain, !chain.isEmpty else { out += "*"; return }
         let d = usec ? 1_000_000 : 1
-        if usec && chain.count == 1 && chain[0].start == 0 && chain[0].step == 1_000_000 {
+        if usec && chain.count == 1 && chain[0].start == 0 && chain[0].stop < 0 && chain[0].step == 1_000_000 {
             out += "*"
             return
         }

@@ -55,7 +55,13 @@ struct CalendarDifferentialTests {
             1_772_323_199,            // 2026-02-28 23:59:59 UTC, February end
             1_835_395_200 - 43_200,   // 2028-02-28 12:00 UTC, before a leap day
             1_777_593_599,            // 2026-04-30 23:59:59 UTC, 30-day month end
+            1_835_438_400,            // 2028-02-29 12:00 UTC, on a leap day
         ]
+        // Local month ends in 2026 (31, 28, 30-day months and the year end): the last second in the zone itself.
+        for month in [1, 2, 4, 11] {
+            let next = CivilDateTime(year: month == 12 ? 2027 : 2026, month: month == 12 ? 1 : month + 1, day: 1)
+            out.append(Timestamp.instant(of: next, in: zone).seconds - 1)
+        }
         // 2025-01-01 ... 2028-01-01: around every offset change.
         for t in Zones.transitions(zone, from: 1_735_689_600, to: 1_830_297_600) {
             out += [t - 5_400, t - 1, t + 1_799, t + 3_599]
@@ -82,33 +88,52 @@ struct CalendarDifferentialTests {
             }
             return parts.joined(separator: ",")
         }
-        let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+        let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "monday", "Friday", "SUN"]
+        let shorthands = ["minutely", "hourly", "daily", "weekly", "monthly", "yearly", "quarterly", "semiannually"]
+        let zones = [" UTC", " Europe/Berlin", " America/New_York", " America/Santiago", " Australia/Lord_Howe", " Asia/Kolkata", " utc"]
         var out: Set<String> = []
         while out.count < count {
             var s = ""
-            if num(0...99) < 30 {
+            if num(0...19) == 0 {
+                s = pick(shorthands) + (num(0...1) == 0 ? pick(zones) : "")
+                out.insert(s)
+                continue
+            }
+            if num(0...99) < 35 {
                 let a = num(0...6)
-                s += num(0...1) == 0 ? days[a] : "\(days[a])..\(days[min(6, a + num(1...4))])"
-                if num(0...3) == 0 { s += ",\(pick(days))" }
+                let names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+                switch num(0...3) {
+                case 0: s += pick(days)
+                case 1: s += "\(names[a])..\(names[min(6, a + num(1...4))])"
+                case 2: s += "\(names[a])-\(names[min(6, a + num(1...3))])"
+                default: s += "\(pick(days)),\(pick(days))"
+                }
                 s += " "
             }
-            let year = num(0...9) < 8 ? "*" : pick(["2026", "2025..2027", "2026/1", "2027"])
-            let month = field(1...12, star: 60)
-            let eom = num(0...9) == 0
-            let day = eom ? "\(num(1...7))\(num(0...1) == 0 ? "" : "/\(num(1...3))")" : field(1...31, star: 60)
+            let year = num(0...9) < 7 ? "*" : pick(["2026", "2025..2027", "2026/1", "2027", "2025,2027", "26", "2028"])
+            let month = field(1...12, star: 55)
+            let eom = num(0...7) == 0
+            let day = eom ? "\(num(1...7))\(num(0...1) == 0 ? "" : "/\(num(1...3))")" : field(1...31, star: 55)
             switch num(0...2) {
-            case 0: s += "\(year)-\(month)\(eom ? "~" : "-")\(day) "
-            case 1: s += "\(month)\(eom ? "~" : "-")\(day) "
+            case 0: s += "\(year)-\(month)\(eom ? "~" : "-")\(day)"
+            case 1: s += "\(month)\(eom ? "~" : "-")\(day)"
             default: break
             }
-            let hour = field(0...23, star: 30)
-            let minute = field(0...59, star: 30)
-            s += "\(hour):\(minute)"
-            if num(0...2) == 0 {
-                s += ":" + (num(0...3) == 0 ? "\(num(0...59)).5" : field(0...59, star: 30))
+            if num(0...7) != 0 || s.isEmpty {
+                if !s.isEmpty { s += " " }
+                let hour = field(0...23, star: 30)
+                let minute = field(0...59, star: 30)
+                s += "\(hour):\(minute)"
+                if num(0...2) == 0 {
+                    switch num(0...4) {
+                    case 0: s += ":\(num(0...59)).5"
+                    case 1: s += ":\(num(0...20))/\(num(1...20)).25"
+                    default: s += ":" + field(0...59, star: 30)
+                    }
+                }
             }
-            if num(0...19) == 0 { s += " UTC" }
-            out.insert(s)
+            if num(0...11) == 0 { s += pick(zones) }
+            out.insert(s.trimmingCharacters(in: .whitespaces))
         }
         return out.sorted()
     }
@@ -117,7 +142,7 @@ struct CalendarDifferentialTests {
     func parity(zoneName: String) throws {
         let zone = try #require(Zones.load(zoneName), "zone \(zoneName) must be installed")
         let seed = UInt64(0x70C5_1000) &+ UInt64(Self.zones.firstIndex(of: zoneName) ?? 0)
-        let expressions = Self.table + Self.generated(seed: seed, count: 120)
+        let expressions = Self.table + Self.generated(seed: seed, count: 200)
         let directory = ZoneInfoDirectory()
         var compared = 0
         for base in Self.bases(for: zone) {
