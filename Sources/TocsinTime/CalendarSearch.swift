@@ -115,7 +115,7 @@ extension CalendarSpec {
         var keepDST = false
         for _ in 0..<Self.maxIterations {
             _ = clock.makeTime(&c)
-            if !keepDST { c.isdst = -1 }
+            if !keepDST { c.isdst = Int(dst) }
 
             var v = c.year
             var r = match(year, isDay: false, c, &v, &clock)

@@ -150,6 +150,21 @@ public struct TimeZoneRules: Hashable, Sendable {
                              second: b.second, microsecond: us)
     }
 
+    /// glibc's `tzname[0]`/`tzname[1]` for this zone (standard and DST abbreviation): the footer
+    /// rule's names, else those of the latest transitions of each kind.
+    var tzNames: (String, String) {
+        if let footer { return (footer.stdName, footer.dst?.name ?? footer.stdName) }
+        var names: [String?] = [nil, nil]
+        for i in transitionTypes.indices.reversed() {
+            let t = types[Int(transitionTypes[i])]
+            let k = t.isDST ? 1 : 0
+            if names[k] == nil { names[k] = t.abbreviation }
+            if names[0] != nil && names[1] != nil { break }
+        }
+        let std = names[0] ?? types[initialType].abbreviation
+        return (std, names[1] ?? std)
+    }
+
     /// True when the zone never leaves UTC+0 (systemd-analyze then omits its "(in UTC)" line).
     var isAlwaysUTC: Bool {
         types.allSatisfy { $0.utcOffset == 0 } && (footer.map { $0.stdOffset == 0 && $0.dst == nil } ?? true)

@@ -84,7 +84,7 @@ struct NextCommand: ParsableCommand {
         } else {
             let text = expression ?? ""
             let spec: CalendarSpec
-            do { spec = try CalendarSpec.parse(text) } catch {
+            do { spec = try CalendarSpec.parse(text, localZone: displayZone) } catch {
                 fail("invalid calendar expression '\(text)': \(error)")
             }
             original = text

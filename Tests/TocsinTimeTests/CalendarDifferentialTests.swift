@@ -33,6 +33,8 @@ struct CalendarDifferentialTests {
         "*-*-* 02:30 America/New_York", "*-*-* 00:00 America/Santiago", "*-*-* 02:00 Australia/Lord_Howe",
         "*-*-* 05:30 Asia/Kolkata", "daily Asia/Tokyo", "*:30 Australia/Lord_Howe",
         "2199-12-31", "2020-01-01", "1970-01-01 00:00", "69-1-1", "99-12-31", "@1774000000", "@1893456000",
+        "daily CET", "daily CEST", "*-*-* 02:30 CET", "*-*-* 02:30 cest", "12:00 EDT", "*:0/30 EST", "daily IST",
+        "daily -03", "daily -04", "*-*-* 00:00 -04", "daily +11", "daily +1030", "*-*-* 02:15 +1030", "hourly EST5EDT",
         "*-*-31 Tue", "Tue *-*-31", "Tue *-02-29", "Fri *-*-13 13:13", "Mon 2026-03-30",
     ]
 
@@ -152,7 +154,7 @@ struct CalendarDifferentialTests {
                 let reference = oracle[expr]
                 let spec: CalendarSpec
                 do {
-                    spec = try CalendarSpec.parse(expr)
+                    spec = try CalendarSpec.parse(expr, localZone: zone)
                 } catch {
                     if let reference { Issue.record("we reject what systemd accepts (\(reference.normalized ?? "-")): \(error) — \(row)") }
                     continue
