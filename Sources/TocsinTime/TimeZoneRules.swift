@@ -165,9 +165,13 @@ public struct TimeZoneRules: Hashable, Sendable {
         return (std, names[1] ?? std)
     }
 
-    /// True when the zone never leaves UTC+0 (systemd-analyze then omits its "(in UTC)" line).
-    var isAlwaysUTC: Bool {
-        types.allSatisfy { $0.utcOffset == 0 } && (footer.map { $0.stdOffset == 0 && $0.dst == nil } ?? true)
+    /// True when the zone's current rules are UTC+0 without DST (glibc's `timezone == 0 &&
+    /// daylight == 0`): systemd-analyze then prints no separate "(in UTC)" line.
+    public var isUTCEquivalent: Bool {
+        if let footer { return footer.stdOffset == 0 && footer.dst == nil }
+        guard let last = transitionTypes.last else { return types[initialType].utcOffset == 0 }
+        let t = types[Int(last)]
+        return t.utcOffset == 0 && !t.isDST
     }
 }
 
