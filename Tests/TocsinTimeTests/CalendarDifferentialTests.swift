@@ -191,6 +191,63 @@ struct CalendarDifferentialTests {
         #expect(compared > 1000, "too few comparisons in \(zoneName): \(compared)")
     }
 
+    /// Random strings over the grammar's alphabet: mostly invalid, so this is chiefly a
+    /// rejection-parity test, but whatever systemd accepts must normalize and elapse alike.
+    @Test("random token strings: accept/reject parity", arguments: ["UTC", "Europe/Berlin"])
+    func fuzzParity(zoneName: String) throws {
+        let zone = try #require(Zones.load(zoneName))
+        var rng = SplitMix64(state: 0xF022_2026)
+        let tokens = ["0", "1", "2", "5", "7", "9", "12", "31", "59", "2026", "70", "*", "*", "-", "-", "~", ":", ":", ".", "..",
+                      ",", "/", " ", " ", "Mon", "fri", "Sunday", "daily", "UTC", "Europe/Berlin", "CET", "0.5", "@1774000000"]
+        var expressions: Set<String> = []
+        while expressions.count < 300 {
+            let n = 1 + Int(rng.next() % 9)
+            expressions.insert((0..<n).map { _ in tokens[Int(rng.next() % UInt64(tokens.count))] }.joined())
+        }
+        // Near misses: valid expressions with one or two characters deleted, doubled or replaced.
+        let seeds = Self.table.filter { !$0.isEmpty }
+        while expressions.count < 900 {
+            var chars = Array(seeds[Int(rng.next() % UInt64(seeds.count))].unicodeScalars)
+            for _ in 0...Int(rng.next() % 2) where !chars.isEmpty {
+                let i = Int(rng.next() % UInt64(chars.count))
+                switch rng.next() % 3 {
+                case 0: chars.remove(at: i)
+                case 1: chars.insert(chars[i], at: i)
+                default:
+                    let alphabet = Array("0123456789*-~:.,/ ".unicodeScalars)
+                    chars[i] = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                }
+            }
+            expressions.insert(String(String.UnicodeScalarView(chars)))
+        }
+        let list = expressions.sorted()
+        let oracle = try SystemdOracle.run(zone: zoneName, base: 1_774_000_000, iterations: 2, expressions: list)
+        var accepted = 0
+        for expr in list {
+            let row = "expr='\(expr)' zone=\(zoneName)"
+            let reference = oracle[expr]
+            do {
+                let spec = try CalendarSpec.parse(expr, localZone: zone)
+                guard let reference else {
+                    Issue.record("we accept what systemd rejects (ours: \(spec.normalized)) — \(row)")
+                    continue
+                }
+                accepted += 1
+                if reference.gaveUp { continue }
+                #expect(spec.normalized == reference.normalized, "\(row)")
+                let evalZone = spec.timeZoneName.flatMap { Zones.load($0) } ?? zone
+                var ours: [Int64] = []
+                var cursor = Instant(seconds: 1_774_000_000)
+                while ours.count < 2, let t = spec.nextElapse(after: cursor, in: evalZone) { ours.append(t.seconds); cursor = t }
+                #expect(ours == reference.elapses.map(\.utcSeconds), "\(row)")
+            } catch {
+                if let reference { Issue.record("we reject what systemd accepts (\(reference.normalized ?? "-")): \(error) — \(row)") }
+                #expect(error.column >= 1 && error.column <= expr.unicodeScalars.count + 1, "\(row): \(error)")
+            }
+        }
+        print("random token strings \(zoneName): \(list.count) strings, \(accepted) accepted by both")
+    }
+
     @Test("systemd rejects, we reject")
     func rejectionParity() throws {
         let oracle = try SystemdOracle.run(zone: "UTC", base: 1_774_000_000, iterations: 1, expressions: Self.invalid)

@@ -29,7 +29,7 @@ enum SystemdOracle {
     static func run(zone: String, base: Int64, iterations: Int, expressions: [String]) throws -> [String: Result] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)"] + expressions
+        process.arguments = ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)", "--"] + expressions
         process.environment = ["TZ": zone, "LANG": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"]
         // stderr goes to a file: it is small, and a file can never block the child.
         let errPath = NSTemporaryDirectory() + "tocsin-oracle-\(UUID().uuidString).err"
@@ -63,8 +63,8 @@ enum SystemdOracle {
             current = nil; currentKey = nil; original = nil
         }
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = String(raw)
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            // Only leading spaces are layout: an original form may itself end in spaces.
+            let trimmed = String(raw.drop { $0 == " " })
             if trimmed.hasPrefix("Original form: ") {
                 flush()
                 original = String(trimmed.dropFirst("Original form: ".count))
