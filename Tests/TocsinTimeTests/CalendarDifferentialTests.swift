@@ -60,13 +60,13 @@ struct CalendarDifferentialTests {
             1_835_438_400,            // 2028-02-29 12:00 UTC, on a leap day
         ]
         // Local month ends in 2026 (31, 28, 30-day months and the year end): the last second in the zone itself.
-        for month in [1, 2, 4, 11] {
+        for month in [2, 4, 12] {
             let next = CivilDateTime(year: month == 12 ? 2027 : 2026, month: month == 12 ? 1 : month + 1, day: 1)
             out.append(Timestamp.instant(of: next, in: zone).seconds - 1)
         }
         // 2025-01-01 ... 2028-01-01: around every offset change.
         for t in Zones.transitions(zone, from: 1_735_689_600, to: 1_830_297_600) {
-            out += [t - 5_400, t - 1, t + 1_799, t + 3_599]
+            out += [t - 5_400, t - 1, t + 1_799]
         }
         return out
     }
