@@ -310,7 +310,6 @@ struct CalendarParser {
             return true
         }
         let begin = p
-        let firstAt = p
         let first = try parseChain(usec: false)
         if p >= end || current == UInt8(ascii: ":") {
             p = begin
@@ -322,13 +321,11 @@ struct CalendarParser {
             throw error("expected '-' or '~' in date", at: p)
         }
         p += 1
-        let secondAt = p
         let second = try parseChain(usec: false)
         if p >= end || current == UInt8(ascii: " ") {
             skipSpaces()
             spec.month = first.chain; positions["month"] = first.positions
             spec.day = second.chain; positions["day"] = second.positions
-            _ = (firstAt, secondAt)
             return false
         } else if spec.endOfMonth {
             throw error("'~' must separate month and day", at: p)

@@ -127,6 +127,33 @@ public struct TimeZoneRules: Hashable, Sendable {
         return footer?.offsetAndDST(seconds) ?? (0, false)
     }
 
+    /// The span of the transition table around `seconds` in which offset and DST flag are
+    /// constant, or nil where the footer rule decides. Lets a search cache one lookup.
+    func constantSpan(around seconds: Int64) -> (start: Int64, end: Int64, offset: Int, isDST: Bool)? {
+        let n = transitions.count
+        guard n > 0 else {
+            if footer != nil { return nil }
+            let t = types[initialType]
+            return (.min, .max, t.utcOffset, t.isDST)
+        }
+        if seconds < transitions[0] {
+            let t = types[initialType]
+            return (.min, transitions[0], t.utcOffset, t.isDST)
+        }
+        if seconds >= transitions[n - 1] {
+            if footer != nil { return nil }
+            let t = types[Int(transitionTypes[n - 1])]
+            return (transitions[n - 1], .max, t.utcOffset, t.isDST)
+        }
+        var lo = 0, hi = n - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) >> 1
+            if transitions[mid] <= seconds { lo = mid } else { hi = mid - 1 }
+        }
+        let t = types[Int(transitionTypes[lo])]
+        return (transitions[lo], transitions[lo + 1], t.utcOffset, t.isDST)
+    }
+
     /// What glibc's `localtime` reports for `seconds`: offset, DST flag and abbreviation.
     func lookup(_ seconds: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
         if let i = typeIndex(seconds) { return (types[i].utcOffset, types[i].isDST, types[i].abbreviation) }
