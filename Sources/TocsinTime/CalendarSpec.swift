@@ -12,6 +12,12 @@ struct CalendarComponent: Hashable, Sendable {
 }
 
 /// A systemd.time(7) calendar event expression.
+///
+/// Parsing, normalization and the next-elapse search reproduce systemd 252 as shipped
+/// (Debian 252.x, which carries the stable backports), verified against `systemd-analyze
+/// calendar`. That includes its quirks: a repetition that overflows a field restarts the next
+/// field from its beginning, a nonexistent local time resolves the way glibc's `mktime` does,
+/// and a search that cannot settle gives up after 1000 rounds (nil) exactly where systemd does.
 public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     /// Bit 0 = Monday ... bit 6 = Sunday; -1 when every weekday matches.
     var weekdays: Int8 = -1
