@@ -64,35 +64,28 @@ extension CalendarSpec {
         return t.mday
     }
 
-    /// systemd's `tm_within_bounds`: 1 when `tm` is already normal, 0 when it was moved
-    /// forward (and replaced), -1 when it is out of range or would move backwards.
+    /// systemd's `tm_within_bounds`: 1 when `tm` is already normal, 0 when `mktime` moved it
+    /// forward (then `tm` holds the normalised time with the next smaller field reset, so a
+    /// repetition that overflowed into the next unit starts that unit from its beginning),
+    /// -1 when it is out of range or would move backwards.
     private func withinBounds(_ tm: inout BrokenDownTime, _ clock: inout LocalClock) -> Int {
         if tm.year > Self.maxYear { return -1 }
         var t = tm
         guard clock.makeTime(&t) != nil else { return -1 }
-        var cmp: Int
         func compare(_ a: Int, _ b: Int) -> Int { a < b ? -1 : (a > b ? 1 : 0) }
-        cmp = compare(t.year, tm.year)
+        var cmp = compare(t.year, tm.year)
         if cmp != 0 {
             t.month = 0
+        } else if case let c = compare(t.month, tm.month), c != 0 {
+            cmp = c; t.mday = 1
+        } else if case let c = compare(t.mday, tm.mday), c != 0 {
+            cmp = c; t.hour = 0
+        } else if case let c = compare(t.hour, tm.hour), c != 0 {
+            cmp = c; t.minute = 0
+        } else if case let c = compare(t.minute, tm.minute), c != 0 {
+            cmp = c; t.second = 0
         } else {
-            cmp = compare(t.month, tm.month)
-            if cmp != 0 {
-                t.mday = 1
-            } else {
-                cmp = compare(t.mday, tm.mday)
-                if cmp != 0 {
-                    t.hour = 0
-                } else {
-                    cmp = compare(t.hour, tm.hour)
-                    if cmp != 0 {
-                        t.minute = 0
-                    } else {
-                        cmp = compare(t.minute, tm.minute)
-                        if cmp != 0 { t.second = 0 } else { cmp = compare(t.second, tm.second) }
-                    }
-                }
-            }
+            cmp = compare(t.second, tm.second)
         }
         if cmp < 0 { return -1 }
         if cmp > 0 { tm = t; return 0 }
@@ -107,12 +100,22 @@ extension CalendarSpec {
         return Int(weekdays) & (1 << k) != 0
     }
 
+    private static func isBefore(_ a: BrokenDownTime, _ aUsec: Int, _ b: BrokenDownTime, _ bUsec: Int) -> Bool {
+        let x = (a.year, a.month, a.mday, a.hour, a.minute, a.second)
+        let y = (b.year, b.month, b.mday, b.hour, b.minute, b.second)
+        return x < y || (x == y && aUsec < bUsec)
+    }
+
     private func findNext(_ tm: inout BrokenDownTime, _ usec: inout Int, _ clock: inout LocalClock) -> Bool {
         var c = tm
         var us = usec
+        let start = tm, startUsec = usec
+        // Once a DST gap has thrown the search back before its start, systemd stops forcing
+        // "DST unknown" and keeps the flag mktime reports, then retries an hour later.
+        var keepDST = false
         for _ in 0..<Self.maxIterations {
             _ = clock.makeTime(&c)
-            c.isdst = -1
+            if !keepDST { c.isdst = Int(dst) }
 
             var v = c.year
             var r = match(year, isDay: false, c, &v, &clock)
@@ -182,6 +185,11 @@ extension CalendarSpec {
             }
             if b == 0 { continue }
 
+            if Self.isBefore(c, us, start, startUsec) {
+                keepDST = true
+                c.hour += 1
+                continue
+            }
             tm = c
             usec = us
             return true

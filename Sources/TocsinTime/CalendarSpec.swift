@@ -12,12 +12,22 @@ struct CalendarComponent: Hashable, Sendable {
 }
 
 /// A systemd.time(7) calendar event expression.
+///
+/// Parsing, normalization and the next-elapse search reproduce systemd 252 as shipped
+/// (Debian 252.x, which carries the stable backports), verified against `systemd-analyze
+/// calendar`. That includes its quirks: a repetition that overflows a field restarts the next
+/// field from its beginning, a nonexistent local time resolves the way glibc's `mktime` does,
+/// and a search that cannot settle gives up after 1000 rounds (nil) exactly where systemd does.
 public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     /// Bit 0 = Monday ... bit 6 = Sunday; -1 when every weekday matches.
     var weekdays: Int8 = -1
     var endOfMonth = false
     var utc = false
     var zone: String?
+    /// DST forced by a trailing abbreviation of the local zone (`... CEST`): 0 or 1, -1 when free.
+    var dst: Int8 = -1
+    /// That abbreviation as the local zone spells it, for the normalized form.
+    var dstName: String?
     // nil means `*` (any value).
     var year: [CalendarComponent]?
     var month: [CalendarComponent]?
@@ -39,7 +49,16 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     /// Parses with an explicit answer to "is this trailing word a time zone?", keeping parsing free of I/O.
     public static func parse(_ text: String, zoneExists: (String) -> Bool) throws(TimeSyntaxError) -> CalendarSpec {
         var parser = CalendarParser(text: text)
-        return try parser.parse(zoneExists: zoneExists)
+        return try parser.parse(localZone: nil, zoneExists: zoneExists)
+    }
+
+    /// Parses as systemd does when `localZone` is the process's zone: a trailing abbreviation
+    /// of that zone (`daily CET` in Europe/Berlin) then means "local time with DST forced off/on",
+    /// and the expression must be evaluated in `localZone`.
+    public static func parse(_ text: String, localZone: TimeZoneRules) throws(TimeSyntaxError) -> CalendarSpec {
+        let directory = ZoneInfoDirectory()
+        var parser = CalendarParser(text: text)
+        return try parser.parse(localZone: localZone, zoneExists: { directory.hasZone(named: $0) })
     }
 
     /// The zone named inside the expression (`... Europe/Berlin`, `... UTC`), if any; it overrides the caller's zone.
@@ -69,6 +88,8 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
             out += " UTC"
         } else if let zone {
             out += " " + zone
+        } else if let dstName, !dstName.isEmpty {
+            out += " " + dstName
         }
         return out
     }
@@ -110,7 +131,7 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     private static func formatChain(_ chain: [CalendarComponent]?, width: Int, usec: Bool, into out: inout String) {
         guard let chain, !chain.isEmpty else { out += "*"; return }
         let d = usec ? 1_000_000 : 1
-        if usec && chain.count == 1 && chain[0].start == 0 && chain[0].step == 1_000_000 {
+        if usec && chain.count == 1 && chain[0].start == 0 && chain[0].stop < 0 && chain[0].step == 1_000_000 {
             out += "*"
             return
         }
@@ -163,11 +184,17 @@ struct CalendarParser {
         return true
     }
 
-    mutating func parse(zoneExists: (String) -> Bool) throws(TimeSyntaxError) -> CalendarSpec {
-        // Trailing zone: " UTC" in any case, else the last word if it names an installed zone.
+    mutating func parse(localZone: TimeZoneRules?, zoneExists: (String) -> Bool) throws(TimeSyntaxError) -> CalendarSpec {
+        // Trailing zone: " UTC" in any case, else an abbreviation of the local zone, else the
+        // last word if it names an installed zone.
+        let names = localZone?.tzNames ?? ("", "")
         if end >= 4 && hasPrefixNoCase(" UTC", at: end - 4) {
             spec.utc = true
             end -= 4
+        } else if let (j, name) = [(0, names.0), (1, names.1)].first(where: { endsWithLocalName($0.1) }) {
+            spec.dst = Int8(j)
+            spec.dstName = name
+            end -= name.utf8.count + 1
         } else if let space = bytes.lastIndex(of: UInt8(ascii: " ")) {
             let name = String(decoding: bytes[(space + 1)...], as: UTF8.self)
             if ZoneInfoDirectory.isValidName(name) && zoneExists(name) {
@@ -185,6 +212,12 @@ struct CalendarParser {
         }
         try normalizeAndValidate()
         return spec
+    }
+
+    func endsWithLocalName(_ name: String) -> Bool {
+        let n = name.utf8.count
+        guard n > 0, end > n, bytes[end - n - 1] == UInt8(ascii: " ") else { return false }
+        return hasPrefixNoCase(name, at: end - n)
     }
 
     mutating func parseShorthand() -> Bool {
@@ -283,7 +316,6 @@ struct CalendarParser {
             return true
         }
         let begin = p
-        let firstAt = p
         let first = try parseChain(usec: false)
         if p >= end || current == UInt8(ascii: ":") {
             p = begin
@@ -295,13 +327,11 @@ struct CalendarParser {
             throw error("expected '-' or '~' in date", at: p)
         }
         p += 1
-        let secondAt = p
         let second = try parseChain(usec: false)
         if p >= end || current == UInt8(ascii: " ") {
             skipSpaces()
             spec.month = first.chain; positions["month"] = first.positions
             spec.day = second.chain; positions["day"] = second.positions
-            _ = (firstAt, secondAt)
             return false
         } else if spec.endOfMonth {
             throw error("'~' must separate month and day", at: p)

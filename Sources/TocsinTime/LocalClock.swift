@@ -10,6 +10,11 @@ struct LocalClock {
     let utc: Bool
     /// UTC seconds minus local seconds of the last `mktime` result (glibc's `localtime_offset`).
     var offsetGuess: Int64 = 0
+    /// The last constant-offset span looked up: the search probes the same few hours over and over.
+    private var spanStart: Int64 = .max
+    private var spanEnd: Int64 = .min
+    private var spanOffset = 0
+    private var spanDST = false
 
     init(zone: TimeZoneRules, utc: Bool) {
         self.zone = zone
@@ -18,15 +23,25 @@ struct LocalClock {
 
     /// `localtime_r`/`gmtime_r`.
     @inline(__always)
-    func breakDown(_ t: Int64) -> BrokenDownTime {
+    mutating func breakDown(_ t: Int64) -> BrokenDownTime {
         if utc { return BrokenDownTime(localSeconds: t, isdst: 0) }
-        let l = zone.lookup(t)
+        let l = offsetAndDST(t)
         return BrokenDownTime(localSeconds: t + Int64(l.offset), isdst: l.isDST ? 1 : 0)
     }
 
     @inline(__always)
-    private func probe(_ t: Int64) -> (local: Int64, isdst: Int) {
-        let l = zone.lookup(t)
+    private mutating func offsetAndDST(_ t: Int64) -> (offset: Int, isDST: Bool) {
+        if t >= spanStart && t < spanEnd { return (spanOffset, spanDST) }
+        if let span = zone.constantSpan(around: t) {
+            spanStart = span.start; spanEnd = span.end; spanOffset = span.offset; spanDST = span.isDST
+            return (span.offset, span.isDST)
+        }
+        return zone.offsetAndDST(t)
+    }
+
+    @inline(__always)
+    private mutating func probe(_ t: Int64) -> (local: Int64, isdst: Int) {
+        let l = offsetAndDST(t)
         return (t + Int64(l.offset), l.isDST ? 1 : 0)
     }
 

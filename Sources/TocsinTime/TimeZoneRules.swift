@@ -103,46 +103,102 @@ public struct TimeZoneRules: Hashable, Sendable {
         self.footer = footer
     }
 
-    /// What glibc's `localtime` reports for `seconds`: offset, DST flag and abbreviation.
+    /// Which local time type glibc's `localtime` uses for `seconds`; nil when the footer rule decides.
     @inline(__always)
-    func lookup(_ seconds: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
+    private func typeIndex(_ seconds: Int64) -> Int? {
         let n = transitions.count
-        if n == 0 || seconds < transitions[0] {
-            if n == 0, let footer { return footer.lookup(seconds) }
-            let t = types[initialType]
-            return (t.utcOffset, t.isDST, t.abbreviation)
-        }
-        if seconds >= transitions[n - 1], let footer {
-            return footer.lookup(seconds)
-        }
+        if n == 0 { return footer == nil ? initialType : nil }
+        if seconds < transitions[0] { return initialType }
+        if seconds >= transitions[n - 1] { return footer == nil ? Int(transitionTypes[n - 1]) : nil }
         // Last transition <= seconds.
         var lo = 0, hi = n - 1
         while lo < hi {
             let mid = (lo + hi + 1) >> 1
             if transitions[mid] <= seconds { lo = mid } else { hi = mid - 1 }
         }
+        return Int(transitionTypes[lo])
+    }
+
+    /// Offset and DST flag only: the calendar search probes this in its inner loop, so it
+    /// avoids touching the abbreviation strings.
+    @inline(__always)
+    func offsetAndDST(_ seconds: Int64) -> (offset: Int, isDST: Bool) {
+        if let i = typeIndex(seconds) { return (types[i].utcOffset, types[i].isDST) }
+        return footer?.offsetAndDST(seconds) ?? (0, false)
+    }
+
+    /// The span of the transition table around `seconds` in which offset and DST flag are
+    /// constant, or nil where the footer rule decides. Lets a search cache one lookup.
+    func constantSpan(around seconds: Int64) -> (start: Int64, end: Int64, offset: Int, isDST: Bool)? {
+        let n = transitions.count
+        guard n > 0 else {
+            if footer != nil { return nil }
+            let t = types[initialType]
+            return (.min, .max, t.utcOffset, t.isDST)
+        }
+        if seconds < transitions[0] {
+            let t = types[initialType]
+            return (.min, transitions[0], t.utcOffset, t.isDST)
+        }
+        if seconds >= transitions[n - 1] {
+            if footer != nil { return nil }
+            let t = types[Int(transitionTypes[n - 1])]
+            return (transitions[n - 1], .max, t.utcOffset, t.isDST)
+        }
+        var lo = 0, hi = n - 1
+        while lo < hi {
+            let mid = (lo + hi + 1) >> 1
+            if transitions[mid] <= seconds { lo = mid } else { hi = mid - 1 }
+        }
         let t = types[Int(transitionTypes[lo])]
-        return (t.utcOffset, t.isDST, t.abbreviation)
+        return (transitions[lo], transitions[lo + 1], t.utcOffset, t.isDST)
+    }
+
+    /// What glibc's `localtime` reports for `seconds`: offset, DST flag and abbreviation.
+    func lookup(_ seconds: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
+        if let i = typeIndex(seconds) { return (types[i].utcOffset, types[i].isDST, types[i].abbreviation) }
+        guard let footer else { return (0, false, "UTC") }
+        let r = footer.offsetAndDST(seconds)
+        return (r.offset, r.isDST, r.isDST ? (footer.dst?.name ?? footer.stdName) : footer.stdName)
     }
 
     /// UTC offset in seconds in force at `instant`.
-    public func utcOffset(at instant: Instant) -> Int { lookup(instant.seconds).offset }
+    public func utcOffset(at instant: Instant) -> Int { offsetAndDST(instant.seconds).offset }
 
     /// Abbreviation in force at `instant` (`CET`, `CEST`), as systemd-analyze prints it.
     public func abbreviation(at instant: Instant) -> String { lookup(instant.seconds).abbreviation }
 
     public func civil(_ instant: Instant) -> CivilDateTime {
         let s = instant.seconds
-        let local = s + Int64(lookup(s).offset)
+        let local = s + Int64(offsetAndDST(s).offset)
         let b = BrokenDownTime(localSeconds: local, isdst: 0)
         let us = Int(instant.microseconds - s * 1_000_000)
         return CivilDateTime(year: b.year, month: b.month + 1, day: b.mday, hour: b.hour, minute: b.minute,
                              second: b.second, microsecond: us)
     }
 
-    /// True when the zone never leaves UTC+0 (systemd-analyze then omits its "(in UTC)" line).
-    var isAlwaysUTC: Bool {
-        types.allSatisfy { $0.utcOffset == 0 } && (footer.map { $0.stdOffset == 0 && $0.dst == nil } ?? true)
+    /// glibc's `tzname[0]`/`tzname[1]` for this zone (standard and DST abbreviation): the footer
+    /// rule's names, else those of the latest transitions of each kind.
+    var tzNames: (String, String) {
+        if let footer { return (footer.stdName, footer.dst?.name ?? footer.stdName) }
+        var names: [String?] = [nil, nil]
+        for i in transitionTypes.indices.reversed() {
+            let t = types[Int(transitionTypes[i])]
+            let k = t.isDST ? 1 : 0
+            if names[k] == nil { names[k] = t.abbreviation }
+            if names[0] != nil && names[1] != nil { break }
+        }
+        let std = names[0] ?? types[initialType].abbreviation
+        return (std, names[1] ?? std)
+    }
+
+    /// True when the zone's current rules are UTC+0 without DST (glibc's `timezone == 0 &&
+    /// daylight == 0`): systemd-analyze then prints no separate "(in UTC)" line.
+    public var isUTCEquivalent: Bool {
+        if let footer { return footer.stdOffset == 0 && footer.dst == nil }
+        guard let last = transitionTypes.last else { return types[initialType].utcOffset == 0 }
+        let t = types[Int(last)]
+        return t.utcOffset == 0 && !t.isDST
     }
 }
 
@@ -210,15 +266,15 @@ struct PosixTZRule: Hashable, Sendable {
     var stdOffset: Int
     var dst: DST?
 
-    func lookup(_ t: Int64) -> (offset: Int, isDST: Bool, abbreviation: String) {
-        guard let dst else { return (stdOffset, false, stdName) }
+    func offsetAndDST(_ t: Int64) -> (offset: Int, isDST: Bool) {
+        guard let dst else { return (stdOffset, false) }
         // glibc evaluates both changes in the UTC year of the instant.
         let days = CivilMath.floorDiv(t, 86_400)
         let year = CivilMath.civil(days: Int(days)).year
         let startChange = Self.change(dst.start, year: year) + Int64(dst.startTime - stdOffset)
         let endChange = Self.change(dst.end, year: year) + Int64(dst.endTime - dst.offset)
         let isDST = startChange > endChange ? (t < endChange || t >= startChange) : (t >= startChange && t < endChange)
-        return isDST ? (dst.offset, true, dst.name) : (stdOffset, false, stdName)
+        return isDST ? (dst.offset, true) : (stdOffset, false)
     }
 
     /// Unix seconds of 00:00 UTC on the rule's day in `year`.

@@ -155,11 +155,11 @@ public enum Timestamp {
         let local = Int64(CivilMath.days(year: civil.year, month: civil.month, day: civil.day)) * 86_400
             + Int64(civil.hour * 3600 + civil.minute * 60 + civil.second)
         // Every offset that could apply lies among those in force within ±14 h of the local reading.
-        let before = zone.lookup(local - 50_400).offset
+        let before = zone.offsetAndDST(local - 50_400).offset
         var best: Int64?
-        for o in [before, zone.lookup(local).offset, zone.lookup(local + 50_400).offset] {
+        for o in [before, zone.offsetAndDST(local).offset, zone.offsetAndDST(local + 50_400).offset] {
             let t = local - Int64(o)
-            if zone.lookup(t).offset == o, best.map({ t < $0 }) ?? true { best = t }
+            if zone.offsetAndDST(t).offset == o, best.map({ t < $0 }) ?? true { best = t }
         }
         // In a gap, keep the offset from before the change: the reading lands after the gap.
         let t = best ?? (local - Int64(before))

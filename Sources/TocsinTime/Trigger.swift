@@ -68,7 +68,8 @@ public enum Trigger: Hashable, Sendable {
             if let until { s += ", until \(Timestamp.rfc3339UTC(until))" }
             return s
         case let .calendar(spec, zone):
-            return spec.timeZoneName == nil ? "\(spec.normalized) \(zone.identifier)" : spec.normalized
+            // Name the zone unless the expression already does (a zone, UTC, or a local abbreviation).
+            return spec.timeZoneName == nil && spec.dst < 0 ? "\(spec.normalized) \(zone.identifier)" : spec.normalized
         case let .remindBefore(event, offsets):
             return "\(offsets.map(\.description).joined(separator: ", ")) before \(Timestamp.rfc3339UTC(event))"
         }

@@ -84,7 +84,7 @@ struct NextCommand: ParsableCommand {
         } else {
             let text = expression ?? ""
             let spec: CalendarSpec
-            do { spec = try CalendarSpec.parse(text) } catch {
+            do { spec = try CalendarSpec.parse(text, localZone: displayZone) } catch {
                 fail("invalid calendar expression '\(text)': \(error)")
             }
             original = text
@@ -117,7 +117,7 @@ struct NextCommand: ParsableCommand {
             print("    Next elapse: never")
             return
         }
-        let showUTC = !(0..<elapses.count).allSatisfy { displayZone.utcOffset(at: elapses[$0]) == 0 && displayZone.abbreviation(at: elapses[$0]) == "UTC" }
+        let showUTC = !displayZone.isUTCEquivalent
         for (i, t) in elapses.enumerated() {
             let label = i == 0 ? "    Next elapse" : "       Iter. #\(i + 1)"
             print("\(label): \(Self.human(t, in: displayZone))")

@@ -16,8 +16,11 @@ enum SystemdOracle {
     }
 
     struct Result {
-        var normalized: String
+        /// nil when systemd accepted the expression but gave up computing an elapse
+        /// ("Failed to determine next elapse", its iteration cap); it then prints no block.
+        var normalized: String?
         var elapses: [Elapse]
+        var gaveUp: Bool { normalized == nil }
     }
 
     static let executable = "/usr/bin/systemd-analyze"
@@ -26,15 +29,28 @@ enum SystemdOracle {
     static func run(zone: String, base: Int64, iterations: Int, expressions: [String]) throws -> [String: Result] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)"] + expressions
+        process.arguments = ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)", "--"] + expressions
         process.environment = ["TZ": zone, "LANG": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"]
+        // stderr goes to a file: it is small, and a file can never block the child.
+        let errPath = NSTemporaryDirectory() + "tocsin-oracle-\(UUID().uuidString).err"
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errHandle
         try process.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return parse(String(decoding: data, as: UTF8.self))
+        try errHandle.close()
+        let errData = FileManager.default.contents(atPath: errPath) ?? Data()
+        var results = parse(String(decoding: data, as: UTF8.self))
+        let marker = "Failed to determine next elapse for '"
+        for line in String(decoding: errData, as: UTF8.self).split(separator: "\n") {
+            guard let r = line.range(of: marker), let end = line.range(of: "': ", options: .backwards) else { continue }
+            results[String(line[r.upperBound..<end.lowerBound])] = Result(normalized: nil, elapses: [])
+        }
+        return results
     }
 
     static func parse(_ text: String) -> [String: Result] {
@@ -47,15 +63,15 @@ enum SystemdOracle {
             current = nil; currentKey = nil; original = nil
         }
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let line = String(raw)
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            // Only leading spaces are layout: an original form may itself end in spaces.
+            let trimmed = String(raw.drop { $0 == " " })
             if trimmed.hasPrefix("Original form: ") {
                 flush()
                 original = String(trimmed.dropFirst("Original form: ".count))
             } else if trimmed.hasPrefix("Normalized form: ") {
                 let n = String(trimmed.dropFirst("Normalized form: ".count))
-                let key = original ?? n
                 if current != nil { flush() }
+                let key = original ?? n
                 currentKey = key
                 current = Result(normalized: n, elapses: [])
             } else if trimmed.hasPrefix("Next elapse: ") || trimmed.hasPrefix("Iter. #") {

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import TocsinTime
+
+/// Runs the built `tocsin next` and compares it with `systemd-analyze calendar`.
+@Suite("tocsin next")
+struct NextCommandTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let binary = packageRoot.appendingPathComponent(".build/debug/tocsin").path
+
+    static func run(_ executable: String, _ arguments: [String], tz: String?) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ["LANG": "C", "PATH": "/usr/bin:/bin"]
+        if let tz { env["TZ"] = tz }
+        process.environment = env
+        let errPath = NSTemporaryDirectory() + "tocsin-next-\(UUID().uuidString).err"
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errPath) }
+        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = errHandle
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try errHandle.close()
+        let err = FileManager.default.contents(atPath: errPath) ?? Data()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    static let cases: [(expr: String, zone: String, base: Int64)] = [
+        ("Mon..Fri 7:30", "Europe/Berlin", 1_774_700_000),
+        ("*:0/20", "America/Santiago", 1_757_216_000),
+        ("*-*-* 02:30", "America/New_York", 1_772_900_000),
+        ("*:00,30", "Australia/Lord_Howe", 1_759_588_000),
+        ("*-02~1 12:00", "Asia/Kolkata", 1_774_000_000),
+        ("2020-01-01", "UTC", 1_774_000_000),
+        ("daily Europe/Berlin", "America/New_York", 1_792_880_000),
+        ("*:*:0/7.5", "UTC", 1_774_000_000),
+    ]
+
+    @Test("JSON output matches systemd-analyze", arguments: cases.indices)
+    func json(index: Int) throws {
+        let c = Self.cases[index]
+        let row = "expr='\(c.expr)' zone=\(c.zone) base=@\(c.base)"
+        let oracle = try SystemdOracle.run(zone: c.zone, base: c.base, iterations: 4, expressions: [c.expr])
+        let reference = try #require(oracle[c.expr], "\(row)")
+        let result = try Self.run(Self.binary, ["next", "--json", "--from", "@\(c.base)", "--count", "4", c.expr], tz: c.zone)
+        #expect(result.status == 0, "\(row): \(result.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any], "\(row)")
+        #expect(object["expression"] as? String == c.expr, "\(row)")
+        #expect(object["normalized"] as? String == reference.normalized, "\(row)")
+        let next = try #require(object["next"] as? [String], "\(row)")
+        let seconds = try next.map { text in try Timestamp.parse(text, now: Instant(seconds: 0)).seconds }
+        #expect(seconds == reference.elapses.map(\.utcSeconds), "\(row): \(next)")
+        let spec = try CalendarSpec.parse(c.expr)
+        #expect(object["timezone"] as? String == (spec.timeZoneName ?? c.zone), "\(row)")
+    }
+
+    @Test("human output matches systemd-analyze line for line, except the relative time")
+    func human() throws {
+        for c in Self.cases {
+            let row = "expr='\(c.expr)' zone=\(c.zone) base=@\(c.base)"
+            let ours = try Self.run(Self.binary, ["next", "--from", "@\(c.base)", "--count", "3", c.expr], tz: c.zone)
+            let theirs = try Self.run(SystemdOracle.executable, ["calendar", "--base-time=@\(c.base)", "--iterations=3", c.expr], tz: c.zone)
+            func strip(_ s: String) -> [String] { s.split(separator: "\n").map(String.init).filter { !$0.contains("From now:") } }
+            #expect(strip(ours.out) == strip(theirs.out), "\(row)")
+        }
+    }
+
+    @Test func invalidExpressionNamesTheColumn() throws {
+        let result = try Self.run(Self.binary, ["next", "Mon *-*-* 25:00"], tz: "UTC")
+        #expect(result.status != 0)
+        #expect(result.err.hasPrefix("error: "))
+        #expect(result.err.contains("column 11"), "\(result.err)")
+        #expect(result.out.isEmpty)
+    }
+
+    @Test func everyPeriod() throws {
+        let result = try Self.run(Self.binary, ["next", "--json", "--from", "2026-03-20T10:00:00Z", "--count", "3", "--every", "90min"], tz: "UTC")
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("\"next\": [\"2026-03-20T11:30:00Z\", \"2026-03-20T13:00:00Z\", \"2026-03-20T14:30:00Z\"]"), "\(result.out)")
+        let zero = try Self.run(Self.binary, ["next", "--every", "0", "--from", "@0"], tz: "UTC")
+        #expect(zero.status != 0)
+        #expect(zero.err.contains("column"), "\(zero.err)")
+    }
+
+    @Test func neverElapsingIsAnEmptyList() throws {
+        let result = try Self.run(Self.binary, ["next", "--json", "--from", "@1774000000", "2020-01-01"], tz: "UTC")
+        #expect(result.out.contains("\"next\": []"), "\(result.out)")
+    }
+}

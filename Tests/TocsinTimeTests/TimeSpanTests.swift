@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+@testable import TocsinTime
+
+@Suite("Time spans")
+struct TimeSpanTests {
+    static let valid: [String] = [
+        "90s", "15min", "1h 30min", "1h30m", "2d", "1w", "2 weeks", "500ms", "1us", "3μs", "1M", "2y 3M", "1y",
+        "5", "0", "1.5", "1.5s", "1.5h", ".5s", "5s5", "5m3", "1 h", "3 s", "1 day 2 hours", "3 months",
+        "1 year", "7 seconds", "2 minutes", "10 msec", "10 usec", "1.25min", "0.000001s", "1.0000005s",
+        "100ms 5us", "1d 1h 1min 1s 1ms 1us", "59.999999s", "61s", "3599s", "86401s", "12345678us", "4h 0min",
+        "1hr", "2 hours", "3 sec", "1minute", "1second", "52w",
+    ]
+    static let invalid: [String] = ["", "bogus", "5 parsecs", "1.5.5s", "1e3", "5x", "h", "1 2x", "s5"]
+
+    /// Runs `systemd-analyze timespan` on valid spans and parses "μs:" and "Human:".
+    static func systemd(_ spans: [String]) throws -> [String: (Int64, String)] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SystemdOracle.executable)
+        process.arguments = ["timespan"] + spans
+        process.environment = ["LANG": "C", "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        var result: [String: (Int64, String)] = [:]
+        var original: String?, micro: Int64?
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let l = line.drop { $0 == " " }
+            if l.hasPrefix("Original: ") { original = String(l.dropFirst("Original: ".count)) }
+            // "μs:" in a UTF-8 locale, "us:" in the C locale.
+            if l.hasPrefix("μs: ") || l.hasPrefix("us: ") { micro = Int64(l.dropFirst(4)) }
+            if l.hasPrefix("Human: "), let o = original, let m = micro { result[o] = (m, String(l.dropFirst("Human: ".count))) }
+        }
+        return result
+    }
+
+    @Test("parse and render like systemd-analyze timespan")
+    func parity() throws {
+        let reference = try Self.systemd(Self.valid)
+        for text in Self.valid {
+            // systemd echoes the original with surrounding spaces intact.
+            guard let (micro, human) = reference[text] else {
+                Issue.record("systemd did not report '\(text)'")
+                continue
+            }
+            let span = try TimeSpan.parse(text)
+            #expect(span.microseconds == micro, "'\(text)'")
+            #expect(span.description == human, "'\(text)'")
+        }
+    }
+
+    @Test("invalid spans are refused with a column", arguments: invalid)
+    func invalidSpans(_ text: String) throws {
+        #expect(try Self.systemd([text]).isEmpty, "systemd accepts '\(text)'")
+        #expect(throws: TimeSyntaxError.self, "'\(text)'") { try TimeSpan.parse(text) }
+        do {
+            _ = try TimeSpan.parse(text)
+        } catch {
+            #expect(error.code == .invalidDuration)
+            #expect(error.column >= 1 && error.column <= text.unicodeScalars.count + 1)
+        }
+    }
+
+    @Test func columnsPointAtTheProblem() {
+        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit", column: 2)) { try TimeSpan.parse("5x") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "durations cannot be negative", column: 1)) { try TimeSpan.parse("-5s") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "expected a number", column: 3)) { try TimeSpan.parse("5 parsecs") }
+    }
+
+    @Test func positiveSpans() throws {
+        #expect(throws: TimeSyntaxError(.nonPositiveInterval, "the interval must be longer than zero", column: 1)) { try TimeSpan.parsePositive("0") }
+        #expect(throws: TimeSyntaxError.self) { try TimeSpan.parsePositive("0s") }
+        #expect(throws: TimeSyntaxError.self) { try TimeSpan.parsePositive("0 min 0s") }
+        #expect(throws: TimeSyntaxError.self) { try TimeSpan.parsePositive("-1s") }
+        #expect(try TimeSpan.parsePositive("1us").microseconds == 1)
+        #expect(try TimeSpan.parsePositive("15min") == .minutes(15))
+    }
+
+    @Test func rendering() {
+        #expect(TimeSpan.zero.description == "0")
+        #expect(TimeSpan.hours(1).description == "1h")
+        #expect((TimeSpan.hours(1) + .minutes(30)).description == "1h 30min")
+        #expect(TimeSpan(microseconds: 500_000).description == "500ms")
+        #expect(TimeSpan(microseconds: -1_000_000).description == "-1s")
+    }
+}
