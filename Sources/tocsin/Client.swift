@@ -2,6 +2,7 @@ import ArgumentParser
 import DBus
 import Foundation
 import TocsinGateway
+import TocsinConfig
 import TocsinTime
 
 /// A one-line error and a non-zero exit, as every client command reports failure.
@@ -99,21 +100,4 @@ extension DBusValue {
     }
 }
 
-func jsonQuote(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 {
-                let h = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-            } else { out.unicodeScalars.append(u) }
-        }
-    }
-    return out + "\""
-}
+func jsonQuote(_ s: String) -> String { JSONText.quote(s) }

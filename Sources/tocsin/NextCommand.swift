@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TocsinConfig
 import TocsinTime
 
 // Owned by the time helper: `tocsin next`.
@@ -180,24 +181,5 @@ struct NextCommand: ParsableCommand {
         return "\(d)us \(suffix)"
     }
 
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out + "\""
-    }
+    static func jsonString(_ s: String) -> String { JSONText.quote(s) }
 }
