@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore"],
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime"],
                     swiftSettings: strict),
         .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinTesting", "TocsinCore", "DBus"],
                     swiftSettings: strict),

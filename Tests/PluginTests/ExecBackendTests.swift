@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import TocsinExecBackend
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+private func firing(title: String, body: String = "", info: [String: String] = [:]) -> Firing {
+    let n = Notification(key: "k1", title: title, body: body, trigger: .at(Instant(seconds: 1_800_000_000)), userInfo: info)
+    return Firing(notification: n, occurrence: Occurrence(instant: Instant(seconds: 1_800_000_000), number: 3),
+                  due: Instant(seconds: 1_800_000_000), fired: Instant(seconds: 1_800_000_001), reason: .scheduled)
+}
+
+@Suite("exec backend")
+struct ExecBackendTests {
+    @Test("the firing reaches the program only through TOCSIN_* variables, never as argv or through a shell")
+    func environmentOnly() async throws {
+        let dir = TemporaryDirectory()
+        let out = dir.path + "/out"
+        // The script records its argv and environment; the title looks like an option and a shell injection.
+        let script = try dir.write("hook.sh", "#!/bin/sh\nprintf '%s\\n' \"$#\" \"$@\" > \(out)\nenv | sort >> \(out)\n")
+        chmod(script, 0o755)
+        let backend = ExecBackend(name: "hook", command: [script, "fixed-arg"], baseEnvironment: ["PATH": "/usr/bin:/bin"])
+        let evil = "--delete-all $(touch \(dir.path)/pwned) `id`"
+        try await backend.deliver(firing(title: evil, body: "line1\nline2", info: ["room": "4", "bad-key": "x"]))
+        let text = try String(contentsOfFile: out, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(lines[0] == "1")
+        #expect(lines[1] == "fixed-arg")
+        #expect(text.contains("TOCSIN_TITLE=\(evil)"))
+        #expect(text.contains("TOCSIN_KEY=k1"))
+        #expect(text.contains("TOCSIN_OCCURRENCE=3"))
+        #expect(text.contains("TOCSIN_DUE=2027-01-15T08:00:00Z"))
+        #expect(text.contains("TOCSIN_INFO_ROOM=4"))
+        #expect(!text.contains("bad-key"))
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/pwned"), "notification text was executed")
+        #expect(!text.contains("HOME=") && !text.contains("SECRET"), "the environment is not minimal")
+    }
+
+    @Test("a non-zero exit is a permanent failure; a missing program too")
+    func failures() async throws {
+        do {
+            try await ExecBackend(name: "f", command: ["/bin/false"]).deliver(firing(title: "x"))
+            Issue.record("false succeeded")
+        } catch {
+            #expect(error.code == .permanent)
+        }
+        do {
+            try await ExecBackend(name: "m", command: ["/nonexistent/program"]).deliver(firing(title: "x"))
+            Issue.record("a missing program succeeded")
+        } catch {
+            #expect(error.code == .permanent)
+        }
+    }
+
+    @Test("a program still running at its timeout is stopped and reported")
+    func timeout() async throws {
+        let start = ContinuousClock.now
+        do {
+            try await ExecBackend(name: "slow", command: ["/bin/sleep", "30"], timeout: TimeSpan(microseconds: 300_000)).deliver(firing(title: "x"))
+            Issue.record("sleep 30 finished within its timeout")
+        } catch {
+            #expect(error.code == .timedOut)
+        }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test("config: command is required and must be an argv list")
+    func factory() {
+        func issues(_ toml: String) -> [String] {
+            guard case .success(let t) = Result(catching: { try TOML.parse(toml, file: "c.toml") }) else { return ["parse"] }
+            var r = TableReader(t, context: "[backend.hook]")
+            _ = ExecBackendFactory().make(name: "hook", options: &r, environment: BackendEnvironment(logger: .init(label: "t")))
+            return r.issues.map(\.message)
+        }
+        #expect(issues("") == ["missing required key 'command' in [backend.hook] (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"])
+        #expect(issues("command = \"/bin/true --x\"") == ["'command' in [backend.hook] must be an array of strings, found string"])
+        #expect(issues("command = []") == ["'command' must name a program as its first element"])
+        #expect(issues("command = [\"/bin/true\"]\ntimeout = \"0\"") == ["invalid 'timeout': the interval must be longer than zero"])
+    }
+}
