@@ -374,7 +374,8 @@ struct TOMLParser {
         skipSpaces()
         if isArray {
             guard cur == ASCII.rbracket, byte(pos + 1) == ASCII.rbracket, pos + 1 < end else {
-                throw fail("expected ']]' to close array of tables header, found \(describe(pos))", at: pos)
+                let at = cur == ASCII.rbracket ? pos + 1 : pos
+                throw fail("expected ']]' to close array of tables header, found \(describe(at))", at: at)
             }
             pos += 2
         } else {
