@@ -9,9 +9,8 @@ final class MutableTable {
         case tables(ArrayOfTables)
     }
 
-    struct Entry {
-        var key: String
-        var keyLocation: SourceLocation
+    private struct Child {
+        var index: Int
         var kind: Kind
     }
 
@@ -23,10 +22,16 @@ final class MutableTable {
     /// The section (header or inline table) whose dotted keys created or entered this table, or
     /// -1. Dotted keys may re-enter it only within that same section.
     var dottedSection = -1
-    var entries: [Entry] = []
+    /// Already in the final representation, so `freeze` hands the array over without copying;
+    /// sub-tables sit here as placeholders until then and are tracked in `children`.
+    var entries: [TOMLTable.Entry] = []
+    private var children: [Child] = []
     /// Built once a table grows past a few keys; small tables are scanned linearly, which is
     /// cheaper than hashing for the typical config table of under a dozen keys.
     private var index: [String: Int]?
+
+    /// Stands in for a sub-table until `freeze`; shared so a placeholder costs no allocation.
+    private static let placeholder = TOMLNode(.boolean(false), at: SourceLocation(line: 0, column: 0))
 
     init(location: SourceLocation, depth: Int) {
         self.location = location
@@ -39,6 +44,11 @@ final class MutableTable {
         return nil
     }
 
+    func kind(at i: Int) -> Kind {
+        for c in children where c.index == i { return c.kind }
+        return .value(entries[i].node)
+    }
+
     func append(_ key: String, keyLocation: SourceLocation, _ kind: Kind) {
         if index != nil {
             index?[key] = entries.count
@@ -49,25 +59,35 @@ final class MutableTable {
             built[key] = entries.count
             index = built
         }
-        entries.append(Entry(key: key, keyLocation: keyLocation, kind: kind))
+        if entries.isEmpty { entries.reserveCapacity(10) }
+        switch kind {
+        case .value(let node):
+            entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: node))
+        case .table, .tables:
+            children.append(Child(index: entries.count, kind: kind))
+            entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: Self.placeholder))
+        }
     }
 
+    /// Converts the finished tree; the builder is emptied on the way (called once, at the end).
     func freeze() -> TOMLTable {
-        var table = TOMLTable(location: location)
-        for entry in entries {
-            let node: TOMLNode
-            switch entry.kind {
-            case .value(let n):
-                node = n
+        for c in children {
+            switch c.kind {
             case .table(let child):
-                node = TOMLNode(.table(child.freeze()), at: child.location)
+                entries[c.index].node = TOMLNode(.table(child.freeze()), at: child.location)
             case .tables(let array):
-                node = TOMLNode(
-                    .array(array.tables.map { TOMLNode(.table($0.freeze()), at: $0.location) }),
-                    at: array.location)
+                var elements: [TOMLNode] = []
+                elements.reserveCapacity(array.tables.count)
+                for t in array.tables { elements.append(TOMLNode(.table(t.freeze()), at: t.location)) }
+                array.tables = []
+                entries[c.index].node = TOMLNode(.array(elements), at: array.location)
+            case .value:
+                break
             }
-            table.set(entry.key, keyLocation: entry.keyLocation, node: node)
         }
+        children = []
+        let table = TOMLTable(location: location, uniqueEntries: entries)
+        entries = []
         return table
     }
 }

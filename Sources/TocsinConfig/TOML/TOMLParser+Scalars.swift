@@ -19,6 +19,7 @@ extension TOMLParser {
             if b == ASCII.backslash || (b < 0x20 && b != ASCII.tab) || b == 0x7F { break }
             pos += 1
         }
+        if pos < end, buf[pos] == ASCII.backslash, let s = decodeEscapes(from: start) { return s }
         var out = [UInt8](UnsafeBufferPointer(rebasing: buf[start..<pos]))
         while true {
             guard pos < end else {
@@ -44,6 +45,72 @@ extension TOMLParser {
                 pos += 1
             }
         }
+    }
+
+    /// The common case of a well-formed single-line string with escapes, decoded straight into
+    /// the `String`'s storage (escapes only shrink text, so the raw length bounds the result).
+    /// Returns nil, with `pos` unchanged, on anything unusual: the general path then reports it.
+    private mutating func decodeEscapes(from start: Int) -> String? {
+        var p = pos
+        while p < end {
+            let b = buf[p]
+            if b == ASCII.quote { break }
+            if b == ASCII.backslash { p += 2; continue }
+            if (b < 0x20 && b != ASCII.tab) || b == 0x7F { return nil }
+            p += 1
+        }
+        guard p < end, buf[p] == ASCII.quote else { return nil }
+        let close = p
+        var ok = true
+        let buf = self.buf
+        let s = String(unsafeUninitializedCapacity: close - start) { out in
+            var w = 0, r = start
+            while r < close {
+                let b = buf[r]
+                if b != ASCII.backslash {
+                    out[w] = b
+                    w += 1
+                    r += 1
+                    continue
+                }
+                let e = buf[r + 1]
+                var simple: UInt8 = 0
+                switch e {
+                case UInt8(ascii: "n"): simple = 0x0A
+                case UInt8(ascii: "t"): simple = 0x09
+                case ASCII.quote: simple = ASCII.quote
+                case ASCII.backslash: simple = ASCII.backslash
+                case UInt8(ascii: "r"): simple = 0x0D
+                case UInt8(ascii: "b"): simple = 0x08
+                case UInt8(ascii: "f"): simple = 0x0C
+                case UInt8(ascii: "u"), UInt8(ascii: "U"):
+                    let n = e == UInt8(ascii: "u") ? 4 : 8
+                    guard r + 2 + n <= close else { ok = false; return 0 }
+                    var v: UInt32 = 0
+                    for k in 0..<n {
+                        guard let d = hexValue(buf[r + 2 + k]) else { ok = false; return 0 }
+                        v = v << 4 | UInt32(d)
+                    }
+                    guard let scalar = Unicode.Scalar(v) else { ok = false; return 0 }
+                    for byte in UTF8.encode(scalar) ?? UTF8.EncodedScalar() {
+                        out[w] = byte
+                        w += 1
+                    }
+                    r += 2 + n
+                    continue
+                default:
+                    ok = false
+                    return 0
+                }
+                out[w] = simple
+                w += 1
+                r += 2
+            }
+            return w
+        }
+        guard ok else { return nil }
+        pos = close + 1
+        return s
     }
 
     /// `pos` is at a backslash that does not end a line.

@@ -6,6 +6,9 @@ struct TOMLAbort: Error {}
 /// `TOMLTable` and in deinitialisation is proportional to nesting, and must not exhaust the stack.
 let tomlMaxDepth = 128
 
+/// Like a compiler's error limit: past this, later messages are mostly noise from the first ones.
+let tomlMaxDiagnostics = 100
+
 enum ASCII {
     static let tab = UInt8(ascii: "\t"), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r"),
         space = UInt8(ascii: " "), quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"),
@@ -154,6 +157,10 @@ struct TOMLParser {
                 try endOfLine(after: "after value")
             } catch {
                 recover()
+            }
+            if diagnostics.count >= tomlMaxDiagnostics {
+                report("too many errors (\(diagnostics.count)); stopping", at: pos)
+                break
             }
         }
         return root
@@ -322,7 +329,7 @@ struct TOMLParser {
             let part = keys[i]
             if let idx = table.find(part.name) {
                 let entry = table.entries[idx]
-                switch entry.kind {
+                switch table.kind(at: idx) {
                 case .table(let child):
                     if child.definedByHeader {
                         report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key: it was defined by a header at \(child.location)", at: part.location)
@@ -395,7 +402,7 @@ struct TOMLParser {
             let part = keys[i]
             if let idx = table.find(part.name) {
                 let entry = table.entries[idx]
-                switch entry.kind {
+                switch table.kind(at: idx) {
                 case .table(let child): table = child
                 case .tables(let array): table = array.tables[array.tables.count - 1]
                 case .value(let node):
@@ -413,7 +420,7 @@ struct TOMLParser {
         let name = keys.display()
         if let idx = table.find(last.name) {
             let entry = table.entries[idx]
-            switch entry.kind {
+            switch table.kind(at: idx) {
             case .table(let child):
                 if isArray {
                     report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(child.location))", at: headerLoc)
@@ -534,6 +541,7 @@ struct TOMLParser {
         let open = pos
         pos += 1
         var elements: [TOMLNode] = []
+        elements.reserveCapacity(4)
         while true {
             try skipArraySpace()
             if cur == ASCII.rbracket, !atEnd { pos += 1; return elements }
@@ -554,14 +562,17 @@ struct TOMLParser {
         }
     }
 
+    /// Inline tables of plain keys (the usual case) are built directly as `TOMLTable`; the first
+    /// dotted key switches to a `MutableTable`, which applies the dotted-key rules.
     mutating func parseInlineTable(depth: Int, location loc: SourceLocation) throws(TOMLAbort) -> TOMLTable {
         try checkDepth(depth)
         pos += 1
-        let table = MutableTable(location: loc, depth: depth)
+        var direct: [TOMLTable.Entry] = []
+        var builder: MutableTable?
         let sectionID = nextSection
         nextSection += 1
         skipSpaces()
-        if cur == ASCII.rbrace, !atEnd { pos += 1; return table.freeze() }
+        if cur == ASCII.rbrace, !atEnd { pos += 1; return TOMLTable(location: loc) }
         while true {
             let keys = try parseKeyPath(depthBase: depth)
             skipSpaces()
@@ -571,7 +582,26 @@ struct TOMLParser {
             pos += 1
             skipSpaces()
             let value = try parseValue(depth: depth + keys.count)
-            insert(keys, value, into: table, section: sectionID)
+            if builder == nil, keys.count == 1, direct.count < 8 {
+                let name = keys.first.name
+                if let previous = direct.first(where: { $0.key == name }) {
+                    report("duplicate key '\(keys.display())' (first defined at \(previous.keyLocation))", at: keys.first.location)
+                } else {
+                    if direct.isEmpty { direct.reserveCapacity(4) }
+                    direct.append(TOMLTable.Entry(key: name, keyLocation: keys.first.location, node: value))
+                }
+            } else {
+                let table: MutableTable
+                if let builder {
+                    table = builder
+                } else {
+                    table = MutableTable(location: loc, depth: depth)
+                    for e in direct { table.append(e.key, keyLocation: e.keyLocation, .value(e.node)) }
+                    direct = []
+                    builder = table
+                }
+                insert(keys, value, into: table, section: sectionID)
+            }
             skipSpaces()
             if cur == ASCII.comma, !atEnd {
                 pos += 1
@@ -581,7 +611,7 @@ struct TOMLParser {
                 }
             } else if cur == ASCII.rbrace, !atEnd {
                 pos += 1
-                return table.freeze()
+                return builder?.freeze() ?? TOMLTable(location: loc, uniqueEntries: direct)
             } else if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
                 throw fail("expected ',' or '}' in inline table, found newline (inline tables must be on one line)", at: pos)
             } else {

@@ -78,24 +78,53 @@ public struct TOMLTable: Sendable {
     /// Where the table was introduced: its `[header]`, `[[header]]`, `{`, or 1:1 for the root.
     public var location: SourceLocation
     public private(set) var entries: [Entry] = []
-    private var index: [String: Int] = [:]
+    /// Key -> position in `entries`, built only once a table outgrows `linearLimit`: most config
+    /// tables have a handful of keys, where comparing strings beats hashing them and the
+    /// dictionary's allocation is pure cost.
+    private var index: [String: Int]?
+    private static let linearLimit = 8
 
     public init(location: SourceLocation) { self.location = location }
 
+    /// For the parser, which has already ruled out duplicate keys: takes the entries as they are.
+    init(location: SourceLocation, uniqueEntries: [Entry]) {
+        self.location = location
+        self.entries = uniqueEntries
+        if uniqueEntries.count > Self.linearLimit { buildIndex() }
+    }
+
+    private mutating func buildIndex() {
+        var built: [String: Int] = [:]
+        built.reserveCapacity(entries.count * 2)
+        // Later entries win, as with `set`.
+        for (i, e) in entries.enumerated() { built[e.key] = i }
+        index = built
+    }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        for i in entries.indices where entries[i].key == key { return i }
+        return nil
+    }
+
     public subscript(key: String) -> TOMLNode? {
-        guard let i = index[key] else { return nil }
+        guard let i = position(of: key) else { return nil }
         return entries[i].node
     }
-    public func entry(_ key: String) -> Entry? { index[key].map { entries[$0] } }
+    public func entry(_ key: String) -> Entry? { position(of: key).map { entries[$0] } }
     public var keys: [String] { entries.map(\.key) }
 
     /// Inserts or replaces (the parser enforces TOML's redefinition rules before calling this).
     public mutating func set(_ key: String, keyLocation: SourceLocation, node: TOMLNode) {
-        if let i = index[key] {
+        if let i = position(of: key) {
             entries[i] = Entry(key: key, keyLocation: keyLocation, node: node)
         } else {
-            index[key] = entries.count
             entries.append(Entry(key: key, keyLocation: keyLocation, node: node))
+            if index != nil {
+                index?[key] = entries.count - 1
+            } else if entries.count > Self.linearLimit {
+                buildIndex()
+            }
         }
     }
 }
