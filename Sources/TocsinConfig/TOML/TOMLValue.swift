@@ -27,12 +27,14 @@ public struct TOMLDateTime: Hashable, Sendable {
     }
 }
 
-public indirect enum TOMLValue: Sendable {
+/// Only date-times (the one large payload) are boxed: every other value is stored inline, which
+/// saves a heap allocation per value; the enum recurses through array storage, so needs no box.
+public enum TOMLValue: Sendable {
     case string(String)
     case integer(Int64)
     case float(Double)
     case boolean(Bool)
-    case dateTime(TOMLDateTime)
+    indirect case dateTime(TOMLDateTime)
     case array([TOMLNode])
     case table(TOMLTable)
 
