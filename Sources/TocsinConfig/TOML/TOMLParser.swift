@@ -36,10 +36,11 @@ struct TOMLParser {
     private var colCacheCol = 1
 
     var diagnostics: [Diagnostic] = []
-    let root: MutableTable
+    var arena = TableArena()
+    let root: TableArena.ID
     /// The table receiving key/value pairs: the root, the last header's table, or a detached
     /// scratch table after a bad header (so its keys do not cascade into more errors).
-    var current: MutableTable
+    var current: TableArena.ID
     var section = 0
     var nextSection = 1
 
@@ -47,7 +48,7 @@ struct TOMLParser {
         buf = buffer
         end = buffer.count
         self.file = file
-        root = MutableTable(location: SourceLocation(line: 1, column: 1), depth: 0)
+        root = arena.newTable(location: SourceLocation(line: 1, column: 1), depth: 0)
         current = root
     }
 
@@ -133,7 +134,7 @@ struct TOMLParser {
 
     // MARK: Document
 
-    mutating func parseDocument() -> MutableTable {
+    mutating func parseDocument() -> TableArena.ID {
         if end >= 3, buf[0] == 0xEF, buf[1] == 0xBB, buf[2] == 0xBF {
             pos = 3
             lineStart = 3
@@ -307,61 +308,63 @@ struct TOMLParser {
 
     // MARK: Statements
 
-    mutating func parseKeyValue(into table: MutableTable, section: Int) throws(TOMLAbort) {
-        let keys = try parseKeyPath(depthBase: table.depth)
+    mutating func parseKeyValue(into table: TableArena.ID, section: Int) throws(TOMLAbort) {
+        let depth = arena.tables[table].depth
+        let keys = try parseKeyPath(depthBase: depth)
         skipSpaces()
         guard cur == ASCII.equals, !atEnd else {
             throw fail("expected '=' after key '\(keys.display())', found \(describe(pos))", at: pos)
         }
         pos += 1
         skipSpaces()
-        let value = try parseValue(depth: table.depth + keys.count)
+        let value = try parseValue(depth: depth + keys.count)
         insert(keys, value, into: table, section: section)
     }
 
     /// Applies a key/value pair under TOML's rules: dotted keys may create tables and re-enter
     /// tables they created in the same section, but never tables defined by a header, arrays of
     /// tables, inline tables or other values; the final key must be new.
-    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: MutableTable, section: Int) {
+    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TableArena.ID, section: Int) {
         var table = start
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = table.find(part.name) {
-                let entry = table.entries[idx]
-                switch table.kind(at: idx) {
+            if let idx = arena.find(part.name, in: table) {
+                let keyLocation = arena.tables[table].entries[idx].keyLocation
+                switch arena.kind(at: idx, in: table) {
                 case .table(let child):
-                    if child.definedByHeader {
-                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key: it was defined by a header at \(child.location)", at: part.location)
+                    if arena.tables[child].definedByHeader {
+                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key: it was defined by a header at \(arena.tables[child].location)", at: part.location)
                         return
                     }
-                    if child.dottedSection != -1, child.dottedSection != section {
-                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key outside the section that defined it at \(entry.keyLocation)", at: part.location)
+                    let dotted = arena.tables[child].dottedSection
+                    if dotted != -1, dotted != section {
+                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key outside the section that defined it at \(keyLocation)", at: part.location)
                         return
                     }
-                    child.dottedSection = section
+                    arena.tables[child].dottedSection = section
                     table = child
                 case .tables(let array):
-                    report("cannot add to array of tables '\(keys.display(upTo: i + 1))' (defined at \(array.location)) with a dotted key", at: part.location)
+                    report("cannot add to array of tables '\(keys.display(upTo: i + 1))' (defined at \(arena.arrays[array].location)) with a dotted key", at: part.location)
                     return
                 case .value(let node):
-                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: entry.keyLocation), at: part.location)
+                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: keyLocation), at: part.location)
                     return
                 }
             } else {
-                let child = MutableTable(location: part.location, depth: table.depth + 1)
-                child.dottedSection = section
-                table.append(part.name, keyLocation: part.location, .table(child))
+                let child = arena.newTable(location: part.location, depth: arena.tables[table].depth + 1)
+                arena.tables[child].dottedSection = section
+                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1
         }
         let last = keys.last
-        if let idx = table.find(last.name) {
-            report("duplicate key '\(keys.display())' (first defined at \(table.entries[idx].keyLocation))", at: last.location)
+        if let idx = arena.find(last.name, in: table) {
+            report("duplicate key '\(keys.display())' (first defined at \(arena.tables[table].entries[idx].keyLocation))", at: last.location)
             return
         }
-        table.append(last.name, keyLocation: last.location, .value(value))
+        arena.append(last.name, keyLocation: last.location, .value(value), to: table)
     }
 
     func notATable(_ key: String, _ node: TOMLNode, keyLocation: SourceLocation) -> String {
@@ -394,72 +397,73 @@ struct TOMLParser {
         section = nextSection
         nextSection += 1
         // Until the header is known to be valid, keys go to a scratch table that is discarded.
-        current = MutableTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
+        current = arena.newTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
 
         var table = root
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = table.find(part.name) {
-                let entry = table.entries[idx]
-                switch table.kind(at: idx) {
+            if let idx = arena.find(part.name, in: table) {
+                switch arena.kind(at: idx, in: table) {
                 case .table(let child): table = child
-                case .tables(let array): table = array.tables[array.tables.count - 1]
+                case .tables(let array): table = arena.arrays[array].tables[arena.arrays[array].tables.count - 1]
                 case .value(let node):
-                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: entry.keyLocation), at: part.location)
+                    let keyLocation = arena.tables[table].entries[idx].keyLocation
+                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: keyLocation), at: part.location)
                     return
                 }
             } else {
-                let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-                table.append(part.name, keyLocation: part.location, .table(child))
+                let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1
         }
         let last = keys.last
         let name = keys.display()
-        if let idx = table.find(last.name) {
-            let entry = table.entries[idx]
-            switch table.kind(at: idx) {
+        if let idx = arena.find(last.name, in: table) {
+            let keyLocation = arena.tables[table].entries[idx].keyLocation
+            switch arena.kind(at: idx, in: table) {
             case .table(let child):
                 if isArray {
-                    report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(child.location))", at: headerLoc)
-                } else if child.definedByHeader {
-                    report("duplicate table [\(name)] (first defined at \(child.location))", at: headerLoc)
-                } else if child.dottedSection != -1 {
-                    report("cannot define table [\(name)]: it was already defined by dotted keys at \(entry.keyLocation)", at: headerLoc)
+                    report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(arena.tables[child].location))", at: headerLoc)
+                } else if arena.tables[child].definedByHeader {
+                    report("duplicate table [\(name)] (first defined at \(arena.tables[child].location))", at: headerLoc)
+                } else if arena.tables[child].dottedSection != -1 {
+                    report("cannot define table [\(name)]: it was already defined by dotted keys at \(keyLocation)", at: headerLoc)
                 } else {
-                    child.definedByHeader = true
-                    child.location = headerLoc
-                    table.entries[idx].keyLocation = last.location
+                    arena.tables[child].definedByHeader = true
+                    arena.tables[child].location = headerLoc
+                    arena.tables[table].entries[idx].keyLocation = last.location
                     current = child
                 }
             case .tables(let array):
                 if isArray {
-                    let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-                    child.definedByHeader = true
-                    array.tables.append(child)
+                    let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+                    arena.tables[child].definedByHeader = true
+                    arena.appendElement(child, to: array)
                     current = child
                 } else {
-                    report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(array.location))", at: headerLoc)
+                    report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(arena.arrays[array].location))", at: headerLoc)
                 }
             case .value(let node):
                 if case .table = node.value {
-                    report("inline table '\(name)' (defined at \(entry.keyLocation)) cannot be extended", at: headerLoc)
+                    report("inline table '\(name)' (defined at \(keyLocation)) cannot be extended", at: headerLoc)
                 } else if isArray, case .array = node.value {
-                    report("cannot append to static array '\(name)' (defined at \(entry.keyLocation)) with [[\(name)]]", at: headerLoc)
+                    report("cannot append to static array '\(name)' (defined at \(keyLocation)) with [[\(name)]]", at: headerLoc)
                 } else {
-                    report("key '\(name)' is already a \(node.value.typeName) (defined at \(entry.keyLocation)), not a table", at: headerLoc)
+                    report("key '\(name)' is already a \(node.value.typeName) (defined at \(keyLocation)), not a table", at: headerLoc)
                 }
             }
             return
         }
-        let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-        child.definedByHeader = true
+        let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+        arena.tables[child].definedByHeader = true
         if isArray {
-            table.append(last.name, keyLocation: last.location, .tables(ArrayOfTables(first: child, location: headerLoc)))
+            arena.arrays.append(TableArena.ArrayOfTables(tables: [child], location: headerLoc))
+            arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: table)
         } else {
-            table.append(last.name, keyLocation: last.location, .table(child))
+            arena.append(last.name, keyLocation: last.location, .table(child), to: table)
         }
         current = child
     }
@@ -563,12 +567,12 @@ struct TOMLParser {
     }
 
     /// Inline tables of plain keys (the usual case) are built directly as `TOMLTable`; the first
-    /// dotted key switches to a `MutableTable`, which applies the dotted-key rules.
+    /// dotted key switches to an arena table, which applies the dotted-key rules.
     mutating func parseInlineTable(depth: Int, location loc: SourceLocation) throws(TOMLAbort) -> TOMLTable {
         try checkDepth(depth)
         pos += 1
         var direct: [TOMLTable.Entry] = []
-        var builder: MutableTable?
+        var builder: TableArena.ID?
         let sectionID = nextSection
         nextSection += 1
         skipSpaces()
@@ -591,12 +595,12 @@ struct TOMLParser {
                     direct.append(TOMLTable.Entry(key: name, keyLocation: keys.first.location, node: value))
                 }
             } else {
-                let table: MutableTable
+                let table: TableArena.ID
                 if let builder {
                     table = builder
                 } else {
-                    table = MutableTable(location: loc, depth: depth)
-                    for e in direct { table.append(e.key, keyLocation: e.keyLocation, .value(e.node)) }
+                    table = arena.newTable(location: loc, depth: depth)
+                    for e in direct { arena.append(e.key, keyLocation: e.keyLocation, .value(e.node), to: table) }
                     direct = []
                     builder = table
                 }
@@ -611,7 +615,8 @@ struct TOMLParser {
                 }
             } else if cur == ASCII.rbrace, !atEnd {
                 pos += 1
-                return builder?.freeze() ?? TOMLTable(location: loc, uniqueEntries: direct)
+                if let builder { return arena.freeze(builder) }
+                return TOMLTable(location: loc, uniqueEntries: direct)
             } else if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
                 throw fail("expected ',' or '}' in inline table, found newline (inline tables must be on one line)", at: pos)
             } else {

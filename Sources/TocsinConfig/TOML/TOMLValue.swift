@@ -148,7 +148,7 @@ public enum TOML {
             }
             let root = parser.parseDocument()
             if !parser.diagnostics.isEmpty { return .failure(DiagnosticError(parser.diagnostics)) }
-            return .success(root.freeze())
+            return .success(parser.arena.freeze(root))
         }
         return try result.get()
     }
