@@ -56,7 +56,15 @@ struct TableArena {
     }
 
     func kind(at i: Int, in t: ID) -> Kind {
-        for c in tables[t].children where c.index == i { return c.kind }
+        // `children` is sorted by entry index (entries are only appended), so a binary search
+        // keeps a table with thousands of sub-tables from going quadratic.
+        let children = tables[t].children
+        var lo = 0, hi = children.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if children[mid].index < i { lo = mid + 1 } else { hi = mid }
+        }
+        if lo < children.count, children[lo].index == i { return children[lo].kind }
         return .value(tables[t].entries[i].node)
     }
 
