@@ -60,8 +60,9 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
         ("table over array of tables", "[[a]]\n[a]", "config.toml:2:1: error: cannot define table [a]: 'a' is an array of tables (defined at 1:1)"),
         ("array of tables over table", "[a]\n[[a]]", "config.toml:2:1: error: cannot define array of tables [[a]]: 'a' is already a table (defined at 1:1)"),
         ("append to static array", "a = []\n[[a]]", "config.toml:2:1: error: cannot append to static array 'a' (defined at 1:1) with [[a]]"),
-        ("value used as table", "a = 1\na.b = 2", "config.toml:2:1: error: key 'a' is already a integer (defined at 1:1), not a table"),
+        ("value used as table", "a = 1\na.b = 2", "config.toml:2:1: error: key 'a' is already an integer (defined at 1:1), not a table"),
         ("trailing comma in inline table", "a = {b = 1,}", "config.toml:1:12: error: trailing comma is not allowed in an inline table"),
+        ("inline table opened at end of line", "a = {\n b = 1\n}\nc = 1 x", "config.toml:1:6: error: expected a key in inline table, found newline (inline tables must be on one line)"),
         ("newline in inline table", "a = {b = 1\n}", "config.toml:1:11: error: expected ',' or '}' in inline table, found newline (inline tables must be on one line)"),
         ("missing array comma", "a = [1 2]", "config.toml:1:8: error: expected ',' or ']' after array element, found '2'"),
         ("leading array comma", "a = [,1]", "config.toml:1:6: error: expected a value or ']' in array, found ','"),
@@ -74,7 +75,8 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
         ("missing seconds", "t = 07:32", "config.toml:1:5: error: invalid time '07:32': expected ':' and seconds, found end of file"),
         ("bad offset", "t = 1979-05-27T07:32:00+24:00", "config.toml:1:5: error: invalid date-time '1979-05-27T07:32:00+24:00': offset must be at most 23:59"),
         ("columns count scalars", "s = \"é日\" x", "config.toml:1:10: error: expected newline after value, found 'x'"),
-        ("non-ASCII bare key", "é = 1", "config.toml:1:1: error: expected a key, found 'é'"),
+        ("non-ASCII bare key", "é = 1", "config.toml:1:1: error: expected a key, found 'é' (U+00E9)"),
+        ("text after header", "[a] x", "config.toml:1:5: error: expected newline after table header, found 'x'"),
     ]
 
     @Test func eachMessageFormHasExactPosition() {
@@ -120,6 +122,28 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
             "config.toml:8:11: error: expected ',' or '}' in inline table, found newline (inline tables must be on one line)",
             "config.toml:11:18: error: unterminated string: expected \"'\" before the end of the line, found newline",
         ])
+    }
+
+    @Test func brokenArraysAndInlineTablesAreSkippedToTheirEnd() {
+        let source = """
+            person = {
+              first = "Tom",
+              last = "Preston-Werner"
+            }
+            list = [ 1, 2
+              3, 4,
+              [5, 6],
+            ]
+            ok = 1
+            ok = 2
+            """
+        #expect(diagnostics(source) == [
+            "config.toml:1:11: error: expected a key in inline table, found newline (inline tables must be on one line)",
+            "config.toml:6:3: error: expected ',' or ']' after array element, found '3'",
+            "config.toml:10:1: error: duplicate key 'ok' (first defined at 9:1)",
+        ])
+        // A line with a syntax error defines nothing, so its corrected repeat is no duplicate.
+        #expect(diagnostics("a = 'x' 'y'\na = 'xy'\n") == ["config.toml:1:9: error: expected newline after value, found '''"])
     }
 
     @Test func keysAfterABadHeaderDoNotCascade() {

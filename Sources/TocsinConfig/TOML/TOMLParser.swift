@@ -43,6 +43,9 @@ struct TOMLParser {
     var current: TableArena.ID
     var section = 0
     var nextSection = 1
+    /// Arrays and inline tables open at the point of an error, so recovery can skip to where
+    /// they close instead of reading their continuation lines as statements.
+    var openDelimiters = 0
 
     init(buffer: UnsafeBufferPointer<UInt8>, file: String) {
         buf = buffer
@@ -128,7 +131,11 @@ struct TOMLParser {
         default:
             let len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2
             let slice = UnsafeBufferPointer(rebasing: buf[offset..<min(end, offset + len)])
-            return "'\(String(decoding: slice, as: UTF8.self))'"
+            let text = String(decoding: slice, as: UTF8.self)
+            // The code point too: the character may be invisible (a BOM, a no-break space) or a
+            // look-alike of an ASCII one (an Arabic-Indic zero).
+            let code = text.unicodeScalars.first.map { " (\(unicodeName($0.value)))" } ?? ""
+            return "'\(text)'\(code)"
         }
     }
 
@@ -142,6 +149,7 @@ struct TOMLParser {
         while true {
             skipSpaces()
             if atEnd { break }
+            openDelimiters = 0
             do throws(TOMLAbort) {
                 switch buf[pos] {
                 case ASCII.lf:
@@ -152,10 +160,14 @@ struct TOMLParser {
                     continue
                 case ASCII.lbracket:
                     try parseHeader()
+                    try endOfLine(after: "after table header")
                 default:
-                    try parseKeyValue(into: current, section: section)
+                    // The pair is applied only once its line is complete, so a line with a syntax
+                    // error defines nothing (and a corrected repeat of it is not a duplicate).
+                    let (keys, value) = try parseKeyValue(depth: arena.tables[current].depth)
+                    try endOfLine(after: "after value")
+                    insert(keys, value, into: current, section: section)
                 }
-                try endOfLine(after: "after value")
             } catch {
                 recover()
             }
@@ -211,12 +223,45 @@ struct TOMLParser {
     /// After a syntax error: drop the rest of the line, then any following lines that cannot start
     /// a statement (continuation lines of a broken array or string), so one mistake is one message.
     mutating func recover() {
+        if openDelimiters > 0 { skipToClosingDelimiters(openDelimiters) }
         skipRestOfLine()
         while pos < end {
             var p = pos
             while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
             if looksLikeStatement(from: p) { return }
             skipRestOfLine()
+        }
+    }
+
+    /// Skips past the `]`/`}` closing `depth` open delimiters (strings and comments skipped
+    /// roughly), or up to a line that looks like a table header, whichever comes first.
+    private mutating func skipToClosingDelimiters(_ depth: Int) {
+        var depth = depth
+        while pos < end, depth > 0 {
+            switch buf[pos] {
+            case ASCII.lf:
+                newline()
+                var p = pos
+                while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
+                if p < end, buf[p] == ASCII.lbracket, looksLikeStatement(from: p) { return }
+                continue
+            case ASCII.quote, ASCII.apostrophe:
+                let q = buf[pos]
+                pos += 1
+                while pos < end, buf[pos] != q, buf[pos] != ASCII.lf {
+                    if q == ASCII.quote, buf[pos] == ASCII.backslash, pos + 1 < end, buf[pos + 1] != ASCII.lf { pos += 1 }
+                    pos += 1
+                }
+                if pos < end, buf[pos] == q { pos += 1 }
+                continue
+            case ASCII.hash:
+                while pos < end, buf[pos] != ASCII.lf { pos += 1 }
+                continue
+            case ASCII.lbracket, ASCII.lbrace: depth += 1
+            case ASCII.rbracket, ASCII.rbrace: depth -= 1
+            default: break
+            }
+            pos += 1
         }
     }
 
@@ -232,13 +277,15 @@ struct TOMLParser {
         var p = start
         var lastSignificant: UInt8 = 0
         var sawEquals = false
+        var sawComma = false
         while p < end, buf[p] != ASCII.lf, buf[p] != ASCII.hash {
             let b = buf[p]
             if b == ASCII.equals { sawEquals = true; break }
+            if b == ASCII.comma { sawComma = true }
             if b != ASCII.space, b != ASCII.tab, b != ASCII.cr { lastSignificant = b }
             p += 1
         }
-        if first == ASCII.lbracket { return !sawEquals && lastSignificant == ASCII.rbracket }
+        if first == ASCII.lbracket { return !sawEquals && !sawComma && lastSignificant == ASCII.rbracket }
         return sawEquals && (isBareKeyByte(first) || first == ASCII.quote || first == ASCII.apostrophe)
     }
 
@@ -308,8 +355,7 @@ struct TOMLParser {
 
     // MARK: Statements
 
-    mutating func parseKeyValue(into table: TableArena.ID, section: Int) throws(TOMLAbort) {
-        let depth = arena.tables[table].depth
+    mutating func parseKeyValue(depth: Int) throws(TOMLAbort) -> (KeyPath, TOMLNode) {
         let keys = try parseKeyPath(depthBase: depth)
         skipSpaces()
         guard cur == ASCII.equals, !atEnd else {
@@ -318,7 +364,7 @@ struct TOMLParser {
         pos += 1
         skipSpaces()
         let value = try parseValue(depth: depth + keys.count)
-        insert(keys, value, into: table, section: section)
+        return (keys, value)
     }
 
     /// Applies a key/value pair under TOML's rules: dotted keys may create tables and re-enter
@@ -371,7 +417,7 @@ struct TOMLParser {
         if case .table = node.value {
             return "inline table '\(key)' (defined at \(keyLocation)) cannot be extended"
         }
-        return "key '\(key)' is already a \(node.value.typeName) (defined at \(keyLocation)), not a table"
+        return "key '\(key)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table"
     }
 
     mutating func parseHeader() throws(TOMLAbort) {
@@ -452,7 +498,7 @@ struct TOMLParser {
                 } else if isArray, case .array = node.value {
                     report("cannot append to static array '\(name)' (defined at \(keyLocation)) with [[\(name)]]", at: headerLoc)
                 } else {
-                    report("key '\(name)' is already a \(node.value.typeName) (defined at \(keyLocation)), not a table", at: headerLoc)
+                    report("key '\(name)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table", at: headerLoc)
                 }
             }
             return
@@ -544,11 +590,12 @@ struct TOMLParser {
         try checkDepth(depth)
         let open = pos
         pos += 1
+        openDelimiters += 1
         var elements: [TOMLNode] = []
         elements.reserveCapacity(4)
         while true {
             try skipArraySpace()
-            if cur == ASCII.rbracket, !atEnd { pos += 1; return elements }
+            if cur == ASCII.rbracket, !atEnd { pos += 1; openDelimiters -= 1; return elements }
             if atEnd { throw fail("unterminated array (opened at \(location(open))): expected ']', found end of file", at: pos) }
             if cur == ASCII.comma {
                 throw fail("expected a value or ']' in array, found ','", at: pos)
@@ -559,6 +606,7 @@ struct TOMLParser {
                 pos += 1
             } else if cur == ASCII.rbracket, !atEnd {
                 pos += 1
+                openDelimiters -= 1
                 return elements
             } else {
                 throw fail("expected ',' or ']' after array element, found \(describe(pos))", at: pos)
@@ -571,13 +619,17 @@ struct TOMLParser {
     mutating func parseInlineTable(depth: Int, location loc: SourceLocation) throws(TOMLAbort) -> TOMLTable {
         try checkDepth(depth)
         pos += 1
+        openDelimiters += 1
         var direct: [TOMLTable.Entry] = []
         var builder: TableArena.ID?
         let sectionID = nextSection
         nextSection += 1
         skipSpaces()
-        if cur == ASCII.rbrace, !atEnd { pos += 1; return TOMLTable(location: loc) }
+        if cur == ASCII.rbrace, !atEnd { pos += 1; openDelimiters -= 1; return TOMLTable(location: loc) }
         while true {
+            if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
+                throw fail("expected a key in inline table, found newline (inline tables must be on one line)", at: pos)
+            }
             let keys = try parseKeyPath(depthBase: depth)
             skipSpaces()
             guard cur == ASCII.equals, !atEnd else {
@@ -615,6 +667,7 @@ struct TOMLParser {
                 }
             } else if cur == ASCII.rbrace, !atEnd {
                 pos += 1
+                openDelimiters -= 1
                 if let builder { return arena.freeze(builder) }
                 return TOMLTable(location: loc, uniqueEntries: direct)
             } else if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
@@ -663,4 +716,10 @@ func displayKey(_ key: String) -> String {
         }
     }
     return s + "\""
+}
+
+/// "an integer", "a string": type names in messages read as prose.
+func withArticle(_ typeName: String) -> String {
+    guard let first = typeName.first else { return typeName }
+    return ("aeiou".contains(first) ? "an " : "a ") + typeName
 }
