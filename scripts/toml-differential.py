@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Differential test of toml-test-decoder against Python's tomllib (the reference decoder).
 
-Generates random valid TOML documents and mutations of them (byte flips, truncations, insertions
-of tricky tokens, line shuffles) from a fixed seed, runs the decoder on each, and checks that it
+Generates random valid TOML documents, mutations of them (byte flips, truncations, insertions
+of tricky tokens, line shuffles) and short documents of table headers and dotted keys in random
+order (the redefinition rules) from a fixed seed, runs the decoder on each, and checks that it
 accepts exactly what tomllib accepts and yields the same values. Exit status 0 when every case
 agrees; otherwise each mismatch is printed with its input (as a Python bytes literal).
 
@@ -276,6 +277,19 @@ class Gen:
         return data
 
 
+STRUCTURE_LINES = ["[a]", "[a.b]", "[a.b.c]", "[b]", "[a.c]", "[[a]]", "[[a.b]]", "[[b]]", "[[a.b.c]]",
+                   "x = 1", "a = 1", "b = 2", "a.b = 1", "a.c = 2", "b.c = 3", "c.d.e = 4", "a.b.c = 5",
+                   "a = {}", "b = {x = 1}", "a = []", "b = [{}]", "c = {d.e = 1, d.f = 2}", "c = {d = {}, d.e = 1}",
+                   "'a'.\"b\" = 6", "\"a\" = 7", "[\"a\".b]", "[ a . 'b' ]"]
+
+
+def structure_document(rng: random.Random) -> bytes:
+    """Short documents of table headers and (dotted) keys in random order: they exercise the
+    redefinition rules (implicit/explicit tables, dotted keys, arrays of tables, inline tables)."""
+    lines = [rng.choice(STRUCTURE_LINES) for _ in range(rng.randint(1, 7))]
+    return ("\n".join(lines) + "\n").encode()
+
+
 TRICKY = [b'"', b"'", b'"""', b"'''", b"[", b"]", b"[[", b"]]", b"{", b"}", b"=", b".", b",", b"#",
           b"\\", b"\\u", b"\\U0011FFFF", b"\\uD800", b"\n", b"\r", b"\r\n", b"\t", b" ", b"\x00", b"\x7f",
           b"\x1f", b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\xaf", b"_", b"0x", b"0o", b"0b",
@@ -473,6 +487,8 @@ def main():
         for _ in range(2):
             if len(cases) < args.cases:
                 cases.append(mutate(rng, doc))
+        if len(cases) < args.cases:
+            cases.append(structure_document(rng))
 
     accepted = sum(1 for c in cases if expectation(c)[0])
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
