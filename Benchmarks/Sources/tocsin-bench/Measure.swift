@@ -32,3 +32,20 @@ func formatted(_ x: Double, decimals: Int = 1) -> String {
     }
     return s
 }
+
+/// Times several bodies in alternation (A, B, A, B, ...) so a burst of load from other processes
+/// hits them alike; returns the best time of each.
+func measureInterleaved(warmup: Int, runs: Int, _ bodies: [() throws -> Void]) throws -> [Measurement] {
+    let clock = ContinuousClock()
+    for body in bodies {
+        for _ in 0..<warmup { try body() }
+    }
+    var best = Array(repeating: Duration.seconds(1_000_000), count: bodies.count)
+    for _ in 0..<max(1, runs) {
+        for (i, body) in bodies.enumerated() {
+            let elapsed = try clock.measure(body)
+            if elapsed < best[i] { best[i] = elapsed }
+        }
+    }
+    return best.map { Measurement(best: $0, runs: runs) }
+}

@@ -79,7 +79,7 @@ struct TableArena {
             built[key] = count
             tables[t].index = built
         }
-        if count == 0 { tables[t].entries.reserveCapacity(10) }
+        if count == 0 { tables[t].entries.reserveCapacity(8) }
         switch kind {
         case .value(let node):
             tables[t].entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: node))
@@ -95,16 +95,19 @@ struct TableArena {
 
     /// Converts a finished table; its builder is emptied on the way (each table is frozen once).
     mutating func freeze(_ t: ID) -> TOMLTable {
-        var entries = tables[t].entries
-        let children = tables[t].children
-        tables[t].entries = []
-        tables[t].children = []
+        // Moved out (not copied), so the entry array stays uniquely referenced and is handed to
+        // the TOMLTable as is.
+        var entries: [TOMLTable.Entry] = []
+        swap(&entries, &tables[t].entries)
+        var children: [(index: Int, kind: Kind)] = []
+        swap(&children, &tables[t].children)
         for c in children {
             switch c.kind {
             case .table(let child):
                 entries[c.index].node = TOMLNode(.table(freeze(child)), at: tables[child].location)
             case .tables(let a):
-                let ids = arrays[a].tables
+                var ids: [ID] = []
+                swap(&ids, &arrays[a].tables)
                 var elements: [TOMLNode] = []
                 elements.reserveCapacity(ids.count)
                 for id in ids { elements.append(TOMLNode(.table(freeze(id)), at: tables[id].location)) }

@@ -333,7 +333,8 @@ extension TOMLParser {
     }
 
     private mutating func number(_ start: Int, _ stop: Int) throws(TOMLAbort) -> TOMLValue {
-        let token = makeString(start, stop)
+        // Only needed for messages and floats: no String is made for a well-formed integer.
+        var token: String { makeString(start, stop) }
         var i = start
         var negative = false
         if buf[i] == ASCII.plus || buf[i] == ASCII.minus {
@@ -360,11 +361,11 @@ extension TOMLParser {
                 if i != start {
                     throw fail("invalid number '\(token)': a sign is not allowed on \(radixName(radix)) integers", at: start)
                 }
-                return try radixInteger(token, start: start, digitsFrom: i + 2, stop: stop, radix: radix)
+                return try radixInteger(start: start, digitsFrom: i + 2, stop: stop, radix: radix)
             }
         }
         // Decimal integer or float: int-part [ '.' digits ] [ e [sign] digits ].
-        let intEnd = try digitRun(token, from: i, stop: stop, start: start)
+        let intEnd = try digitRun(from: i, stop: stop, start: start)
         if buf[i] == ASCII.zero, intEnd - i > 1 {
             throw fail("invalid number '\(token)': leading zeros are not allowed", at: start)
         }
@@ -372,23 +373,23 @@ extension TOMLParser {
         var isFloat = false
         if p < stop, buf[p] == ASCII.dot {
             isFloat = true
-            p = try digitRun(token, from: p + 1, stop: stop, start: start)
+            p = try digitRun(from: p + 1, stop: stop, start: start)
         }
         if p < stop, buf[p] == UInt8(ascii: "e") || buf[p] == UInt8(ascii: "E") {
             isFloat = true
             p += 1
             if p < stop, buf[p] == ASCII.plus || buf[p] == ASCII.minus { p += 1 }
-            p = try digitRun(token, from: p, stop: stop, start: start)
+            p = try digitRun(from: p, stop: stop, start: start)
         }
         guard p == stop else {
             throw fail("invalid number '\(token)'", at: start)
         }
         if isFloat {
-            var cleaned = ""
-            cleaned.reserveCapacity(stop - start)
-            for k in start..<stop where buf[k] != ASCII.underscore {
-                cleaned.unicodeScalars.append(Unicode.Scalar(buf[k]))
-            }
+            var hasUnderscore = false
+            for k in start..<stop where buf[k] == ASCII.underscore { hasUnderscore = true; break }
+            let cleaned = hasUnderscore
+                ? String(decoding: UnsafeBufferPointer(rebasing: buf[start..<stop]).filter { $0 != ASCII.underscore }, as: UTF8.self)
+                : token
             guard let d = Double(cleaned) else { throw fail("invalid float '\(token)'", at: start) }
             return .float(d)
         }
@@ -417,7 +418,8 @@ extension TOMLParser {
     }
 
     /// Digits with single underscores between them; returns where the run ends.
-    private mutating func digitRun(_ token: String, from: Int, stop: Int, start: Int) throws(TOMLAbort) -> Int {
+    private mutating func digitRun(from: Int, stop: Int, start: Int) throws(TOMLAbort) -> Int {
+        var token: String { makeString(start, stop) }
         guard isDigit(from), from < stop else {
             throw fail("invalid number '\(token)': expected a digit at \(describe(from))", at: start)
         }
@@ -443,8 +445,9 @@ extension TOMLParser {
     }
 
     private mutating func radixInteger(
-        _ token: String, start: Int, digitsFrom: Int, stop: Int, radix: UInt64
+        start: Int, digitsFrom: Int, stop: Int, radix: UInt64
     ) throws(TOMLAbort) -> TOMLValue {
+        var token: String { makeString(start, stop) }
         var value: UInt64 = 0
         var p = digitsFrom
         var expectDigit = true

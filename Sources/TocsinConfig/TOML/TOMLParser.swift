@@ -371,6 +371,14 @@ struct TOMLParser {
     /// tables they created in the same section, but never tables defined by a header, arrays of
     /// tables, inline tables or other values; the final key must be new.
     mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TableArena.ID, section: Int) {
+        if keys.rest.isEmpty {
+            if let idx = arena.find(keys.first.name, in: start) {
+                report("duplicate key '\(keys.display())' (first defined at \(arena.tables[start].entries[idx].keyLocation))", at: keys.first.location)
+            } else {
+                arena.append(keys.first.name, keyLocation: keys.first.location, .value(value), to: start)
+            }
+            return
+        }
         var table = start
         var i = 0
         while i < keys.count - 1 {
@@ -466,7 +474,7 @@ struct TOMLParser {
             i += 1
         }
         let last = keys.last
-        let name = keys.display()
+        var name: String { keys.display() }
         if let idx = arena.find(last.name, in: table) {
             let keyLocation = arena.tables[table].entries[idx].keyLocation
             switch arena.kind(at: idx, in: table) {
