@@ -3,7 +3,7 @@
 /// record, and a tree of nested values would be copied on every deep mutation. So tables are
 /// built in an arena, addressed by index (plain struct storage: no reference counting or dynamic
 /// exclusivity checks on the hot path), and converted to `TOMLTable`s once at the end.
-struct TableArena {
+struct TOMLTableArena {
     typealias ID = Int
 
     enum Kind {

@@ -38,7 +38,7 @@ extension TOMLParser {
                 out.append(b)
                 pos += 1
             case 0..<0x20, 0x7F:
-                report("control character \(unicodeName(UInt32(b))) must be escaped in a string", at: pos)
+                report("control character \(tomlUnicodeName(UInt32(b))) must be escaped in a string", at: pos)
                 pos += 1
             default:
                 out.append(b)
@@ -209,7 +209,7 @@ extension TOMLParser {
                 throw fail("unterminated string: expected \"'\" before the end of the line, found \(describe(pos))", at: pos)
             }
             if (b < 0x20 && b != ASCII.tab) || b == 0x7F {
-                report("control character \(unicodeName(UInt32(b))) is not allowed in a literal string", at: pos)
+                report("control character \(tomlUnicodeName(UInt32(b))) is not allowed in a literal string", at: pos)
                 clean = false
             }
             pos += 1
@@ -285,7 +285,7 @@ extension TOMLParser {
             out.append(b)
             pos += 1
         default:
-            report("control character \(unicodeName(UInt32(b))) must be escaped in a string", at: pos)
+            report("control character \(tomlUnicodeName(UInt32(b))) must be escaped in a string", at: pos)
             pos += 1
         }
     }
@@ -329,7 +329,7 @@ extension TOMLParser {
     }
 
     private func isNumberByte(_ b: UInt8) -> Bool {
-        isBareKeyByte(b) || b == ASCII.plus || b == ASCII.dot
+        tomlIsBareKeyByte(b) || b == ASCII.plus || b == ASCII.dot
     }
 
     private mutating func number(_ start: Int, _ stop: Int) throws(TOMLAbort) -> TOMLValue {
@@ -575,7 +575,7 @@ extension TOMLParser {
     }
 }
 
-func daysIn(month: Int, year: Int) -> Int {
+private func daysIn(month: Int, year: Int) -> Int {
     switch month {
     case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
     case 4, 6, 9, 11: return 30
@@ -583,7 +583,7 @@ func daysIn(month: Int, year: Int) -> Int {
     }
 }
 
-@inline(__always) func hexValue(_ b: UInt8) -> UInt8? {
+@inline(__always) private func hexValue(_ b: UInt8) -> UInt8? {
     switch b {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
@@ -592,7 +592,7 @@ func daysIn(month: Int, year: Int) -> Int {
     }
 }
 
-extension String {
+private extension String {
     /// `'x'` -> `x`, for quoting a described character inside another quoted fragment.
     var trimmingQuotes: String {
         if count >= 2, first == "'", last == "'" { return String(dropFirst().dropLast()) }
@@ -600,7 +600,7 @@ extension String {
     }
 }
 
-func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+private func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
     let v = scalar.value
     switch v {
     case 0..<0x80:

@@ -9,14 +9,17 @@ let tomlMaxDepth = 128
 /// Like a compiler's error limit: past this, later messages are mostly noise from the first ones.
 let tomlMaxDiagnostics = 100
 
-enum ASCII {
-    static let tab = UInt8(ascii: "\t"), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r"),
-        space = UInt8(ascii: " "), quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"),
-        hash = UInt8(ascii: "#"), equals = UInt8(ascii: "="), dot = UInt8(ascii: "."),
-        comma = UInt8(ascii: ","), lbracket = UInt8(ascii: "["), rbracket = UInt8(ascii: "]"),
-        lbrace = UInt8(ascii: "{"), rbrace = UInt8(ascii: "}"), backslash = UInt8(ascii: "\\"),
-        plus = UInt8(ascii: "+"), minus = UInt8(ascii: "-"), underscore = UInt8(ascii: "_"),
-        colon = UInt8(ascii: ":"), zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9")
+extension TOMLParser {
+    /// Byte values the grammar names.
+    enum ASCII {
+        static let tab = UInt8(ascii: "\t"), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r"),
+            space = UInt8(ascii: " "), quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"),
+            hash = UInt8(ascii: "#"), equals = UInt8(ascii: "="), dot = UInt8(ascii: "."),
+            comma = UInt8(ascii: ","), lbracket = UInt8(ascii: "["), rbracket = UInt8(ascii: "]"),
+            lbrace = UInt8(ascii: "{"), rbrace = UInt8(ascii: "}"), backslash = UInt8(ascii: "\\"),
+            plus = UInt8(ascii: "+"), minus = UInt8(ascii: "-"), underscore = UInt8(ascii: "_"),
+            colon = UInt8(ascii: ":"), zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9")
+    }
 }
 
 /// A single-pass recursive-descent parser over UTF-8 bytes (validated up front, so slices can
@@ -36,11 +39,11 @@ struct TOMLParser {
     private var colCacheCol = 1
 
     var diagnostics: [Diagnostic] = []
-    var arena = TableArena()
-    let root: TableArena.ID
+    var arena = TOMLTableArena()
+    let root: TOMLTableArena.ID
     /// The table receiving key/value pairs: the root, the last header's table, or a detached
     /// scratch table after a bad header (so its keys do not cascade into more errors).
-    var current: TableArena.ID
+    var current: TOMLTableArena.ID
     var section = 0
     var nextSection = 1
     /// Arrays and inline tables open at the point of an error, so recovery can skip to where
@@ -126,7 +129,7 @@ struct TOMLParser {
         case ASCII.lf: return "newline"
         case ASCII.cr: return byte(offset + 1) == ASCII.lf ? "newline" : "carriage return"
         case ASCII.tab: return "tab"
-        case 0..<0x20, 0x7F: return "control character \(unicodeName(UInt32(b)))"
+        case 0..<0x20, 0x7F: return "control character \(tomlUnicodeName(UInt32(b)))"
         case 0..<0x80: return "'\(Character(Unicode.Scalar(b)))'"
         default:
             let len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2
@@ -134,14 +137,14 @@ struct TOMLParser {
             let text = String(decoding: slice, as: UTF8.self)
             // The code point too: the character may be invisible (a BOM, a no-break space) or a
             // look-alike of an ASCII one (an Arabic-Indic zero).
-            let code = text.unicodeScalars.first.map { " (\(unicodeName($0.value)))" } ?? ""
+            let code = text.unicodeScalars.first.map { " (\(tomlUnicodeName($0.value)))" } ?? ""
             return "'\(text)'\(code)"
         }
     }
 
     // MARK: Document
 
-    mutating func parseDocument() -> TableArena.ID {
+    mutating func parseDocument() -> TOMLTableArena.ID {
         if end >= 3, buf[0] == 0xEF, buf[1] == 0xBB, buf[2] == 0xBF {
             pos = 3
             lineStart = 3
@@ -214,7 +217,7 @@ struct TOMLParser {
                 throw fail("carriage return in comment must be followed by a newline", at: pos)
             }
             if (b < 0x20 && b != ASCII.tab) || b == 0x7F {
-                throw fail("control character \(unicodeName(UInt32(b))) is not allowed in a comment", at: pos)
+                throw fail("control character \(tomlUnicodeName(UInt32(b))) is not allowed in a comment", at: pos)
             }
             pos += 1
         }
@@ -286,7 +289,7 @@ struct TOMLParser {
             p += 1
         }
         if first == ASCII.lbracket { return !sawEquals && !sawComma && lastSignificant == ASCII.rbracket }
-        return sawEquals && (isBareKeyByte(first) || first == ASCII.quote || first == ASCII.apostrophe)
+        return sawEquals && (tomlIsBareKeyByte(first) || first == ASCII.quote || first == ASCII.apostrophe)
     }
 
     // MARK: Keys
@@ -346,7 +349,7 @@ struct TOMLParser {
             }
             return KeyPart(name: try parseLiteralString(), offset: start, location: loc)
         }
-        while pos < end, isBareKeyByte(buf[pos]) { pos += 1 }
+        while pos < end, tomlIsBareKeyByte(buf[pos]) { pos += 1 }
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }
@@ -370,7 +373,7 @@ struct TOMLParser {
     /// Applies a key/value pair under TOML's rules: dotted keys may create tables and re-enter
     /// tables they created in the same section, but never tables defined by a header, arrays of
     /// tables, inline tables or other values; the final key must be new.
-    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TableArena.ID, section: Int) {
+    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TOMLTableArena.ID, section: Int) {
         if keys.rest.isEmpty {
             if let idx = arena.find(keys.first.name, in: start) {
                 report("duplicate key '\(keys.display())' (first defined at \(arena.tables[start].entries[idx].keyLocation))", at: keys.first.location)
@@ -514,7 +517,7 @@ struct TOMLParser {
         let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
         arena.tables[child].definedByHeader = true
         if isArray {
-            arena.arrays.append(TableArena.ArrayOfTables(tables: [child], location: headerLoc))
+            arena.arrays.append(TOMLTableArena.ArrayOfTables(tables: [child], location: headerLoc))
             arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: table)
         } else {
             arena.append(last.name, keyLocation: last.location, .table(child), to: table)
@@ -553,9 +556,9 @@ struct TOMLParser {
         default:
             break
         }
-        if isBareKeyByte(b) {
+        if tomlIsBareKeyByte(b) {
             var p = pos
-            while p < end, isBareKeyByte(buf[p]) || buf[p] == ASCII.dot { p += 1 }
+            while p < end, tomlIsBareKeyByte(buf[p]) || buf[p] == ASCII.dot { p += 1 }
             let word = makeString(pos, p)
             throw fail("expected a value, found '\(word)' (strings must be quoted)", at: pos)
         }
@@ -629,7 +632,7 @@ struct TOMLParser {
         pos += 1
         openDelimiters += 1
         var direct: [TOMLTable.Entry] = []
-        var builder: TableArena.ID?
+        var builder: TOMLTableArena.ID?
         let sectionID = nextSection
         nextSection += 1
         skipSpaces()
@@ -655,7 +658,7 @@ struct TOMLParser {
                     direct.append(TOMLTable.Entry(key: name, keyLocation: keys.first.location, node: value))
                 }
             } else {
-                let table: TableArena.ID
+                let table: TOMLTableArena.ID
                 if let builder {
                     table = builder
                 } else {
@@ -693,7 +696,7 @@ struct TOMLParser {
     }
 }
 
-@inline(__always) func isBareKeyByte(_ b: UInt8) -> Bool {
+@inline(__always) func tomlIsBareKeyByte(_ b: UInt8) -> Bool {
     switch b {
     case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
         UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
@@ -703,14 +706,14 @@ struct TOMLParser {
     }
 }
 
-func unicodeName(_ v: UInt32) -> String {
+func tomlUnicodeName(_ v: UInt32) -> String {
     let hex = String(v, radix: 16, uppercase: true)
     return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
 }
 
 /// A key as it would be written in TOML: bare when possible, otherwise quoted.
-func displayKey(_ key: String) -> String {
-    if !key.isEmpty, key.utf8.allSatisfy(isBareKeyByte) { return key }
+private func displayKey(_ key: String) -> String {
+    if !key.isEmpty, key.utf8.allSatisfy(tomlIsBareKeyByte) { return key }
     var s = "\""
     for scalar in key.unicodeScalars {
         switch scalar {
@@ -719,7 +722,7 @@ func displayKey(_ key: String) -> String {
         case "\n": s += "\\n"
         case "\t": s += "\\t"
         case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-            s += "\\u" + String(unicodeName(scalar.value).dropFirst(2))
+            s += "\\u" + String(tomlUnicodeName(scalar.value).dropFirst(2))
         default: s.unicodeScalars.append(scalar)
         }
     }
@@ -727,7 +730,7 @@ func displayKey(_ key: String) -> String {
 }
 
 /// "an integer", "a string": type names in messages read as prose.
-func withArticle(_ typeName: String) -> String {
+private func withArticle(_ typeName: String) -> String {
     guard let first = typeName.first else { return typeName }
     return ("aeiou".contains(first) ? "an " : "a ") + typeName
 }

@@ -137,12 +137,12 @@ public enum TOML {
     public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {
         let result: Result<TOMLTable, DiagnosticError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = TOMLParser(buffer: buffer, file: file)
-            let invalid = invalidUTF8Offsets(buffer)
+            let invalid = tomlInvalidUTF8Offsets(buffer)
             if !invalid.isEmpty {
                 // Positions past the first bad byte are still meaningful (lines are found by
                 // '\n'), but the text is not, so only the encoding errors are reported.
                 for offset in invalid {
-                    parser.report("invalid UTF-8 byte 0x\(hexByte(buffer[offset]))", at: parser.slowLocation(offset))
+                    parser.report("invalid UTF-8 byte 0x\(tomlHexByte(buffer[offset]))", at: parser.slowLocation(offset))
                 }
                 return .failure(DiagnosticError(parser.diagnostics))
             }
@@ -157,7 +157,7 @@ public enum TOML {
     }
 }
 
-func hexByte(_ b: UInt8) -> String {
+func tomlHexByte(_ b: UInt8) -> String {
     let digits = Array("0123456789ABCDEF")
     return String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xF)])
 }
