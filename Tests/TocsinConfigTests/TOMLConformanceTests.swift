@@ -32,7 +32,7 @@ import TocsinConfig
                 let table = try TOML.parse(bytes, file: name)
                 let json = TOMLTaggedJSON.encode(table)
                 let actual = try JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed])
-                if let d = TaggedJSONComparison.difference(expected: expected, actual: actual) {
+                if let d = TOMLTaggedJSONComparison.difference(expected: expected, actual: actual) {
                     failures.append("\(name): wrong value: \(d)")
                 }
             } catch {

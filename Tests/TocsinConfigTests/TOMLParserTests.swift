@@ -192,7 +192,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
     /// Random bytes and mutations of a valid document: every outcome must be a table or
     /// diagnostics with in-range positions; a crash or hang fails the whole test run.
     @Test func arbitraryBytesNeverCrash() {
-        var rng = SplitMix(seed: 42)
+        var rng = TOMLSplitMix(seed: 42)
         let seed = Array("""
             title = "T\\u00e9st" # c
             [server]
@@ -377,7 +377,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
 }
 
 /// Deterministic generator so fuzz failures reproduce.
-struct SplitMix {
+struct TOMLSplitMix {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -30,7 +30,7 @@ enum TOMLTestPaths {
 /// Compares toml-test tagged JSON by meaning, as the corpus README asks: floats by value (nan
 /// equals nan), integers by value, date-times by the fields/instant they denote with fractional
 /// seconds compared at the precision both sides carry.
-enum TaggedJSONComparison {
+enum TOMLTaggedJSONComparison {
     /// nil when equal, else where and how they differ.
     static func difference(expected: Any, actual: Any, path: String = "$") -> String? {
         if let e = expected as? [String: Any] {
