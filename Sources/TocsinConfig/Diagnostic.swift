@@ -29,15 +29,29 @@ public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
     /// The header line, then the offending source line and a caret under the column.
     public func rendered(source: String) -> String {
         var out = description
-        let lines = source.split(separator: "\n", omittingEmptySubsequences: false)
-        guard location.line >= 1, location.line <= lines.count else { return out }
-        var text = String(lines[location.line - 1])
-        if text.hasSuffix("\r") { text.removeLast() }
-        let scalars = Array(text.unicodeScalars)
+        // Lines are split on U+000A scalars: as Characters, "\r\n" is one grapheme and would
+        // hide every line break of a CRLF file.
+        var lineNumber = 1
+        var current: [Unicode.Scalar] = []
+        var found = false
+        for scalar in source.unicodeScalars {
+            if scalar == "\n" {
+                if lineNumber == location.line { found = true; break }
+                lineNumber += 1
+                continue
+            }
+            if lineNumber == location.line { current.append(scalar) }
+        }
+        guard location.line >= 1, found || lineNumber == location.line else { return out }
+        if current.last == "\r" { current.removeLast() }
+        // A byte-order mark is not a column the user sees (the parser does not count it either).
+        if location.line == 1, current.first == "\u{FEFF}" { current.removeFirst() }
+        var text = ""
+        text.unicodeScalars.append(contentsOf: current)
         // Tabs are kept in the caret line so it lines up in any terminal.
         var caret = ""
-        for i in 0..<max(0, min(location.column - 1, scalars.count)) {
-            caret.append(scalars[i] == "\t" ? "\t" : " ")
+        for i in 0..<max(0, min(location.column - 1, current.count)) {
+            caret.append(current[i] == "\t" ? "\t" : " ")
         }
         out += "\n" + text + "\n" + caret + "^"
         return out

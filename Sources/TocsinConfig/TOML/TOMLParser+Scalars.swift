@@ -19,6 +19,7 @@ extension TOMLParser {
             if b == ASCII.backslash || (b < 0x20 && b != ASCII.tab) || b == 0x7F { break }
             pos += 1
         }
+        if pos < end, buf[pos] == ASCII.backslash, let s = decodeEscapes(from: start) { return s }
         var out = [UInt8](UnsafeBufferPointer(rebasing: buf[start..<pos]))
         while true {
             guard pos < end else {
@@ -37,13 +38,79 @@ extension TOMLParser {
                 out.append(b)
                 pos += 1
             case 0..<0x20, 0x7F:
-                report("control character \(unicodeName(UInt32(b))) must be escaped in a string", at: pos)
+                report("control character \(tomlUnicodeName(UInt32(b))) must be escaped in a string", at: pos)
                 pos += 1
             default:
                 out.append(b)
                 pos += 1
             }
         }
+    }
+
+    /// The common case of a well-formed single-line string with escapes, decoded straight into
+    /// the `String`'s storage (escapes only shrink text, so the raw length bounds the result).
+    /// Returns nil, with `pos` unchanged, on anything unusual: the general path then reports it.
+    private mutating func decodeEscapes(from start: Int) -> String? {
+        var p = pos
+        while p < end {
+            let b = buf[p]
+            if b == ASCII.quote { break }
+            if b == ASCII.backslash { p += 2; continue }
+            if (b < 0x20 && b != ASCII.tab) || b == 0x7F { return nil }
+            p += 1
+        }
+        guard p < end, buf[p] == ASCII.quote else { return nil }
+        let close = p
+        var ok = true
+        let buf = self.buf
+        let s = String(unsafeUninitializedCapacity: close - start) { out in
+            var w = 0, r = start
+            while r < close {
+                let b = buf[r]
+                if b != ASCII.backslash {
+                    out[w] = b
+                    w += 1
+                    r += 1
+                    continue
+                }
+                let e = buf[r + 1]
+                var simple: UInt8 = 0
+                switch e {
+                case UInt8(ascii: "n"): simple = 0x0A
+                case UInt8(ascii: "t"): simple = 0x09
+                case ASCII.quote: simple = ASCII.quote
+                case ASCII.backslash: simple = ASCII.backslash
+                case UInt8(ascii: "r"): simple = 0x0D
+                case UInt8(ascii: "b"): simple = 0x08
+                case UInt8(ascii: "f"): simple = 0x0C
+                case UInt8(ascii: "u"), UInt8(ascii: "U"):
+                    let n = e == UInt8(ascii: "u") ? 4 : 8
+                    guard r + 2 + n <= close else { ok = false; return 0 }
+                    var v: UInt32 = 0
+                    for k in 0..<n {
+                        guard let d = hexValue(buf[r + 2 + k]) else { ok = false; return 0 }
+                        v = v << 4 | UInt32(d)
+                    }
+                    guard let scalar = Unicode.Scalar(v) else { ok = false; return 0 }
+                    for byte in UTF8.encode(scalar) ?? UTF8.EncodedScalar() {
+                        out[w] = byte
+                        w += 1
+                    }
+                    r += 2 + n
+                    continue
+                default:
+                    ok = false
+                    return 0
+                }
+                out[w] = simple
+                w += 1
+                r += 2
+            }
+            return w
+        }
+        guard ok else { return nil }
+        pos = close + 1
+        return s
     }
 
     /// `pos` is at a backslash that does not end a line.
@@ -142,7 +209,7 @@ extension TOMLParser {
                 throw fail("unterminated string: expected \"'\" before the end of the line, found \(describe(pos))", at: pos)
             }
             if (b < 0x20 && b != ASCII.tab) || b == 0x7F {
-                report("control character \(unicodeName(UInt32(b))) is not allowed in a literal string", at: pos)
+                report("control character \(tomlUnicodeName(UInt32(b))) is not allowed in a literal string", at: pos)
                 clean = false
             }
             pos += 1
@@ -218,7 +285,7 @@ extension TOMLParser {
             out.append(b)
             pos += 1
         default:
-            report("control character \(unicodeName(UInt32(b))) must be escaped in a string", at: pos)
+            report("control character \(tomlUnicodeName(UInt32(b))) must be escaped in a string", at: pos)
             pos += 1
         }
     }
@@ -262,11 +329,12 @@ extension TOMLParser {
     }
 
     private func isNumberByte(_ b: UInt8) -> Bool {
-        isBareKeyByte(b) || b == ASCII.plus || b == ASCII.dot
+        tomlIsBareKeyByte(b) || b == ASCII.plus || b == ASCII.dot
     }
 
     private mutating func number(_ start: Int, _ stop: Int) throws(TOMLAbort) -> TOMLValue {
-        let token = makeString(start, stop)
+        // Only needed for messages and floats: no String is made for a well-formed integer.
+        var token: String { makeString(start, stop) }
         var i = start
         var negative = false
         if buf[i] == ASCII.plus || buf[i] == ASCII.minus {
@@ -293,11 +361,11 @@ extension TOMLParser {
                 if i != start {
                     throw fail("invalid number '\(token)': a sign is not allowed on \(radixName(radix)) integers", at: start)
                 }
-                return try radixInteger(token, start: start, digitsFrom: i + 2, stop: stop, radix: radix)
+                return try radixInteger(start: start, digitsFrom: i + 2, stop: stop, radix: radix)
             }
         }
         // Decimal integer or float: int-part [ '.' digits ] [ e [sign] digits ].
-        let intEnd = try digitRun(token, from: i, stop: stop, start: start)
+        let intEnd = try digitRun(from: i, stop: stop, start: start)
         if buf[i] == ASCII.zero, intEnd - i > 1 {
             throw fail("invalid number '\(token)': leading zeros are not allowed", at: start)
         }
@@ -305,23 +373,23 @@ extension TOMLParser {
         var isFloat = false
         if p < stop, buf[p] == ASCII.dot {
             isFloat = true
-            p = try digitRun(token, from: p + 1, stop: stop, start: start)
+            p = try digitRun(from: p + 1, stop: stop, start: start)
         }
         if p < stop, buf[p] == UInt8(ascii: "e") || buf[p] == UInt8(ascii: "E") {
             isFloat = true
             p += 1
             if p < stop, buf[p] == ASCII.plus || buf[p] == ASCII.minus { p += 1 }
-            p = try digitRun(token, from: p, stop: stop, start: start)
+            p = try digitRun(from: p, stop: stop, start: start)
         }
         guard p == stop else {
             throw fail("invalid number '\(token)'", at: start)
         }
         if isFloat {
-            var cleaned = ""
-            cleaned.reserveCapacity(stop - start)
-            for k in start..<stop where buf[k] != ASCII.underscore {
-                cleaned.unicodeScalars.append(Unicode.Scalar(buf[k]))
-            }
+            var hasUnderscore = false
+            for k in start..<stop where buf[k] == ASCII.underscore { hasUnderscore = true; break }
+            let cleaned = hasUnderscore
+                ? String(decoding: UnsafeBufferPointer(rebasing: buf[start..<stop]).filter { $0 != ASCII.underscore }, as: UTF8.self)
+                : token
             guard let d = Double(cleaned) else { throw fail("invalid float '\(token)'", at: start) }
             return .float(d)
         }
@@ -350,7 +418,8 @@ extension TOMLParser {
     }
 
     /// Digits with single underscores between them; returns where the run ends.
-    private mutating func digitRun(_ token: String, from: Int, stop: Int, start: Int) throws(TOMLAbort) -> Int {
+    private mutating func digitRun(from: Int, stop: Int, start: Int) throws(TOMLAbort) -> Int {
+        var token: String { makeString(start, stop) }
         guard isDigit(from), from < stop else {
             throw fail("invalid number '\(token)': expected a digit at \(describe(from))", at: start)
         }
@@ -376,8 +445,9 @@ extension TOMLParser {
     }
 
     private mutating func radixInteger(
-        _ token: String, start: Int, digitsFrom: Int, stop: Int, radix: UInt64
+        start: Int, digitsFrom: Int, stop: Int, radix: UInt64
     ) throws(TOMLAbort) -> TOMLValue {
+        var token: String { makeString(start, stop) }
         var value: UInt64 = 0
         var p = digitsFrom
         var expectDigit = true
@@ -505,7 +575,7 @@ extension TOMLParser {
     }
 }
 
-func daysIn(month: Int, year: Int) -> Int {
+private func daysIn(month: Int, year: Int) -> Int {
     switch month {
     case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
     case 4, 6, 9, 11: return 30
@@ -513,7 +583,7 @@ func daysIn(month: Int, year: Int) -> Int {
     }
 }
 
-@inline(__always) func hexValue(_ b: UInt8) -> UInt8? {
+@inline(__always) private func hexValue(_ b: UInt8) -> UInt8? {
     switch b {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10
@@ -522,7 +592,7 @@ func daysIn(month: Int, year: Int) -> Int {
     }
 }
 
-extension String {
+private extension String {
     /// `'x'` -> `x`, for quoting a described character inside another quoted fragment.
     var trimmingQuotes: String {
         if count >= 2, first == "'", last == "'" { return String(dropFirst().dropLast()) }
@@ -530,7 +600,7 @@ extension String {
     }
 }
 
-func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
+private func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
     let v = scalar.value
     switch v {
     case 0..<0x80:

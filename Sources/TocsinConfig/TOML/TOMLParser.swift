@@ -6,14 +6,20 @@ struct TOMLAbort: Error {}
 /// `TOMLTable` and in deinitialisation is proportional to nesting, and must not exhaust the stack.
 let tomlMaxDepth = 128
 
-enum ASCII {
-    static let tab = UInt8(ascii: "\t"), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r"),
-        space = UInt8(ascii: " "), quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"),
-        hash = UInt8(ascii: "#"), equals = UInt8(ascii: "="), dot = UInt8(ascii: "."),
-        comma = UInt8(ascii: ","), lbracket = UInt8(ascii: "["), rbracket = UInt8(ascii: "]"),
-        lbrace = UInt8(ascii: "{"), rbrace = UInt8(ascii: "}"), backslash = UInt8(ascii: "\\"),
-        plus = UInt8(ascii: "+"), minus = UInt8(ascii: "-"), underscore = UInt8(ascii: "_"),
-        colon = UInt8(ascii: ":"), zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9")
+/// Like a compiler's error limit: past this, later messages are mostly noise from the first ones.
+let tomlMaxDiagnostics = 100
+
+extension TOMLParser {
+    /// Byte values the grammar names.
+    enum ASCII {
+        static let tab = UInt8(ascii: "\t"), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r"),
+            space = UInt8(ascii: " "), quote = UInt8(ascii: "\""), apostrophe = UInt8(ascii: "'"),
+            hash = UInt8(ascii: "#"), equals = UInt8(ascii: "="), dot = UInt8(ascii: "."),
+            comma = UInt8(ascii: ","), lbracket = UInt8(ascii: "["), rbracket = UInt8(ascii: "]"),
+            lbrace = UInt8(ascii: "{"), rbrace = UInt8(ascii: "}"), backslash = UInt8(ascii: "\\"),
+            plus = UInt8(ascii: "+"), minus = UInt8(ascii: "-"), underscore = UInt8(ascii: "_"),
+            colon = UInt8(ascii: ":"), zero = UInt8(ascii: "0"), nine = UInt8(ascii: "9")
+    }
 }
 
 /// A single-pass recursive-descent parser over UTF-8 bytes (validated up front, so slices can
@@ -33,18 +39,22 @@ struct TOMLParser {
     private var colCacheCol = 1
 
     var diagnostics: [Diagnostic] = []
-    let root: MutableTable
+    var arena = TOMLTableArena()
+    let root: TOMLTableArena.ID
     /// The table receiving key/value pairs: the root, the last header's table, or a detached
     /// scratch table after a bad header (so its keys do not cascade into more errors).
-    var current: MutableTable
+    var current: TOMLTableArena.ID
     var section = 0
     var nextSection = 1
+    /// Arrays and inline tables open at the point of an error, so recovery can skip to where
+    /// they close instead of reading their continuation lines as statements.
+    var openDelimiters = 0
 
     init(buffer: UnsafeBufferPointer<UInt8>, file: String) {
         buf = buffer
         end = buffer.count
         self.file = file
-        root = MutableTable(location: SourceLocation(line: 1, column: 1), depth: 0)
+        root = arena.newTable(location: SourceLocation(line: 1, column: 1), depth: 0)
         current = root
     }
 
@@ -119,18 +129,22 @@ struct TOMLParser {
         case ASCII.lf: return "newline"
         case ASCII.cr: return byte(offset + 1) == ASCII.lf ? "newline" : "carriage return"
         case ASCII.tab: return "tab"
-        case 0..<0x20, 0x7F: return "control character \(unicodeName(UInt32(b)))"
+        case 0..<0x20, 0x7F: return "control character \(tomlUnicodeName(UInt32(b)))"
         case 0..<0x80: return "'\(Character(Unicode.Scalar(b)))'"
         default:
             let len = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2
             let slice = UnsafeBufferPointer(rebasing: buf[offset..<min(end, offset + len)])
-            return "'\(String(decoding: slice, as: UTF8.self))'"
+            let text = String(decoding: slice, as: UTF8.self)
+            // The code point too: the character may be invisible (a BOM, a no-break space) or a
+            // look-alike of an ASCII one (an Arabic-Indic zero).
+            let code = text.unicodeScalars.first.map { " (\(tomlUnicodeName($0.value)))" } ?? ""
+            return "'\(text)'\(code)"
         }
     }
 
     // MARK: Document
 
-    mutating func parseDocument() -> MutableTable {
+    mutating func parseDocument() -> TOMLTableArena.ID {
         if end >= 3, buf[0] == 0xEF, buf[1] == 0xBB, buf[2] == 0xBF {
             pos = 3
             lineStart = 3
@@ -138,6 +152,7 @@ struct TOMLParser {
         while true {
             skipSpaces()
             if atEnd { break }
+            openDelimiters = 0
             do throws(TOMLAbort) {
                 switch buf[pos] {
                 case ASCII.lf:
@@ -148,12 +163,20 @@ struct TOMLParser {
                     continue
                 case ASCII.lbracket:
                     try parseHeader()
+                    try endOfLine(after: "after table header")
                 default:
-                    try parseKeyValue(into: current, section: section)
+                    // The pair is applied only once its line is complete, so a line with a syntax
+                    // error defines nothing (and a corrected repeat of it is not a duplicate).
+                    let (keys, value) = try parseKeyValue(depth: arena.tables[current].depth)
+                    try endOfLine(after: "after value")
+                    insert(keys, value, into: current, section: section)
                 }
-                try endOfLine(after: "after value")
             } catch {
                 recover()
+            }
+            if diagnostics.count >= tomlMaxDiagnostics {
+                report("too many errors (\(diagnostics.count)); stopping", at: pos)
+                break
             }
         }
         return root
@@ -194,7 +217,7 @@ struct TOMLParser {
                 throw fail("carriage return in comment must be followed by a newline", at: pos)
             }
             if (b < 0x20 && b != ASCII.tab) || b == 0x7F {
-                throw fail("control character \(unicodeName(UInt32(b))) is not allowed in a comment", at: pos)
+                throw fail("control character \(tomlUnicodeName(UInt32(b))) is not allowed in a comment", at: pos)
             }
             pos += 1
         }
@@ -203,12 +226,45 @@ struct TOMLParser {
     /// After a syntax error: drop the rest of the line, then any following lines that cannot start
     /// a statement (continuation lines of a broken array or string), so one mistake is one message.
     mutating func recover() {
+        if openDelimiters > 0 { skipToClosingDelimiters(openDelimiters) }
         skipRestOfLine()
         while pos < end {
             var p = pos
             while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
             if looksLikeStatement(from: p) { return }
             skipRestOfLine()
+        }
+    }
+
+    /// Skips past the `]`/`}` closing `depth` open delimiters (strings and comments skipped
+    /// roughly), or up to a line that looks like a table header, whichever comes first.
+    private mutating func skipToClosingDelimiters(_ depth: Int) {
+        var depth = depth
+        while pos < end, depth > 0 {
+            switch buf[pos] {
+            case ASCII.lf:
+                newline()
+                var p = pos
+                while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
+                if p < end, buf[p] == ASCII.lbracket, looksLikeStatement(from: p) { return }
+                continue
+            case ASCII.quote, ASCII.apostrophe:
+                let q = buf[pos]
+                pos += 1
+                while pos < end, buf[pos] != q, buf[pos] != ASCII.lf {
+                    if q == ASCII.quote, buf[pos] == ASCII.backslash, pos + 1 < end, buf[pos + 1] != ASCII.lf { pos += 1 }
+                    pos += 1
+                }
+                if pos < end, buf[pos] == q { pos += 1 }
+                continue
+            case ASCII.hash:
+                while pos < end, buf[pos] != ASCII.lf { pos += 1 }
+                continue
+            case ASCII.lbracket, ASCII.lbrace: depth += 1
+            case ASCII.rbracket, ASCII.rbrace: depth -= 1
+            default: break
+            }
+            pos += 1
         }
     }
 
@@ -224,14 +280,16 @@ struct TOMLParser {
         var p = start
         var lastSignificant: UInt8 = 0
         var sawEquals = false
+        var sawComma = false
         while p < end, buf[p] != ASCII.lf, buf[p] != ASCII.hash {
             let b = buf[p]
             if b == ASCII.equals { sawEquals = true; break }
+            if b == ASCII.comma { sawComma = true }
             if b != ASCII.space, b != ASCII.tab, b != ASCII.cr { lastSignificant = b }
             p += 1
         }
-        if first == ASCII.lbracket { return !sawEquals && lastSignificant == ASCII.rbracket }
-        return sawEquals && (isBareKeyByte(first) || first == ASCII.quote || first == ASCII.apostrophe)
+        if first == ASCII.lbracket { return !sawEquals && !sawComma && lastSignificant == ASCII.rbracket }
+        return sawEquals && (tomlIsBareKeyByte(first) || first == ASCII.quote || first == ASCII.apostrophe)
     }
 
     // MARK: Keys
@@ -291,7 +349,7 @@ struct TOMLParser {
             }
             return KeyPart(name: try parseLiteralString(), offset: start, location: loc)
         }
-        while pos < end, isBareKeyByte(buf[pos]) { pos += 1 }
+        while pos < end, tomlIsBareKeyByte(buf[pos]) { pos += 1 }
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }
@@ -300,68 +358,77 @@ struct TOMLParser {
 
     // MARK: Statements
 
-    mutating func parseKeyValue(into table: MutableTable, section: Int) throws(TOMLAbort) {
-        let keys = try parseKeyPath(depthBase: table.depth)
+    mutating func parseKeyValue(depth: Int) throws(TOMLAbort) -> (KeyPath, TOMLNode) {
+        let keys = try parseKeyPath(depthBase: depth)
         skipSpaces()
         guard cur == ASCII.equals, !atEnd else {
             throw fail("expected '=' after key '\(keys.display())', found \(describe(pos))", at: pos)
         }
         pos += 1
         skipSpaces()
-        let value = try parseValue(depth: table.depth + keys.count)
-        insert(keys, value, into: table, section: section)
+        let value = try parseValue(depth: depth + keys.count)
+        return (keys, value)
     }
 
     /// Applies a key/value pair under TOML's rules: dotted keys may create tables and re-enter
     /// tables they created in the same section, but never tables defined by a header, arrays of
     /// tables, inline tables or other values; the final key must be new.
-    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: MutableTable, section: Int) {
+    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TOMLTableArena.ID, section: Int) {
+        if keys.rest.isEmpty {
+            if let idx = arena.find(keys.first.name, in: start) {
+                report("duplicate key '\(keys.display())' (first defined at \(arena.tables[start].entries[idx].keyLocation))", at: keys.first.location)
+            } else {
+                arena.append(keys.first.name, keyLocation: keys.first.location, .value(value), to: start)
+            }
+            return
+        }
         var table = start
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = table.find(part.name) {
-                let entry = table.entries[idx]
-                switch entry.kind {
+            if let idx = arena.find(part.name, in: table) {
+                let keyLocation = arena.tables[table].entries[idx].keyLocation
+                switch arena.kind(at: idx, in: table) {
                 case .table(let child):
-                    if child.definedByHeader {
-                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key: it was defined by a header at \(child.location)", at: part.location)
+                    if arena.tables[child].definedByHeader {
+                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key: it was defined by a header at \(arena.tables[child].location)", at: part.location)
                         return
                     }
-                    if child.dottedSection != -1, child.dottedSection != section {
-                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key outside the section that defined it at \(entry.keyLocation)", at: part.location)
+                    let dotted = arena.tables[child].dottedSection
+                    if dotted != -1, dotted != section {
+                        report("cannot add to table '\(keys.display(upTo: i + 1))' with a dotted key outside the section that defined it at \(keyLocation)", at: part.location)
                         return
                     }
-                    child.dottedSection = section
+                    arena.tables[child].dottedSection = section
                     table = child
                 case .tables(let array):
-                    report("cannot add to array of tables '\(keys.display(upTo: i + 1))' (defined at \(array.location)) with a dotted key", at: part.location)
+                    report("cannot add to array of tables '\(keys.display(upTo: i + 1))' (defined at \(arena.arrays[array].location)) with a dotted key", at: part.location)
                     return
                 case .value(let node):
-                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: entry.keyLocation), at: part.location)
+                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: keyLocation), at: part.location)
                     return
                 }
             } else {
-                let child = MutableTable(location: part.location, depth: table.depth + 1)
-                child.dottedSection = section
-                table.append(part.name, keyLocation: part.location, .table(child))
+                let child = arena.newTable(location: part.location, depth: arena.tables[table].depth + 1)
+                arena.tables[child].dottedSection = section
+                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1
         }
         let last = keys.last
-        if let idx = table.find(last.name) {
-            report("duplicate key '\(keys.display())' (first defined at \(table.entries[idx].keyLocation))", at: last.location)
+        if let idx = arena.find(last.name, in: table) {
+            report("duplicate key '\(keys.display())' (first defined at \(arena.tables[table].entries[idx].keyLocation))", at: last.location)
             return
         }
-        table.append(last.name, keyLocation: last.location, .value(value))
+        arena.append(last.name, keyLocation: last.location, .value(value), to: table)
     }
 
     func notATable(_ key: String, _ node: TOMLNode, keyLocation: SourceLocation) -> String {
         if case .table = node.value {
             return "inline table '\(key)' (defined at \(keyLocation)) cannot be extended"
         }
-        return "key '\(key)' is already a \(node.value.typeName) (defined at \(keyLocation)), not a table"
+        return "key '\(key)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table"
     }
 
     mutating func parseHeader() throws(TOMLAbort) {
@@ -374,7 +441,8 @@ struct TOMLParser {
         skipSpaces()
         if isArray {
             guard cur == ASCII.rbracket, byte(pos + 1) == ASCII.rbracket, pos + 1 < end else {
-                throw fail("expected ']]' to close array of tables header, found \(describe(pos))", at: pos)
+                let at = cur == ASCII.rbracket ? pos + 1 : pos
+                throw fail("expected ']]' to close array of tables header, found \(describe(at))", at: at)
             }
             pos += 2
         } else {
@@ -386,72 +454,73 @@ struct TOMLParser {
         section = nextSection
         nextSection += 1
         // Until the header is known to be valid, keys go to a scratch table that is discarded.
-        current = MutableTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
+        current = arena.newTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
 
         var table = root
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = table.find(part.name) {
-                let entry = table.entries[idx]
-                switch entry.kind {
+            if let idx = arena.find(part.name, in: table) {
+                switch arena.kind(at: idx, in: table) {
                 case .table(let child): table = child
-                case .tables(let array): table = array.tables[array.tables.count - 1]
+                case .tables(let array): table = arena.arrays[array].tables[arena.arrays[array].tables.count - 1]
                 case .value(let node):
-                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: entry.keyLocation), at: part.location)
+                    let keyLocation = arena.tables[table].entries[idx].keyLocation
+                    report(notATable(keys.display(upTo: i + 1), node, keyLocation: keyLocation), at: part.location)
                     return
                 }
             } else {
-                let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-                table.append(part.name, keyLocation: part.location, .table(child))
+                let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1
         }
         let last = keys.last
-        let name = keys.display()
-        if let idx = table.find(last.name) {
-            let entry = table.entries[idx]
-            switch entry.kind {
+        var name: String { keys.display() }
+        if let idx = arena.find(last.name, in: table) {
+            let keyLocation = arena.tables[table].entries[idx].keyLocation
+            switch arena.kind(at: idx, in: table) {
             case .table(let child):
                 if isArray {
-                    report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(child.location))", at: headerLoc)
-                } else if child.definedByHeader {
-                    report("duplicate table [\(name)] (first defined at \(child.location))", at: headerLoc)
-                } else if child.dottedSection != -1 {
-                    report("cannot define table [\(name)]: it was already defined by dotted keys at \(entry.keyLocation)", at: headerLoc)
+                    report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(arena.tables[child].location))", at: headerLoc)
+                } else if arena.tables[child].definedByHeader {
+                    report("duplicate table [\(name)] (first defined at \(arena.tables[child].location))", at: headerLoc)
+                } else if arena.tables[child].dottedSection != -1 {
+                    report("cannot define table [\(name)]: it was already defined by dotted keys at \(keyLocation)", at: headerLoc)
                 } else {
-                    child.definedByHeader = true
-                    child.location = headerLoc
-                    table.entries[idx].keyLocation = last.location
+                    arena.tables[child].definedByHeader = true
+                    arena.tables[child].location = headerLoc
+                    arena.tables[table].entries[idx].keyLocation = last.location
                     current = child
                 }
             case .tables(let array):
                 if isArray {
-                    let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-                    child.definedByHeader = true
-                    array.tables.append(child)
+                    let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+                    arena.tables[child].definedByHeader = true
+                    arena.appendElement(child, to: array)
                     current = child
                 } else {
-                    report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(array.location))", at: headerLoc)
+                    report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(arena.arrays[array].location))", at: headerLoc)
                 }
             case .value(let node):
                 if case .table = node.value {
-                    report("inline table '\(name)' (defined at \(entry.keyLocation)) cannot be extended", at: headerLoc)
+                    report("inline table '\(name)' (defined at \(keyLocation)) cannot be extended", at: headerLoc)
                 } else if isArray, case .array = node.value {
-                    report("cannot append to static array '\(name)' (defined at \(entry.keyLocation)) with [[\(name)]]", at: headerLoc)
+                    report("cannot append to static array '\(name)' (defined at \(keyLocation)) with [[\(name)]]", at: headerLoc)
                 } else {
-                    report("key '\(name)' is already a \(node.value.typeName) (defined at \(entry.keyLocation)), not a table", at: headerLoc)
+                    report("key '\(name)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table", at: headerLoc)
                 }
             }
             return
         }
-        let child = MutableTable(location: headerLoc, depth: table.depth + 1)
-        child.definedByHeader = true
+        let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+        arena.tables[child].definedByHeader = true
         if isArray {
-            table.append(last.name, keyLocation: last.location, .tables(ArrayOfTables(first: child, location: headerLoc)))
+            arena.arrays.append(TOMLTableArena.ArrayOfTables(tables: [child], location: headerLoc))
+            arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: table)
         } else {
-            table.append(last.name, keyLocation: last.location, .table(child))
+            arena.append(last.name, keyLocation: last.location, .table(child), to: table)
         }
         current = child
     }
@@ -487,9 +556,9 @@ struct TOMLParser {
         default:
             break
         }
-        if isBareKeyByte(b) {
+        if tomlIsBareKeyByte(b) {
             var p = pos
-            while p < end, isBareKeyByte(buf[p]) || buf[p] == ASCII.dot { p += 1 }
+            while p < end, tomlIsBareKeyByte(buf[p]) || buf[p] == ASCII.dot { p += 1 }
             let word = makeString(pos, p)
             throw fail("expected a value, found '\(word)' (strings must be quoted)", at: pos)
         }
@@ -532,10 +601,12 @@ struct TOMLParser {
         try checkDepth(depth)
         let open = pos
         pos += 1
+        openDelimiters += 1
         var elements: [TOMLNode] = []
+        elements.reserveCapacity(4)
         while true {
             try skipArraySpace()
-            if cur == ASCII.rbracket, !atEnd { pos += 1; return elements }
+            if cur == ASCII.rbracket, !atEnd { pos += 1; openDelimiters -= 1; return elements }
             if atEnd { throw fail("unterminated array (opened at \(location(open))): expected ']', found end of file", at: pos) }
             if cur == ASCII.comma {
                 throw fail("expected a value or ']' in array, found ','", at: pos)
@@ -546,6 +617,7 @@ struct TOMLParser {
                 pos += 1
             } else if cur == ASCII.rbracket, !atEnd {
                 pos += 1
+                openDelimiters -= 1
                 return elements
             } else {
                 throw fail("expected ',' or ']' after array element, found \(describe(pos))", at: pos)
@@ -553,15 +625,22 @@ struct TOMLParser {
         }
     }
 
+    /// Inline tables of plain keys (the usual case) are built directly as `TOMLTable`; the first
+    /// dotted key switches to an arena table, which applies the dotted-key rules.
     mutating func parseInlineTable(depth: Int, location loc: SourceLocation) throws(TOMLAbort) -> TOMLTable {
         try checkDepth(depth)
         pos += 1
-        let table = MutableTable(location: loc, depth: depth)
+        openDelimiters += 1
+        var direct: [TOMLTable.Entry] = []
+        var builder: TOMLTableArena.ID?
         let sectionID = nextSection
         nextSection += 1
         skipSpaces()
-        if cur == ASCII.rbrace, !atEnd { pos += 1; return table.freeze() }
+        if cur == ASCII.rbrace, !atEnd { pos += 1; openDelimiters -= 1; return TOMLTable(location: loc) }
         while true {
+            if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
+                throw fail("expected a key in inline table, found newline (inline tables must be on one line)", at: pos)
+            }
             let keys = try parseKeyPath(depthBase: depth)
             skipSpaces()
             guard cur == ASCII.equals, !atEnd else {
@@ -570,7 +649,26 @@ struct TOMLParser {
             pos += 1
             skipSpaces()
             let value = try parseValue(depth: depth + keys.count)
-            insert(keys, value, into: table, section: sectionID)
+            if builder == nil, keys.count == 1, direct.count < 8 {
+                let name = keys.first.name
+                if let previous = direct.first(where: { $0.key == name }) {
+                    report("duplicate key '\(keys.display())' (first defined at \(previous.keyLocation))", at: keys.first.location)
+                } else {
+                    if direct.isEmpty { direct.reserveCapacity(4) }
+                    direct.append(TOMLTable.Entry(key: name, keyLocation: keys.first.location, node: value))
+                }
+            } else {
+                let table: TOMLTableArena.ID
+                if let builder {
+                    table = builder
+                } else {
+                    table = arena.newTable(location: loc, depth: depth)
+                    for e in direct { arena.append(e.key, keyLocation: e.keyLocation, .value(e.node), to: table) }
+                    direct = []
+                    builder = table
+                }
+                insert(keys, value, into: table, section: sectionID)
+            }
             skipSpaces()
             if cur == ASCII.comma, !atEnd {
                 pos += 1
@@ -580,7 +678,9 @@ struct TOMLParser {
                 }
             } else if cur == ASCII.rbrace, !atEnd {
                 pos += 1
-                return table.freeze()
+                openDelimiters -= 1
+                if let builder { return arena.freeze(builder) }
+                return TOMLTable(location: loc, uniqueEntries: direct)
             } else if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
                 throw fail("expected ',' or '}' in inline table, found newline (inline tables must be on one line)", at: pos)
             } else {
@@ -596,7 +696,7 @@ struct TOMLParser {
     }
 }
 
-@inline(__always) func isBareKeyByte(_ b: UInt8) -> Bool {
+@inline(__always) func tomlIsBareKeyByte(_ b: UInt8) -> Bool {
     switch b {
     case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
         UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
@@ -606,14 +706,14 @@ struct TOMLParser {
     }
 }
 
-func unicodeName(_ v: UInt32) -> String {
+func tomlUnicodeName(_ v: UInt32) -> String {
     let hex = String(v, radix: 16, uppercase: true)
     return "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
 }
 
 /// A key as it would be written in TOML: bare when possible, otherwise quoted.
-func displayKey(_ key: String) -> String {
-    if !key.isEmpty, key.utf8.allSatisfy(isBareKeyByte) { return key }
+private func displayKey(_ key: String) -> String {
+    if !key.isEmpty, key.utf8.allSatisfy(tomlIsBareKeyByte) { return key }
     var s = "\""
     for scalar in key.unicodeScalars {
         switch scalar {
@@ -622,9 +722,15 @@ func displayKey(_ key: String) -> String {
         case "\n": s += "\\n"
         case "\t": s += "\\t"
         case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-            s += "\\u" + String(unicodeName(scalar.value).dropFirst(2))
+            s += "\\u" + String(tomlUnicodeName(scalar.value).dropFirst(2))
         default: s.unicodeScalars.append(scalar)
         }
     }
     return s + "\""
+}
+
+/// "an integer", "a string": type names in messages read as prose.
+private func withArticle(_ typeName: String) -> String {
+    guard let first = typeName.first else { return typeName }
+    return ("aeiou".contains(first) ? "an " : "a ") + typeName
 }

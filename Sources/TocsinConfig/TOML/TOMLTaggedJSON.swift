@@ -117,7 +117,7 @@ public enum TOMLTaggedJSON {
             case UInt8(ascii: "\r"): out.append(contentsOf: "\\r".utf8)
             case 0..<0x20, 0x7F:
                 out.append(contentsOf: "\\u00".utf8)
-                out.append(contentsOf: hexByte(b).utf8)
+                out.append(contentsOf: tomlHexByte(b).utf8)
             default: out.append(b)
             }
         }

@@ -27,12 +27,14 @@ public struct TOMLDateTime: Hashable, Sendable {
     }
 }
 
-public indirect enum TOMLValue: Sendable {
+/// Only date-times (the one large payload) are boxed: every other value is stored inline, which
+/// saves a heap allocation per value; the enum recurses through array storage, so needs no box.
+public enum TOMLValue: Sendable {
     case string(String)
     case integer(Int64)
     case float(Double)
     case boolean(Bool)
-    case dateTime(TOMLDateTime)
+    indirect case dateTime(TOMLDateTime)
     case array([TOMLNode])
     case table(TOMLTable)
 
@@ -78,24 +80,53 @@ public struct TOMLTable: Sendable {
     /// Where the table was introduced: its `[header]`, `[[header]]`, `{`, or 1:1 for the root.
     public var location: SourceLocation
     public private(set) var entries: [Entry] = []
-    private var index: [String: Int] = [:]
+    /// Key -> position in `entries`, built only once a table outgrows `linearLimit`: most config
+    /// tables have a handful of keys, where comparing strings beats hashing them and the
+    /// dictionary's allocation is pure cost.
+    private var index: [String: Int]?
+    private static let linearLimit = 8
 
     public init(location: SourceLocation) { self.location = location }
 
+    /// For the parser, which has already ruled out duplicate keys: takes the entries as they are.
+    init(location: SourceLocation, uniqueEntries: [Entry]) {
+        self.location = location
+        self.entries = uniqueEntries
+        if uniqueEntries.count > Self.linearLimit { buildIndex() }
+    }
+
+    private mutating func buildIndex() {
+        var built: [String: Int] = [:]
+        built.reserveCapacity(entries.count * 2)
+        // Later entries win, as with `set`.
+        for (i, e) in entries.enumerated() { built[e.key] = i }
+        index = built
+    }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        for i in entries.indices where entries[i].key == key { return i }
+        return nil
+    }
+
     public subscript(key: String) -> TOMLNode? {
-        guard let i = index[key] else { return nil }
+        guard let i = position(of: key) else { return nil }
         return entries[i].node
     }
-    public func entry(_ key: String) -> Entry? { index[key].map { entries[$0] } }
+    public func entry(_ key: String) -> Entry? { position(of: key).map { entries[$0] } }
     public var keys: [String] { entries.map(\.key) }
 
     /// Inserts or replaces (the parser enforces TOML's redefinition rules before calling this).
     public mutating func set(_ key: String, keyLocation: SourceLocation, node: TOMLNode) {
-        if let i = index[key] {
+        if let i = position(of: key) {
             entries[i] = Entry(key: key, keyLocation: keyLocation, node: node)
         } else {
-            index[key] = entries.count
             entries.append(Entry(key: key, keyLocation: keyLocation, node: node))
+            if index != nil {
+                index?[key] = entries.count - 1
+            } else if entries.count > Self.linearLimit {
+                buildIndex()
+            }
         }
     }
 }
@@ -106,18 +137,18 @@ public enum TOML {
     public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {
         let result: Result<TOMLTable, DiagnosticError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = TOMLParser(buffer: buffer, file: file)
-            let invalid = invalidUTF8Offsets(buffer)
+            let invalid = tomlInvalidUTF8Offsets(buffer)
             if !invalid.isEmpty {
                 // Positions past the first bad byte are still meaningful (lines are found by
                 // '\n'), but the text is not, so only the encoding errors are reported.
                 for offset in invalid {
-                    parser.report("invalid UTF-8 byte 0x\(hexByte(buffer[offset]))", at: parser.slowLocation(offset))
+                    parser.report("invalid UTF-8 byte 0x\(tomlHexByte(buffer[offset]))", at: parser.slowLocation(offset))
                 }
                 return .failure(DiagnosticError(parser.diagnostics))
             }
             let root = parser.parseDocument()
             if !parser.diagnostics.isEmpty { return .failure(DiagnosticError(parser.diagnostics)) }
-            return .success(root.freeze())
+            return .success(parser.arena.freeze(root))
         }
         return try result.get()
     }
@@ -126,7 +157,7 @@ public enum TOML {
     }
 }
 
-func hexByte(_ b: UInt8) -> String {
+func tomlHexByte(_ b: UInt8) -> String {
     let digits = Array("0123456789ABCDEF")
     return String(digits[Int(b >> 4)]) + String(digits[Int(b & 0xF)])
 }

@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+
+/// Runs `scripts/toml-differential.py`: thousands of generated and mutated documents, each decoded
+/// by the built `toml-test-decoder` and by Python's `tomllib`, which must agree on acceptance and
+/// on values. The seed is fixed, so a failure is reproducible from the printed input.
+@Suite struct TOMLDifferentialTests {
+    @Test func decoderAgreesWithPythonTomllib() throws {
+        let python = "/usr/bin/python3"
+        #expect(FileManager.default.isExecutableFile(atPath: python), "Python 3.11+ with tomllib is required at \(python)")
+        let decoder = try #require(TOMLTestPaths.decoder(),
+            "toml-test-decoder not found next to the test runner; build it with `swift build --build-tests`")
+        let script = TOMLTestPaths.packageRoot.appendingPathComponent("scripts/toml-differential.py")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script.path, "--decoder", decoder.path, "--cases", "3000", "--seed", "20261121"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+
+        #expect(process.terminationStatus == 0, "differential test against tomllib failed:\n\(output)")
+        #expect(output.contains("3000/3000 cases agree"), "unexpected summary:\n\(output)")
+    }
+}
