@@ -26,7 +26,7 @@ public struct DesktopBackend: DeliveryBackend {
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
-        guard let link = runtime.link() else {
+        guard let link = runtime.link(logger: route.logger) else {
             throw DeliveryError(.unavailable, "cannot start the GLib main loop thread for libnotify")
         }
         let id = PopupID(instance: name, key: firing.key)
@@ -60,9 +60,9 @@ final class LibNotifyRuntime: Sendable {
     static let shared = LibNotifyRuntime()
 
     private let state = Mutex<NotifyServerLink?>(nil)
-    private let logger = Logger(label: "tocsin.libnotify")
 
-    func link() -> NotifyServerLink? {
+    /// The link, started on first use; `logger` (the first caller's) logs server-level events.
+    func link(logger: Logger) -> NotifyServerLink? {
         state.withLock { s in
             if let s { return s }
             let loop = GLibLoop()
