@@ -65,8 +65,7 @@ final class LibNotifyRuntime: Sendable {
     func link(logger: Logger) -> NotifyServerLink? {
         state.withLock { s in
             if let s { return s }
-            let loop = GLibLoop()
-            guard loop.start() else { return nil }
+            guard let loop = GLibLoop(), loop.start() else { return nil }
             let l = NotifyServerLink(loop: loop, logger: logger)
             s = l
             return l
@@ -97,11 +96,15 @@ public struct DesktopBackendFactory: BackendFactory {
             if case .string("never")? = r.table["timeout"]?.value {
                 _ = r.node("timeout")
                 o.timeout = .never
+            } else if case .string("default")? = r.table["timeout"]?.value {
+                // Also for alarms, which otherwise never expire.
+                _ = r.node("timeout")
+                o.timeout = .serverDefault
             } else if let span = r.duration("timeout", positive: true) {
                 // The spec's expire_timeout is an int32 of milliseconds; 0 would mean "never".
                 let ms = (span.microseconds + 999) / 1000
                 if ms > Int64(Int32.max) {
-                    r.report("timeout", "'timeout' in \(r.context) must be at most \(Int32.max) ms (about 24 days), or \"never\"")
+                    r.report("timeout", "'timeout' in \(r.context) must be at most \(Int32.max) ms (about 24 days), \"never\" or \"default\"")
                 } else {
                     o.timeout = .milliseconds(Int32(max(1, ms)))
                 }

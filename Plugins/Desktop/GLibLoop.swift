@@ -18,9 +18,13 @@ final class GLibLoop: Sendable {
     private let handles: Handles
     private let thread: Mutex<pthread_t?> = Mutex(nil)
 
-    init() {
-        let context = g_main_context_new()!
-        let loop = g_main_loop_new(context, 0)!
+    /// nil only if GLib could not allocate (it normally aborts first).
+    init?() {
+        guard let context = g_main_context_new() else { return nil }
+        guard let loop = g_main_loop_new(context, 0) else {
+            g_main_context_unref(context)
+            return nil
+        }
         handles = Handles(context: context, loop: loop)
     }
 

@@ -82,9 +82,6 @@ final class NotifyServerLink: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// How many popups are open (for tests and logs).
-    var openCount: Int { popups.count }
-
     /// Shows or replaces the popup for `id`.
     func show(_ firing: Firing, options: DesktopOptions, id: PopupID, route: EventRoute) -> Result<Void, DeliveryError> {
         assert(loop.isCurrent)

@@ -24,13 +24,15 @@ public enum PopupTimeout: Hashable, Sendable {
 /// The options of one `[backend.NAME]` table of type `libnotify`.
 public struct DesktopOptions: Hashable, Sendable {
     public var appName: String
-    public var timeout: PopupTimeout
+    /// nil: the server's default for ordinary popups, never expiring for alarms (whose buttons
+    /// must stay reachable while they ring).
+    public var timeout: PopupTimeout?
     /// Snooze length for the Snooze button; nil leaves it to the daemon's default.
     public var snooze: TimeSpan?
     /// The `desktop-entry` hint, so servers can group popups and find the app's icon.
     public var desktopEntry: String?
 
-    public init(appName: String = "Tocsin", timeout: PopupTimeout = .serverDefault, snooze: TimeSpan? = nil,
+    public init(appName: String = "Tocsin", timeout: PopupTimeout? = nil, snooze: TimeSpan? = nil,
                 desktopEntry: String? = nil) {
         self.appName = appName; self.timeout = timeout; self.snooze = snooze; self.desktopEntry = desktopEntry
     }
@@ -81,7 +83,7 @@ public struct PopupPlan: Hashable, Sendable {
         body = capabilities.bodyMarkup ? Markup.escape(n.body) : n.body
         icon = n.icon.flatMap { $0.isEmpty ? nil : $0 }
         urgency = n.urgency
-        timeout = options.timeout
+        timeout = options.timeout ?? (firing.isAlarm ? .never : .serverDefault)
         category = n.category.flatMap { $0.isEmpty ? nil : $0 }
         var hints: [String: HintValue] = [:]
         if let entry = options.desktopEntry { hints["desktop-entry"] = .string(entry) }

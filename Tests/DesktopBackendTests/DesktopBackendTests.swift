@@ -76,6 +76,10 @@ struct DesktopBackendTests {
                 options: DesktopOptions(desktopEntry: "org.example.Tocsin"),
                 hints: ["desktop-entry": .string("org.example.Tocsin")]),
         PlanRow(name: "timeout never", firing: firing(), options: DesktopOptions(timeout: .never), timeout: 0),
+        PlanRow(name: "alarm without a configured timeout never expires", firing: firing(isAlarm: true), timeout: 0),
+        PlanRow(name: "alarm with a configured timeout keeps it", firing: firing(isAlarm: true),
+                options: DesktopOptions(timeout: .milliseconds(30000)), timeout: 30000),
+        PlanRow(name: "explicit server default", firing: firing(isAlarm: true), options: DesktopOptions(timeout: .serverDefault), timeout: -1),
         PlanRow(name: "timeout in ms", firing: firing(), options: DesktopOptions(timeout: .milliseconds(8000)), timeout: 8000),
     ]
 
@@ -139,6 +143,7 @@ struct DesktopBackendTests {
         OptionRow(name: "everything", table: "app_name = \"Clock\"\ntimeout = \"8s\"\nsnooze = \"10min\"\ndesktop_entry = \"org.example.Clock\"",
                   options: DesktopOptions(appName: "Clock", timeout: .milliseconds(8000), snooze: .minutes(10), desktopEntry: "org.example.Clock")),
         OptionRow(name: "timeout never", table: "timeout = \"never\"", options: DesktopOptions(timeout: .never)),
+        OptionRow(name: "timeout default", table: "timeout = \"default\"", options: DesktopOptions(timeout: .serverDefault)),
         OptionRow(name: "sub-millisecond timeout rounds up", table: "timeout = \"1us\"", options: DesktopOptions(timeout: .milliseconds(1))),
         OptionRow(name: "bad timeout", table: "timeout = \"soon\"", options: nil, error: "invalid 'timeout'"),
         OptionRow(name: "zero timeout", table: "timeout = \"0\"", options: nil, error: "invalid 'timeout'"),
