@@ -54,7 +54,8 @@ final class Popup {
 
 final class PopupCallbacks {
     let id: PopupID
-    let route: EventRoute
+    /// Replaced when a reloaded instance of the same name shows the key again, so its options apply.
+    var route: EventRoute
     unowned let link: NotifyServerLink
     init(id: PopupID, route: EventRoute, link: NotifyServerLink) {
         self.id = id; self.route = route; self.link = link
@@ -94,6 +95,7 @@ final class NotifyServerLink: @unchecked Sendable {
         let popup: Popup
         if let existing = popups[id] {
             popup = existing
+            popup.callbacks.route = route
             notify_notification_clear_actions(popup.notification)
             notify_notification_clear_hints(popup.notification)
             _ = notify_notification_update(popup.notification, plan.summary, plan.body, plan.icon)

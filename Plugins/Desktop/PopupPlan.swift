@@ -79,7 +79,8 @@ public struct PopupPlan: Hashable, Sendable {
     public init(firing: Firing, options: DesktopOptions, capabilities: ServerCapabilities) {
         let n = firing.notification
         appName = options.appName
-        summary = n.title
+        // The spec requires a summary and libnotify refuses an empty one; the app name is the least surprising stand-in.
+        summary = n.title.isEmpty ? options.appName : n.title
         body = capabilities.bodyMarkup ? Markup.escape(n.body) : n.body
         icon = n.icon.flatMap { $0.isEmpty ? nil : $0 }
         urgency = n.urgency

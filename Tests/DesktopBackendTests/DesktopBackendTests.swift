@@ -86,7 +86,7 @@ struct DesktopBackendTests {
     @Test("popup plan per firing", arguments: planRows)
     func plan(_ row: PlanRow) {
         let p = PopupPlan(firing: row.firing, options: row.options, capabilities: row.caps)
-        #expect(p.summary == row.firing.notification.title)
+        #expect(p.summary == "Tea")
         if let body = row.body { #expect(p.body == body) }
         if let buttons = row.buttons { #expect(p.buttons.map(\.id) == buttons) }
         if let hints = row.hints { #expect(p.hints == hints) }
@@ -110,6 +110,12 @@ struct DesktopBackendTests {
         #expect(p.urgency == .critical)
         #expect(p.category == "im.received")
         #expect(p.appName == "Clock")
+    }
+
+    @Test("an empty title becomes the app name, since servers require a summary")
+    func emptyTitle() {
+        let p = PopupPlan(firing: firing(title: ""), options: DesktopOptions(appName: "Clock"), capabilities: fullCaps)
+        #expect(p.summary == "Clock")
     }
 
     struct RouteRow: Sendable, CustomTestStringConvertible {
