@@ -16,6 +16,7 @@ final class GLibLoop: Sendable {
         let loop: OpaquePointer
     }
     private let handles: Handles
+    /// Set once the thread runs; the loop then lives as long as the process (libnotify's state is global too).
     private let thread: Mutex<pthread_t?> = Mutex(nil)
 
     /// nil only if GLib could not allocate (it normally aborts first).
@@ -52,14 +53,6 @@ final class GLibLoop: Sendable {
         g_main_context_push_thread_default(handles.context)
         g_main_loop_run(handles.loop)
         g_main_context_pop_thread_default(handles.context)
-    }
-
-    /// Stops the loop and waits for its thread; jobs not yet run are dropped with their boxes.
-    func stop() {
-        guard let tid = thread.withLock({ t -> pthread_t? in defer { t = nil }; return t }) else { return }
-        g_main_loop_quit(handles.loop)
-        g_main_context_wakeup(handles.context)
-        pthread_join(tid, nil)
     }
 
     /// True on the loop's thread, while it runs.
