@@ -20,6 +20,7 @@ PACKAGES=(
   pulseaudio-utils
   sox
   python3-dbusmock
+  imagemagick
 )
 
 missing=()

@@ -1,5 +1,6 @@
 import TocsinCore
 import TocsinDBusSignalBackend
+import TocsinDesktopBackend
 import TocsinExecBackend
 import TocsinGateway
 import TocsinLogBackend
@@ -15,6 +16,6 @@ enum Plugins {
         } else {
             emit = { _ throws(DeliveryError) in throw DeliveryError(.unavailable, "not connected to a bus") }
         }
-        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit)])
+        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), DesktopBackendFactory()])
     }
 }

@@ -1,0 +1,123 @@
+import Logging
+import Synchronization
+import TocsinConfig
+import TocsinCore
+import TocsinTime
+
+/// `type = "libnotify"`: desktop popups through libnotify, one per key, with buttons that act on
+/// the center (Dismiss acknowledges, Snooze snoozes, anything else is reported as `ActionInvoked`).
+public struct DesktopBackend: DeliveryBackend {
+    public let name: String
+    public let options: DesktopOptions
+    private let route: EventRoute
+    private let runtime: LibNotifyRuntime
+
+    init(name: String, options: DesktopOptions, logger: Logger, runtime: LibNotifyRuntime = .shared) {
+        self.name = name
+        self.options = options
+        var logger = logger
+        logger[metadataKey: "backend"] = "\(name)"
+        self.route = EventRoute(snooze: options.snooze, logger: logger)
+        self.runtime = runtime
+    }
+
+    public func start(events: any BackendEventSink) async {
+        route.connect(events)
+    }
+
+    public func deliver(_ firing: Firing) async throws(DeliveryError) {
+        guard let link = runtime.link(logger: route.logger) else {
+            throw DeliveryError(.unavailable, "cannot start the GLib main loop thread for libnotify")
+        }
+        let id = PopupID(instance: name, key: firing.key)
+        let options = self.options
+        let route = self.route
+        let result = await link.loop.perform(cancelled: Result<Void, DeliveryError>.failure(DeliveryError(.timedOut, "cancelled while waiting for the notification server"))) {
+            link.show(firing, options: options, id: id, route: route)
+        }
+        try result.get()
+    }
+
+    public func withdraw(key: String, reason: WithdrawReason) async {
+        // Never started the loop for a key we could not have shown.
+        guard let link = runtime.linkIfStarted() else { return }
+        let id = PopupID(instance: name, key: key)
+        await link.loop.perform(cancelled: ()) { link.close(id) }
+    }
+
+    public func shutdown() async {
+        route.disconnect()
+        guard let link = runtime.linkIfStarted() else { return }
+        let instance = name
+        await link.loop.perform(cancelled: ()) { link.closeAll(instance: instance) }
+    }
+}
+
+/// The process's one libnotify: its state (app name, D-Bus proxy) is global, so every backend
+/// instance shares one GLib loop and one server link, started on first use and kept for the
+/// process's life (idle, it costs a thread blocked in `poll`).
+final class LibNotifyRuntime: Sendable {
+    static let shared = LibNotifyRuntime()
+
+    private let state = Mutex<NotifyServerLink?>(nil)
+
+    /// The link, started on first use; `logger` (the first caller's) logs server-level events.
+    func link(logger: Logger) -> NotifyServerLink? {
+        state.withLock { s in
+            if let s { return s }
+            guard let loop = GLibLoop(), loop.start() else { return nil }
+            let l = NotifyServerLink(loop: loop, logger: logger)
+            s = l
+            return l
+        }
+    }
+
+    func linkIfStarted() -> NotifyServerLink? { state.withLock { $0 } }
+}
+
+public struct DesktopBackendFactory: BackendFactory {
+    public init() {}
+    public var typeName: String { "libnotify" }
+    public var optionKeys: [String] { ["app_name", "timeout", "snooze", "desktop_entry"] }
+
+    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+        guard let parsed = Self.options(&options) else { return nil }
+        return DesktopBackend(name: name, options: parsed, logger: environment.logger)
+    }
+
+    /// Reads the table; nil when any option was wrong (the reader holds the positioned reasons).
+    public static func options(_ r: inout TableReader) -> DesktopOptions? {
+        var o = DesktopOptions()
+        let before = r.issues.count
+        if let app = r.string("app_name") {
+            if app.isEmpty { r.report("app_name", "'app_name' in \(r.context) must not be empty") } else { o.appName = app }
+        }
+        if r.has("timeout") {
+            if case .string("never")? = r.table["timeout"]?.value {
+                _ = r.node("timeout")
+                o.timeout = .never
+            } else if case .string("default")? = r.table["timeout"]?.value {
+                // Also for alarms, which otherwise never expire.
+                _ = r.node("timeout")
+                o.timeout = .serverDefault
+            } else if let span = r.duration("timeout", positive: true) {
+                // The spec's expire_timeout is an int32 of milliseconds; 0 would mean "never".
+                let ms = (span.microseconds + 999) / 1000
+                if ms > Int64(Int32.max) {
+                    r.report("timeout", "'timeout' in \(r.context) must be at most \(Int32.max) ms (about 24 days), \"never\" or \"default\"")
+                } else {
+                    o.timeout = .milliseconds(Int32(max(1, ms)))
+                }
+            }
+        }
+        if let s = r.duration("snooze", positive: true) { o.snooze = s }
+        if let entry = r.string("desktop_entry") {
+            if entry.isEmpty || entry.hasSuffix(".desktop") || entry.contains("/") {
+                r.report("desktop_entry", "'desktop_entry' in \(r.context) is the desktop file's name without '.desktop' and without a path, e.g. \"org.example.App\"")
+            } else {
+                o.desktopEntry = entry
+            }
+        }
+        return r.issues.count == before ? o : nil
+    }
+}
