@@ -119,8 +119,8 @@ let package = Package(
         .executableTarget(name: "toml-test-decoder", dependencies: ["TocsinConfig"], swiftSettings: strict),
 
         // MARK: Tests
-        .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime"], swiftSettings: strict),
-        .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime"], swiftSettings: strict),
+        .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime", "TocsinTesting"], swiftSettings: strict),
+        .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),

@@ -203,7 +203,9 @@ public actor TocsinCenter {
         if entry.ring != nil { entry.alert = .ringing(since: now, rings: 1) }
         let pend = PendingDelivery(occurrence: occ, due: now, remaining: targets)
         try durably { () throws(StoreError) in try store.save(entry, pending: targets.isEmpty ? nil : pend) }
-        if let replaced, replaced.isActive { withdrawAll(replaced.notification, reason: .replaced) }
+        // No withdraw of a replaced one here: the delivery below replaces its popup by key, and a
+        // withdraw racing with it could close the new popup.
+        _ = replaced
         scheduler.put(entry)
         if !targets.isEmpty { pending[n.key] = pend }
         emit(.fired(firing, backends: targets))
@@ -506,12 +508,14 @@ public actor TocsinCenter {
         cleanUpIfDone(key)
     }
 
-    /// A runtime notification with nothing left to fire, ring or deliver is forgotten.
+    /// A runtime notification with nothing left to fire, ring or deliver is forgotten, except for
+    /// its `user_info`, kept for the most recent ones so a popup clicked later still hands it back.
     private func cleanUpIfDone(_ key: String) {
         guard let e = scheduler[key], e.notification.source == .runtime, !e.isActive, pending[key] == nil else { return }
         do {
             try store.delete(key: key)
             scheduler.remove(key)
+            rememberUserInfo(key, e.notification.userInfo)
         } catch {
             logger.error("could not remove a finished notification: \(error.message)")
         }
@@ -523,7 +527,8 @@ public actor TocsinCenter {
             case .acknowledge(let key): try acknowledge(key)
             case .snooze(let key, let d): try snooze(key, for: d)
             case .actionInvoked(let key, let action):
-                emit(.actionInvoked(key: key, action: action, userInfo: scheduler[key]?.notification.userInfo ?? [:]))
+                let info = scheduler[key]?.notification.userInfo ?? recentUserInfo[key] ?? [:]
+                emit(.actionInvoked(key: key, action: action, userInfo: info))
             }
         } catch {
             logger.warning("backend event could not be applied: \(error.message)")
@@ -531,6 +536,21 @@ public actor TocsinCenter {
     }
 
     // MARK: Helpers
+
+    /// Bounded: at most `recentLimit` finished notifications are remembered, oldest dropped first.
+    private var recentUserInfo: [String: [String: String]] = [:]
+    private var recentOrder: [String] = []
+    private let recentLimit = 1024
+
+    private func rememberUserInfo(_ key: String, _ info: [String: String]) {
+        guard !info.isEmpty else { return }
+        if recentUserInfo.updateValue(info, forKey: key) == nil { recentOrder.append(key) }
+        if recentOrder.count > recentLimit {
+            let drop = recentOrder.count - recentLimit
+            for k in recentOrder.prefix(drop) { recentUserInfo[k] = nil }
+            recentOrder.removeFirst(drop)
+        }
+    }
 
     private func targetNames(_ n: Notification) -> [String] {
         n.backends ?? backendOrder

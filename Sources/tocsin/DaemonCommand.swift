@@ -212,6 +212,9 @@ enum DefaultConfig {
     [daemon]
     missed = "fire-once"
 
+    [backend.desktop]
+    type = "libnotify"
+
     [backend.events]
     type = "dbus-signal"
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TocsinTesting
 
 /// Runs `scripts/toml-differential.py`: thousands of generated and mutated documents, each decoded
 /// by the built `toml-test-decoder` and by Python's `tomllib`, which must agree on acceptance and
@@ -12,17 +13,10 @@ import Testing
             "toml-test-decoder not found next to the test runner; build it with `swift build --build-tests`")
         let script = TOMLTestPaths.packageRoot.appendingPathComponent("scripts/toml-differential.py")
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script.path, "--decoder", decoder.path, "--cases", "3000", "--seed", "20261121"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let run = try runBlocking(python, [script.path, "--decoder", decoder.path, "--cases", "3000", "--seed", "20261121"])
+        let output = run.stdout + run.stderr
 
-        #expect(process.terminationStatus == 0, "differential test against tomllib failed:\n\(output)")
+        #expect(run.status == 0, "differential test against tomllib failed:\n\(output)")
         #expect(output.contains("3000/3000 cases agree"), "unexpected summary:\n\(output)")
     }
 }

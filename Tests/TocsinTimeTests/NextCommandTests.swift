@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TocsinTesting
 @testable import TocsinTime
 
 /// Runs the built `tocsin next` and compares it with `systemd-analyze calendar`.
@@ -9,25 +10,10 @@ struct NextCommandTests {
     static let binary = packageRoot.appendingPathComponent(".build/debug/tocsin").path
 
     static func run(_ executable: String, _ arguments: [String], tz: String?) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var env = ["LANG": "C", "PATH": "/usr/bin:/bin"]
         if let tz { env["TZ"] = tz }
-        process.environment = env
-        let errPath = NSTemporaryDirectory() + "tocsin-next-\(UUID().uuidString).err"
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: errPath) }
-        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = errHandle
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try errHandle.close()
-        let err = FileManager.default.contents(atPath: errPath) ?? Data()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        let run = try runBlocking(executable, arguments, environment: env)
+        return (run.status, run.stdout, run.stderr)
     }
 
     static let cases: [(expr: String, zone: String, base: Int64)] = [

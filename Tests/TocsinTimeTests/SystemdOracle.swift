@@ -1,4 +1,5 @@
 import Foundation
+import TocsinTesting
 @testable import TocsinTime
 
 /// Runs `systemd-analyze calendar` (the reference implementation) and parses its report.
@@ -27,23 +28,10 @@ enum SystemdOracle {
 
     /// Results keyed by the original expression; absent keys are expressions systemd rejected.
     static func run(zone: String, base: Int64, iterations: Int, expressions: [String]) throws -> [String: Result] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)", "--"] + expressions
-        process.environment = ["TZ": zone, "LANG": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"]
-        // stderr goes to a file: it is small, and a file can never block the child.
-        let errPath = NSTemporaryDirectory() + "tocsin-oracle-\(UUID().uuidString).err"
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: errPath) }
-        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = errHandle
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try errHandle.close()
-        let errData = FileManager.default.contents(atPath: errPath) ?? Data()
+        let run = try runBlocking(executable, ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)", "--"] + expressions,
+                                  environment: ["TZ": zone, "LANG": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"])
+        let data = Data(run.stdout.utf8)
+        let errData = Data(run.stderr.utf8)
         var results = parse(String(decoding: data, as: UTF8.self))
         let marker = "Failed to determine next elapse for '"
         for line in String(decoding: errData, as: UTF8.self).split(separator: "\n") {

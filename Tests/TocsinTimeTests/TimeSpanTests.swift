@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TocsinTesting
 @testable import TocsinTime
 
 @Suite("Time spans")
@@ -15,16 +16,8 @@ struct TimeSpanTests {
 
     /// Runs `systemd-analyze timespan` on valid spans and parses "μs:" and "Human:".
     static func systemd(_ spans: [String]) throws -> [String: (Int64, String)] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SystemdOracle.executable)
-        process.arguments = ["timespan"] + spans
-        process.environment = ["LANG": "C", "PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let run = try runBlocking(SystemdOracle.executable, ["timespan"] + spans, environment: ["LANG": "C", "PATH": "/usr/bin:/bin"])
+        let data = Data(run.stdout.utf8)
         var result: [String: (Int64, String)] = [:]
         var original: String?, micro: Int64?
         for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TocsinTesting
 @testable import TocsinTime
 
 @Suite("TZif reader and zone rules")
@@ -46,15 +47,8 @@ struct ZoneTests {
         let path = NSTemporaryDirectory() + "tocsin-zone-\(UUID().uuidString).txt"
         try input.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/date")
-        process.arguments = ["-f", path, "+%z %Z"]
-        process.environment = ["TZ": zoneName, "LANG": "C"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let run = try runBlocking("/bin/date", ["-f", path, "+%z %Z"], environment: ["TZ": zoneName, "LANG": "C"])
+        let data = Data(run.stdout.utf8)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
         try #require(lines.count == instants.count)
         for (i, line) in lines.enumerated() {
