@@ -10,6 +10,11 @@ public final class DBusConnection: Sendable {
     let core: ConnectionCore
 
     public enum Event: Sendable, Hashable {
+        /// The bus made us primary owner of a well-known name.
+        case nameAcquired(BusName)
+        /// We lost a well-known name (released, or replaced by another owner): a service that
+        /// relies on its name should react, e.g. by exiting or re-queueing.
+        case nameLost(BusName)
         /// The connection is gone (bus died, peer closed, or `close()`); it will not come back.
         case disconnected
     }

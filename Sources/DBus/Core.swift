@@ -122,6 +122,11 @@ final class ConnectionCore: @unchecked Sendable {
         return stream
     }
 
+    private func broadcast(_ event: DBusConnection.Event) {
+        let listeners = eventListeners.withLock { $0.map { Array($0.values) } ?? [] }
+        for c in listeners { c.yield(event) }
+    }
+
     private func announceDisconnected() {
         let listeners = eventListeners.withLock { l -> [AsyncStream<DBusConnection.Event>.Continuation] in
             defer { l = nil }
@@ -308,6 +313,12 @@ final class ConnectionCore: @unchecked Sendable {
                 disconnected = true
                 connected.store(false, ordering: .releasing)
                 return true
+            }
+            if message.sender?.rawValue == "org.freedesktop.DBus", message.interface == .bus,
+               let member = message.member?.rawValue, member == "NameAcquired" || member == "NameLost",
+               let first = try? message.arguments().first, case .string(let raw) = first,
+               let name = BusName(validating: raw), !name.isUnique {
+                broadcast(member == "NameAcquired" ? .nameAcquired(name) : .nameLost(name))
             }
             deliverSignal(message)
             return false

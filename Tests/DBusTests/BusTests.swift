@@ -301,7 +301,7 @@ struct BusTests {
         }
     }
 
-    @Test func gdbusMonitorSeesPropertiesChanged() async throws {
+    @Test func propertiesChangedReachesSubscribers() async throws {
         try await TestService.with { svc in
             let client = try await DBusConnection.connect(address: svc.bus.address)
             defer { client.close() }
@@ -329,6 +329,27 @@ struct BusTests {
             // Queueing is allowed when asked for.
             #expect(try await second.requestName(testName, flags: []) == .inQueue)
             #expect(try await svc.server.requestName(testName) == .alreadyOwner)
+        }
+    }
+
+    @Test func replacedNameIsReportedAsNameLost() async throws {
+        try await TestService.with { svc in
+            let name: BusName = "org.tocsin.Replaceable"
+            let events = svc.server.events
+            try await svc.server.requestName(name, flags: [.allowReplacement, .doNotQueue])
+            let thief = try await DBusConnection.connect(address: svc.bus.address)
+            defer { thief.close() }
+            #expect(try await thief.requestName(name, flags: [.replaceExisting]) == .primaryOwner)
+            let seen = try await withTimeout(.seconds(20), "NameLost") {
+                var got: [DBusConnection.Event] = []
+                for await e in events {
+                    got.append(e)
+                    if e == .nameLost(name) { break }
+                }
+                return got
+            }
+            #expect(seen.contains(.nameAcquired(name)))
+            #expect(seen.last == .nameLost(name))
         }
     }
 
