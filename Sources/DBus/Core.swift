@@ -36,6 +36,8 @@ final class PendingReply: @unchecked Sendable {
         complete(.failure(DBusError(.disconnected, "connection closed before a reply arrived")))
     }
 
+    var isCompleted: Bool { state.withLock { $0.completion == nil } }
+
     func complete(_ result: Result<DBusMessage, DBusError>) {
         let (completion, pending, onDone) = state.withLock { s -> (Completion?, RawHandle?, (@Sendable () -> Void)?) in
             defer { s.completion = nil; s.pending = nil; s.onDone = nil }
@@ -373,6 +375,7 @@ final class ConnectionCore: @unchecked Sendable {
     /// Sends a method call and reports the reply (or error) through `box` exactly once.
     func call(_ message: DBusMessage, timeoutMs: Int32, box: PendingReply) {
         loop.enqueue { conn in
+            if box.isCompleted { return }  // cancelled before it was sent
             guard let conn, dbus_connection_get_is_connected(conn) != 0 else {
                 box.complete(.failure(DBusError(.disconnected, "connection is closed")))
                 return

@@ -225,6 +225,24 @@ struct BusTests {
         }
     }
 
+    @Test func cancellingTheTaskAbandonsTheCall() async throws {
+        try await TestService.with { svc in
+            let client = try await DBusConnection.connect(address: svc.bus.address)
+            defer { client.close() }
+            let call = Task {
+                try await client.call(destination: testName, path: testPath, interface: testInterface, member: "Hang",
+                                      timeout: .seconds(60))
+            }
+            call.cancel()
+            let result = try await withTimeout(.seconds(20), "cancelled call") { await call.result }
+            #expect(throws: DBusError.self) { try result.get() }
+            // The connection is unaffected.
+            let sum = try await client.call(destination: testName, path: testPath, interface: testInterface, member: "Add",
+                                            arguments: [.int32(1), .int32(2)])
+            #expect(sum == [.int32(3)])
+        }
+    }
+
     @Test func blockingCallFromAPlainThread() async throws {
         try await TestService.with { svc in
             let client = try await DBusConnection.connect(address: svc.bus.address)
