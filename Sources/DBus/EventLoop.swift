@@ -64,8 +64,8 @@ final class EventLoop: @unchecked Sendable {
 
     // Loop thread only.
     var epollFD: Int32 = -1
+    /// What the epoll set holds now; reconciled against the watch table every iteration.
     var registered: [Int32: UInt32] = [:]
-    var watchesDirty = true
 
     var isOnLoopThread: Bool {
         let t = loopThread.load(ordering: .acquiring)
@@ -109,11 +109,8 @@ final class EventLoop: @unchecked Sendable {
         shared.withLock { s in
             if removed { s.watches[handle] = nil } else { s.watches[handle] = record }
         }
-        if isOnLoopThread { watchesDirty = true } else {
-            shared.withLock { s in
-                if !s.stopped { _ = tocsin_eventfd_signal(s.eventFD) }
-            }
-        }
+        // On the loop thread the change is picked up before the next epoll_wait anyway.
+        wake()
     }
 
     func timeoutChanged(_ timeout: OpaquePointer, removed: Bool) {
@@ -150,7 +147,6 @@ final class EventLoop: @unchecked Sendable {
             }
             registered[fd] = events
         }
-        watchesDirty = false
     }
 
     /// Milliseconds until the earliest enabled libdbus timeout, or -1 to sleep until woken.

@@ -143,6 +143,11 @@ struct BusTests {
 
             let send = try await svc.dbusSend(["--print-reply", "--dest=\(testName)", testPath.rawValue, "org.tocsin.Test.Nope"])
             #expect(send.stderrText.hasPrefix("Error org.freedesktop.DBus.Error.UnknownMethod: "), "\(send.stderrText)")
+
+            // Once unexported, the object is gone for callers too.
+            await svc.server.unexport(testPath)
+            let gone = try await svc.dbusSend(["--print-reply", "--dest=\(testName)", testPath.rawValue, "org.tocsin.Test.Echo"])
+            #expect(gone.stderrText.hasPrefix("Error org.freedesktop.DBus.Error.UnknownObject: "), "\(gone.stderrText)")
         }
     }
 
