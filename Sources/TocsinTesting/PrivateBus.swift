@@ -77,13 +77,35 @@ public final class PrivateBus: Sendable {
         if (try? await process.waitForExit(timeout: timeout)) == nil {
             _ = try? await process.kill()
         }
-        if process.status != nil { Registry.forget(daemon: process.pid) }
+        if process.status != nil {
+            Registry.forget(daemon: process.pid)
+            removeSocket(andDirectory: true)
+        }
     }
 
     /// Kills the daemon abruptly (a bus crash, as clients see it) and reaps it.
     public func crash() async throws {
         try await process.kill()
         Registry.forget(daemon: process.pid)
+        // A killed daemon leaves its socket behind; the directory stays for a restart.
+        removeSocket(andDirectory: false)
+    }
+
+    /// The filesystem socket of a `unix:path=` address, if that is what the daemon listens on.
+    public var socketPath: String? {
+        guard address.hasPrefix("unix:"), let fields = address.split(separator: ":", maxSplits: 1).last else { return nil }
+        for field in fields.split(separator: ",") where field.hasPrefix("path=") { return String(field.dropFirst(5)) }
+        return nil
+    }
+
+    private func removeSocket(andDirectory: Bool) {
+        guard let path = socketPath else { return }
+        unlink(path)
+        // Only directories made by `temporarySocketAddress()` are ours to remove.
+        if andDirectory, let slash = path.lastIndex(of: "/") {
+            let dir = String(path[..<slash])
+            if dir.hasPrefix("/tmp/tocsin-bus-") { rmdir(dir) }
+        }
     }
 
     /// Daemons outlive a test process that crashes (they are reparented, not killed). Each
