@@ -141,7 +141,10 @@ final class EventLoop: @unchecked Sendable {
         }
         for (fd, events) in wanted where events != 0 {
             if let current = registered[fd] {
-                if current != events { _ = tocsin_epoll_modify(epollFD, fd, events) }
+                // MOD fails if the kernel already dropped a closed fd whose number came back.
+                if current != events, tocsin_epoll_modify(epollFD, fd, events) != 0 {
+                    _ = tocsin_epoll_add(epollFD, fd, events)
+                }
             } else {
                 _ = tocsin_epoll_add(epollFD, fd, events)
             }
