@@ -10,6 +10,11 @@ public final class DBusConnection: Sendable {
     let core: ConnectionCore
 
     public enum Event: Sendable, Hashable {
+        /// The bus made us primary owner of a well-known name.
+        case nameAcquired(BusName)
+        /// We lost a well-known name (released, or replaced by another owner): a service that
+        /// relies on its name should react, e.g. by exiting or re-queueing.
+        case nameLost(BusName)
         /// The connection is gone (bus died, peer closed, or `close()`); it will not come back.
         case disconnected
     }
@@ -69,17 +74,30 @@ public final class DBusConnection: Sendable {
     /// Sends `message` (a method call) and returns the reply body. A remote error throws that
     /// `DBusError`; no reply within `timeout` throws `NoReply`; task cancellation abandons it.
     public func send(call message: DBusMessage, timeout: Duration? = nil) async throws -> DBusMessage {
-        let holder = Mutex<PendingReply?>(nil)
+        struct CallState {
+            var box: PendingReply?
+            var cancelled = false
+        }
+        let holder = Mutex(CallState())
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<DBusMessage, any Error>) in
                 let box = PendingReply { c.resume(with: $0.mapError { $0 as any Error }) }
-                holder.withLock { $0 = box }
-                core.call(message, timeoutMs: Self.milliseconds(timeout), box: box)
+                let cancelled = holder.withLock { s in
+                    s.box = box
+                    return s.cancelled
+                }
+                if cancelled {
+                    box.complete(.failure(DBusError(.cancelled, "call cancelled")))
+                } else {
+                    core.call(message, timeoutMs: Self.milliseconds(timeout), box: box)
+                }
             }
         } onCancel: {
-            if let box = holder.withLock({ $0 }) {
-                core.loop.enqueue { _ in box.cancel() }
+            let box = holder.withLock { s in
+                s.cancelled = true
+                return s.box
             }
+            if let box { core.loop.enqueue { _ in box.cancel() } }
         }
     }
 

@@ -12,6 +12,7 @@ final class PendingReply: @unchecked Sendable {
     private struct State {
         var completion: Completion?
         var pending: RawHandle?
+        var onDone: (@Sendable () -> Void)?
     }
     private let state: Mutex<State>
 
@@ -20,17 +21,30 @@ final class PendingReply: @unchecked Sendable {
     }
 
     /// Loop thread: remember the libdbus pending call (we own one reference to it).
-    func attach(_ pending: OpaquePointer) {
+    func attach(_ pending: OpaquePointer, onDone: @escaping @Sendable () -> Void) {
         let handle = RawHandle(pending)
-        state.withLock { $0.pending = handle }
+        state.withLock {
+            $0.pending = handle
+            $0.onDone = onDone
+        }
     }
 
+    /// Loop thread, at teardown: a call libdbus never completed (it raced with the disconnect).
+    func abandon() {
+        let pending = state.withLock { $0.pending }
+        if let pending { dbus_pending_call_cancel(pending.raw) }
+        complete(.failure(DBusError(.disconnected, "connection closed before a reply arrived")))
+    }
+
+    var isCompleted: Bool { state.withLock { $0.completion == nil } }
+
     func complete(_ result: Result<DBusMessage, DBusError>) {
-        let (completion, pending) = state.withLock { s -> (Completion?, RawHandle?) in
-            defer { s.completion = nil; s.pending = nil }
-            return (s.completion, s.pending)
+        let (completion, pending, onDone) = state.withLock { s -> (Completion?, RawHandle?, (@Sendable () -> Void)?) in
+            defer { s.completion = nil; s.pending = nil; s.onDone = nil }
+            return (s.completion, s.pending, s.onDone)
         }
         if let pending { dbus_pending_call_unref(pending.raw) }
+        onDone?()
         completion?(result)
     }
 
@@ -83,6 +97,8 @@ final class ConnectionCore: @unchecked Sendable {
     var objects: [ObjectPath: DBusExportedObject] = [:]
     var subscriptions: [UInt64: Subscription] = [:]
     private var disconnected = false
+    /// Calls sent and not yet answered, so teardown can fail whatever libdbus left hanging.
+    let outstanding = Mutex<[ObjectIdentifier: PendingReply]>([:])
 
     init(target: ConnectTarget) {
         self.target = target
@@ -106,6 +122,11 @@ final class ConnectionCore: @unchecked Sendable {
             continuation.finish()
         }
         return stream
+    }
+
+    private func broadcast(_ event: DBusConnection.Event) {
+        let listeners = eventListeners.withLock { $0.map { Array($0.values) } ?? [] }
+        for c in listeners { c.yield(event) }
     }
 
     private func announceDisconnected() {
@@ -194,6 +215,7 @@ final class ConnectionCore: @unchecked Sendable {
         dbus_connection_set_dispatch_status_function(conn, nil, nil, nil)
         if dbus_connection_get_is_connected(conn) != 0 { dbus_connection_close(conn) }
         self.conn = nil
+        for box in outstanding.withLock({ Array($0.values) }) { box.abandon() }
         finishSubscriptions()
         objects = [:]
         shutdown(epfd: epfd, evfd: evfd)
@@ -294,6 +316,12 @@ final class ConnectionCore: @unchecked Sendable {
                 connected.store(false, ordering: .releasing)
                 return true
             }
+            if message.sender?.rawValue == "org.freedesktop.DBus", message.interface == .bus,
+               let member = message.member?.rawValue, member == "NameAcquired" || member == "NameLost",
+               let first = try? message.arguments().first, case .string(let raw) = first,
+               let name = BusName(validating: raw), !name.isUnique {
+                broadcast(member == "NameAcquired" ? .nameAcquired(name) : .nameLost(name))
+            }
             deliverSignal(message)
             return false
         case .methodCall:
@@ -347,6 +375,7 @@ final class ConnectionCore: @unchecked Sendable {
     /// Sends a method call and reports the reply (or error) through `box` exactly once.
     func call(_ message: DBusMessage, timeoutMs: Int32, box: PendingReply) {
         loop.enqueue { conn in
+            if box.isCompleted { return }  // cancelled before it was sent
             guard let conn, dbus_connection_get_is_connected(conn) != 0 else {
                 box.complete(.failure(DBusError(.disconnected, "connection is closed")))
                 return
@@ -364,7 +393,9 @@ final class ConnectionCore: @unchecked Sendable {
                 box.complete(.failure(DBusError(.disconnected, "connection is closed")))
                 return
             }
-            box.attach(pending)
+            let key = ObjectIdentifier(box)
+            box.attach(pending) { [weak self] in _ = self?.outstanding.withLock { $0.removeValue(forKey: key) } }
+            self.outstanding.withLock { $0[key] = box }
             // The notify callback owns one retain of the box, released by libdbus's free function.
             let retained = Unmanaged.passRetained(box).toOpaque()
             if dbus_pending_call_set_notify(pending, cbPendingNotify, retained, cbReleasePending) == 0 {

@@ -64,8 +64,8 @@ final class EventLoop: @unchecked Sendable {
 
     // Loop thread only.
     var epollFD: Int32 = -1
+    /// What the epoll set holds now; reconciled against the watch table every iteration.
     var registered: [Int32: UInt32] = [:]
-    var watchesDirty = true
 
     var isOnLoopThread: Bool {
         let t = loopThread.load(ordering: .acquiring)
@@ -109,11 +109,8 @@ final class EventLoop: @unchecked Sendable {
         shared.withLock { s in
             if removed { s.watches[handle] = nil } else { s.watches[handle] = record }
         }
-        if isOnLoopThread { watchesDirty = true } else {
-            shared.withLock { s in
-                if !s.stopped { _ = tocsin_eventfd_signal(s.eventFD) }
-            }
-        }
+        // On the loop thread the change is picked up before the next epoll_wait anyway.
+        wake()
     }
 
     func timeoutChanged(_ timeout: OpaquePointer, removed: Bool) {
@@ -144,13 +141,15 @@ final class EventLoop: @unchecked Sendable {
         }
         for (fd, events) in wanted where events != 0 {
             if let current = registered[fd] {
-                if current != events { _ = tocsin_epoll_modify(epollFD, fd, events) }
+                // MOD fails if the kernel already dropped a closed fd whose number came back.
+                if current != events, tocsin_epoll_modify(epollFD, fd, events) != 0 {
+                    _ = tocsin_epoll_add(epollFD, fd, events)
+                }
             } else {
                 _ = tocsin_epoll_add(epollFD, fd, events)
             }
             registered[fd] = events
         }
-        watchesDirty = false
     }
 
     /// Milliseconds until the earliest enabled libdbus timeout, or -1 to sleep until woken.

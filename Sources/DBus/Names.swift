@@ -34,6 +34,8 @@ public struct BusName: Sendable, Hashable, CustomStringConvertible, ExpressibleB
     }
     public init?(validating rawValue: String) { try? self.init(rawValue) }
     /// Literals are written by the programmer, so an invalid one is a bug worth stopping on.
+    /// Note that `BusName("literal")` is literal coercion and lands here too; pass runtime
+    /// strings (never literals) to the throwing initialiser.
     public init(stringLiteral value: String) {
         do { try self.init(value) } catch { preconditionFailure("invalid bus name literal \(value)") }
     }

@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 
 /// A D-Bus value of any type, as sent or received.
 ///
@@ -79,15 +80,34 @@ public indirect enum DBusValue: Sendable, Hashable {
     /// An array whose element type is taken from its first element; empty needs a type.
     public static func array(of element: DBusType, _ values: [DBusValue]) -> DBusValue { .array(element, values) }
 
-    /// Checks the whole tree before marshalling: element types, strings, nesting depth.
+    /// Checks the whole tree before marshalling: element types, strings, descriptors, and
+    /// that every container signature is one libdbus accepts (it aborts on one it does not).
     public func validate() throws(DBusError) {
+        try validateSignature()
         try validate(depth: 0)
     }
 
+    /// The type signature, re-parsed: catches nesting and length limits of types built in code.
+    private func validateSignature() throws(DBusError) {
+        if type.isBasic { return }
+        let text = type.description
+        guard (try? DBusType(text)) != nil else {
+            throw DBusError(.invalidSignature, "value of type '\(text.prefix(300))' exceeds D-Bus type limits")
+        }
+    }
+
     private func validate(depth: Int) throws(DBusError) {
-        guard depth <= 64 else { throw DBusError(.limitsExceeded, "value nested deeper than 64") }
+        guard depth <= 64 else { throw DBusError(.limitsExceeded, "value nested deeper than 64 containers") }
         switch self {
         case .string(let s): try validateStringForWire(s)
+        case .signature(let g):
+            guard (try? DBusSignature(g.description)) != nil else {
+                throw DBusError(.invalidSignature, "signature value '\(g.description.prefix(300))' is not valid")
+            }
+        case .unixFD(let fd):
+            guard fd >= 0, fcntl(fd, F_GETFD) != -1 else {
+                throw DBusError(.invalidArgs, "\(fd) is not an open file descriptor")
+            }
         case .array(let element, let values):
             for v in values {
                 guard v.type == element else {
@@ -107,12 +127,11 @@ public indirect enum DBusValue: Sendable, Hashable {
         case .structure(let fields):
             guard !fields.isEmpty else { throw DBusError(.invalidArgs, "empty struct") }
             for f in fields { try f.validate(depth: depth + 1) }
-        case .variant(let inner): try inner.validate(depth: depth + 1)
+        case .variant(let inner):
+            // A variant starts a new type signature, which must be valid on its own.
+            try inner.validateSignature()
+            try inner.validate(depth: depth + 1)
         default: break
-        }
-        // The signature of a container must itself be a valid signature (length limit).
-        if !type.isBasic, type.description.utf8.count > 255 {
-            throw DBusError(.limitsExceeded, "type signature longer than 255 bytes")
         }
     }
 }

@@ -79,6 +79,31 @@ struct MarshallingTests {
         }
     }
 
+    @Test func typeLimitsAreCheckedBeforeLibDBus() {
+        // Built in code rather than parsed, so only validation stands between these and an abort.
+        var deep: DBusValue = .int32(1)
+        for _ in 0..<33 { deep = .array(deep.type, [deep]) }
+        #expect(throws: DBusError.self) {
+            try DBusMessage.methodCall(destination: nil, path: "/t", interface: nil, member: "M", arguments: [deep])
+        }
+        var variants: DBusValue = .int32(1)
+        for _ in 0..<70 { variants = .variant(variants) }
+        #expect(throws: DBusError.self) {
+            try DBusMessage.methodCall(destination: nil, path: "/t", interface: nil, member: "M", arguments: [variants])
+        }
+        let longSignature = DBusSignature(Array(repeating: DBusType.int32, count: 300))
+        #expect(throws: DBusError.self) {
+            try DBusMessage.methodCall(destination: nil, path: "/t", interface: nil, member: "M", arguments: [.signature(longSignature)])
+        }
+        #expect(throws: DBusError.self) {
+            try DBusMessage.methodCall(destination: nil, path: "/t", interface: nil, member: "M", arguments: [.unixFD(-1)])
+        }
+        let manyArgs = Array(repeating: DBusValue.int32(0), count: 256)
+        #expect(throws: DBusError.self) {
+            try DBusMessage.methodCall(destination: nil, path: "/t", interface: nil, member: "M", arguments: manyArgs)
+        }
+    }
+
     @Test func errorCodesAreStableNames() {
         #expect(DBusError.Code.invalidArgs.rawValue == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "x").code == .unknownMethod)
