@@ -50,14 +50,20 @@ public struct DBusMethod: Sendable {
     public let body: @Sendable (DBusMethodCall) async throws -> [DBusValue]
     /// When false the method takes any arguments and checks them itself (an echo, say).
     public let checksSignature: Bool
+    /// Argument names for introspection (what `gdbus introspect` and d-feet show); may be empty.
+    public let inputNames: [String]
+    public let outputNames: [String]
 
     public init(
         _ name: MemberName, input: DBusSignature = .empty, output: DBusSignature = .empty,
+        inputNames: [String] = [], outputNames: [String] = [],
         checksSignature: Bool = true, body: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]
     ) {
         self.name = name
         self.input = input
         self.output = output
+        self.inputNames = inputNames
+        self.outputNames = outputNames
         self.checksSignature = checksSignature
         self.body = body
     }
@@ -67,9 +73,12 @@ public struct DBusMethod: Sendable {
 public struct DBusSignalDeclaration: Sendable {
     public let name: MemberName
     public let signature: DBusSignature
-    public init(_ name: MemberName, signature: DBusSignature = .empty) {
+    /// Argument names for introspection; may be empty.
+    public let argumentNames: [String]
+    public init(_ name: MemberName, signature: DBusSignature = .empty, argumentNames: [String] = []) {
         self.name = name
         self.signature = signature
+        self.argumentNames = argumentNames
     }
 }
 
@@ -107,13 +116,13 @@ public struct DBusInterface: Sendable {
         var x = "  <interface name=\"\(name)\">\n"
         for m in methods {
             x += "    <method name=\"\(m.name)\">\n"
-            for t in m.input.types { x += "      <arg type=\"\(xmlEscape(t.description))\" direction=\"in\"/>\n" }
-            for t in m.output.types { x += "      <arg type=\"\(xmlEscape(t.description))\" direction=\"out\"/>\n" }
+            for (i, t) in m.input.types.enumerated() { x += argXML(t, name: m.inputNames[safe: i], direction: "in") }
+            for (i, t) in m.output.types.enumerated() { x += argXML(t, name: m.outputNames[safe: i], direction: "out") }
             x += "    </method>\n"
         }
         for s in signals {
             x += "    <signal name=\"\(s.name)\">\n"
-            for t in s.signature.types { x += "      <arg type=\"\(xmlEscape(t.description))\"/>\n" }
+            for (i, t) in s.signature.types.enumerated() { x += argXML(t, name: s.argumentNames[safe: i], direction: nil) }
             x += "    </signal>\n"
         }
         for p in properties {
@@ -122,6 +131,17 @@ public struct DBusInterface: Sendable {
         x += "  </interface>\n"
         return x
     }
+}
+
+private func argXML(_ type: DBusType, name: String?, direction: String?) -> String {
+    var x = "      <arg type=\"\(xmlEscape(type.description))\""
+    if let name { x += " name=\"\(xmlEscape(name))\"" }
+    if let direction { x += " direction=\"\(direction)\"" }
+    return x + "/>\n"
+}
+
+extension Array {
+    fileprivate subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
 }
 
 func xmlEscape(_ s: String) -> String {

@@ -25,13 +25,13 @@ public final class GatewayService: Sendable {
     // MARK: Interface
 
     public static let signals: [DBusSignalDeclaration] = [
-        DBusSignalDeclaration("Fired", signature: "sa{sv}"),
-        DBusSignalDeclaration("ActionInvoked", signature: "ssa{ss}"),
-        DBusSignalDeclaration("Acknowledged", signature: "s"),
-        DBusSignalDeclaration("Snoozed", signature: "sx"),
-        DBusSignalDeclaration("Cancelled", signature: "s"),
-        DBusSignalDeclaration("Missed", signature: "sx"),
-        DBusSignalDeclaration("Unanswered", signature: "su"),
+        DBusSignalDeclaration("Fired", signature: "sa{sv}", argumentNames: ["key", "info"]),
+        DBusSignalDeclaration("ActionInvoked", signature: "ssa{ss}", argumentNames: ["key", "action", "user_info"]),
+        DBusSignalDeclaration("Acknowledged", signature: "s", argumentNames: ["key"]),
+        DBusSignalDeclaration("Snoozed", signature: "sx", argumentNames: ["key", "until"]),
+        DBusSignalDeclaration("Cancelled", signature: "s", argumentNames: ["key"]),
+        DBusSignalDeclaration("Missed", signature: "sx", argumentNames: ["key", "due"]),
+        DBusSignalDeclaration("Unanswered", signature: "su", argumentNames: ["key", "rings"]),
     ]
 
     public static let properties: [DBusPropertyDeclaration] = [
@@ -45,32 +45,32 @@ public final class GatewayService: Sendable {
         let center = self.center
         let reloader = self.reloader
         return DBusInterface(Gateway.interface, methods: [
-            DBusMethod("Schedule", input: "a{sv}", output: "s") { call in
+            DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec) })]
             },
-            DBusMethod("Cancel", input: "s", output: "b") { call in
+            DBusMethod("Cancel", input: "s", output: "b", inputNames: ["key"], outputNames: ["existed"]) { call in
                 let key = try call.arguments[0].asString()
                 return [.boolean(try await Self.run { () throws(CenterError) in try await center.cancel(key) })]
             },
-            DBusMethod("CancelAll", output: "u") { _ in
+            DBusMethod("CancelAll", output: "u", outputNames: ["count"]) { _ in
                 let n = try await Self.run { () throws(CenterError) in try await center.cancelAll() }
                 return [.uint32(UInt32(clamping: n))]
             },
-            DBusMethod("List", output: "aa{sv}") { _ in
+            DBusMethod("List", output: "aa{sv}", outputNames: ["notifications"]) { _ in
                 let items = await center.list()
                 let all = await center.backendNames
                 return [.array(.dictionary(key: .string, value: .variant), items.map { Self.encode($0, allBackends: all) })]
             },
-            DBusMethod("PostNow", input: "a{sv}", output: "s") { call in
+            DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec) })]
             },
-            DBusMethod("Acknowledge", input: "s", output: "b") { call in
+            DBusMethod("Acknowledge", input: "s", output: "b", inputNames: ["key"], outputNames: ["was_alerting"]) { call in
                 let key = try call.arguments[0].asString()
                 return [.boolean(try await Self.run { () throws(CenterError) in try await center.acknowledge(key) })]
             },
-            DBusMethod("Snooze", input: "ss", output: "x") { call in
+            DBusMethod("Snooze", input: "ss", output: "x", inputNames: ["key", "duration"], outputNames: ["until"]) { call in
                 let key = try call.arguments[0].asString()
                 let text = try call.arguments[1].asString()
                 var duration: TimeSpan?
