@@ -3,6 +3,7 @@ import TocsinDBusSignalBackend
 import TocsinExecBackend
 import TocsinGateway
 import TocsinLogBackend
+import TocsinSoundBackend
 
 /// The backends this binary links. The registry is a value built here and handed to whoever
 /// needs it; nothing registers itself globally.
@@ -15,6 +16,6 @@ enum Plugins {
         } else {
             emit = { _ throws(DeliveryError) in throw DeliveryError(.unavailable, "not connected to a bus") }
         }
-        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit)])
+        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), SoundBackendFactory()])
     }
 }
