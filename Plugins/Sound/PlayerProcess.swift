@@ -73,7 +73,8 @@ public final class PlayerProcess: Sendable {
     public let pid: pid_t
     public let argv: [String]
     private let state: Mutex<State>
-    private let started: ContinuousClock.Instant
+    /// When it was spawned: the cap and the start window count from here.
+    public let started: ContinuousClock.Instant
 
     private init(pid: pid_t, argv: [String], started: ContinuousClock.Instant) {
         self.pid = pid

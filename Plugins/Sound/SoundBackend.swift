@@ -67,6 +67,10 @@ public struct SoundCounters: Hashable, Sendable {
     public var capped = 0
     /// Stopped by withdraw, a newer ring or shutdown.
     public var stopped = 0
+    public init(started: Int = 0, failedStarts: Int = 0, playerErrors: Int = 0, capped: Int = 0, stopped: Int = 0) {
+        self.started = started; self.failedStarts = failedStarts; self.playerErrors = playerErrors
+        self.capped = capped; self.stopped = stopped
+    }
 }
 
 /// `type = "sound"`: the alarm. Each delivery plays the sound once (one ring); the center repeats
@@ -143,7 +147,9 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         observer?(.started(key: key, ring: firing.ring, pid: process.pid))
         logger.debug("ringing", metadata: ["key": "\(key)", "ring": "\(firing.ring)", "pid": "\(process.pid)"])
 
-        if let early = await process.waitForExit(within: limits.startWindow) {
+        // Judged by when it ended, not by when this task got to look: a busy executor must not turn
+        // a failure in the middle of the sound into a failed delivery.
+        if let early = await process.waitForExit(within: limits.startWindow), early.elapsed < limits.startWindow {
             ended(key: key, id: id, ring: firing.ring, process: process, exit: early, early: true)
             if early.stoppedBy == nil, !early.status.isSuccess {
                 throw DeliveryError(.unavailable, "\(settings.player[0]) failed at start (\(early.status))"
@@ -185,7 +191,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
 
     /// Waits for the player to end, stopping it at the cap.
     private func supervise(key: String, id: UInt64, ring: UInt32, process: PlayerProcess) async {
-        let remaining = limits.cap - (process.exit?.elapsed ?? .zero)
+        let remaining = limits.cap - (ContinuousClock.now - process.started)
         var exit = await process.waitForExit(within: remaining)
         if exit == nil {
             logger.notice("sound still playing at the length cap; stopped",
