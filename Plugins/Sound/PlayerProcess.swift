@@ -38,6 +38,12 @@ public struct PlayerExit: Hashable, Sendable {
     public var stderr: String
     /// From spawn to reap.
     public var elapsed: Duration
+    /// When we asked it to stop (withdraw, replacement, cap), and when it was reaped: the sound
+    /// is gone at the latest then.
+    public var stopRequestedAt: ContinuousClock.Instant?
+    public var reapedAt: ContinuousClock.Instant
+    /// From the stop request to the reaped player.
+    public var stopLatency: Duration? { stopRequestedAt.map { reapedAt - $0 } }
 }
 
 /// Why a player could not be started.
@@ -53,9 +59,12 @@ public struct PlayerSpawnError: Error, Hashable, Sendable, CustomStringConvertib
 /// dispositions and an empty mask (the daemon traps SIGTERM/SIGHUP and children must not inherit
 /// that), stdin and stdout on /dev/null, stderr on a pipe, and no other descriptor.
 ///
-/// One thread per player waits on a pidfd and the stderr pipe with `poll` (no timeout: it sleeps until
-/// the child exits), kills what is left of the process group, then reaps. Signals go to the process
-/// group only while the leader is not yet reaped, so a recycled pid is never hit.
+/// One thread per player waits with `poll` on a pidfd (readable when the child exits), the stderr
+/// pipe and a wake-up pipe, with a timeout only while a deadline is pending: the length cap, and
+/// SIGKILL `grace` after SIGTERM. Deadlines live on that thread rather than in Swift tasks so that a
+/// busy executor can never keep a sound playing past its stop. When the child exits the thread kills
+/// what is left of its process group, then reaps it. Signals go to the group only while the leader
+/// is not yet reaped, so a recycled pid is never hit.
 public final class PlayerProcess: Sendable {
     private struct Waiter {
         let id: UInt64
@@ -65,6 +74,12 @@ public final class PlayerProcess: Sendable {
         var exit: PlayerExit?
         var reaping = false
         var stoppedBy: PlayerStopCause?
+        var stopRequestedAt: ContinuousClock.Instant?
+        /// SIGKILL is due then, if it has not exited.
+        var killAt: ContinuousClock.Instant?
+        var capped = false
+        /// Write end of the watcher's wake-up pipe; -1 once reaping (or without a watcher that polls).
+        var wakeFD: Int32 = -1
         var waiters: [Waiter] = []
         var cancelled: Set<UInt64> = []
         var nextID: UInt64 = 0
@@ -75,23 +90,44 @@ public final class PlayerProcess: Sendable {
     private let state: Mutex<State>
     /// When it was spawned: the cap and the start window count from here.
     public let started: ContinuousClock.Instant
+    /// Stopped with SIGTERM then, if still running.
+    public let capAt: ContinuousClock.Instant
+    /// From SIGTERM to SIGKILL.
+    public let grace: Duration
 
-    private init(pid: pid_t, argv: [String], started: ContinuousClock.Instant) {
+    private init(pid: pid_t, argv: [String], started: ContinuousClock.Instant, cap: Duration, grace: Duration) {
         self.pid = pid
         self.argv = argv
         self.started = started
+        self.capAt = started + cap
+        self.grace = grace
         state = Mutex(State())
     }
 
-    /// Starts `argv` (its first element an absolute path) with exactly `environment`.
-    public static func spawn(_ argv: [String], environment: [String: String]) throws(PlayerSpawnError) -> PlayerProcess {
+    /// Starts `argv` (its first element an absolute path) with exactly `environment`; stops it
+    /// `cap` after the start, and `grace` after a SIGTERM with SIGKILL.
+    public static func spawn(_ argv: [String], environment: [String: String], cap: Duration,
+                             grace: Duration) throws(PlayerSpawnError) -> PlayerProcess {
         guard let program = argv.first, !program.isEmpty else { throw PlayerSpawnError(errno: ENOENT, program: "(empty)") }
         let (pid, stderrRead) = try spawnChild(argv, environment: environment)
-        let process = PlayerProcess(pid: pid, argv: argv, started: .now)
+        let process = PlayerProcess(pid: pid, argv: argv, started: .now, cap: cap, grace: grace)
         // Open the pidfd before anyone could reap the child, so it cannot name another process.
         let pidfd = pidfdOpen.map { $0(pid, 0) } ?? -1
-        let watcher = Watcher(process: process, pidfd: pidfd, stderrFD: stderrRead)
+        var wake: [Int32] = [-1, -1]
+        if pidfd >= 0, makePipe(&wake, O_CLOEXEC | O_NONBLOCK) == 0 {
+            process.state.withLock { $0.wakeFD = wake[1] }
+        } else if pidfd >= 0 {
+            wake = [-1, -1]
+        }
+        let watcher = Watcher(process: process, pidfd: pidfd, stderrFD: stderrRead, wakeFD: wake[0])
         watcher.start()
+        if pidfd < 0 || wake[0] < 0 {
+            // No thread that can keep time (kernel without pidfd): the cap on the executor instead.
+            Task.detached {
+                try? await Task.sleep(until: process.capAt, clock: .continuous)
+                if process.exit == nil { _ = await process.stop(.capped) }
+            }
+        }
         return process
     }
 
@@ -107,16 +143,38 @@ public final class PlayerProcess: Sendable {
         }
     }
 
-    /// SIGTERM, then SIGKILL if it is still there after `grace`; returns once it is reaped.
-    public func stop(_ cause: PlayerStopCause, grace: Duration) async -> PlayerExit {
-        state.withLock { if $0.stoppedBy == nil { $0.stoppedBy = cause } }
-        signal(SIGTERM)
-        if let e = await waitForExit(within: grace) { return e }
-        signal(SIGKILL)
+    /// SIGTERM now, SIGKILL `grace` later if it is still there; returns once it is reaped.
+    public func stop(_ cause: PlayerStopCause) async -> PlayerExit {
+        let onExecutor = state.withLock { s -> Bool in
+            requestStop(&s, cause, now: .now)
+            return s.wakeFD < 0
+        }
+        if onExecutor {
+            Task.detached {
+                try? await Task.sleep(for: self.grace)
+                self.signal(SIGKILL)
+            }
+        }
         // SIGKILL cannot be refused; the deadline only guards against a child stuck in the kernel.
-        if let e = await waitForExit(within: .seconds(5)) { return e }
+        if let e = await waitForExit(within: grace + .seconds(5)) { return e }
+        let now = ContinuousClock.now
         return PlayerExit(status: .signaled(SIGKILL), stoppedBy: cause, stderr: "not reaped 5 s after SIGKILL",
-                          elapsed: ContinuousClock.now - started)
+                          elapsed: now - started, stopRequestedAt: nil, reapedAt: now)
+    }
+
+    /// Under the lock: SIGTERM to the group, SIGKILL scheduled, the watcher woken to keep time.
+    private func requestStop(_ s: inout State, _ cause: PlayerStopCause, now: ContinuousClock.Instant) {
+        guard !s.reaping else { return }
+        if s.stoppedBy == nil {
+            s.stoppedBy = cause
+            s.stopRequestedAt = now
+        }
+        _ = Glibc.kill(-pid, SIGTERM)
+        if s.killAt == nil { s.killAt = now + grace }
+        if s.wakeFD >= 0 {
+            var byte: UInt8 = 1
+            _ = write(s.wakeFD, &byte, 1)
+        }
     }
 
     /// Waits until it is reaped; nil if the waiting task is cancelled.
@@ -159,20 +217,46 @@ public final class PlayerProcess: Sendable {
 
     // MARK: Called by the watcher thread
 
+    /// Fires the deadlines that are due; returns the poll timeout until the next one (-1: none).
+    fileprivate func keepTime() -> Int32 {
+        state.withLock { s -> Int32 in
+            let now = ContinuousClock.now
+            if !s.capped, now >= capAt {
+                s.capped = true
+                requestStop(&s, .capped, now: now)
+            }
+            if let k = s.killAt, now >= k, !s.reaping {
+                _ = Glibc.kill(-pid, SIGKILL)
+                s.killAt = nil
+            }
+            var next = s.capped ? nil : capAt
+            if let k = s.killAt { next = next.map { min($0, k) } ?? k }
+            guard let next else { return -1 }
+            let c = (next - now).components
+            let ms = c.seconds * 1000 + (c.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            return Int32(clamping: max(0, ms))
+        }
+    }
+
     fileprivate func beginReaping() {
         state.withLock { s in
             // Anything the player left behind in its group goes with it; the leader is a zombie
             // until reaped, so the group id cannot have been recycled yet.
             _ = Glibc.kill(-pid, SIGKILL)
             s.reaping = true
+            if s.wakeFD >= 0 {
+                close(s.wakeFD)
+                s.wakeFD = -1
+            }
         }
     }
 
     fileprivate func finish(_ status: PlayerStatus, stderr: [UInt8]) {
         let waiters = state.withLock { s -> ([Waiter], PlayerExit) in
+            let now = ContinuousClock.now
             let e = PlayerExit(status: status, stoppedBy: s.stoppedBy,
                                stderr: String(decoding: stderr, as: UTF8.self).trimmingTrailingWhitespace(),
-                               elapsed: ContinuousClock.now - started)
+                               elapsed: now - started, stopRequestedAt: s.stopRequestedAt, reapedAt: now)
             s.exit = e
             let w = s.waiters
             s.waiters = []
@@ -197,12 +281,14 @@ private final class Watcher: @unchecked Sendable {
     let process: PlayerProcess
     let pidfd: Int32
     let stderrFD: Int32
+    let wakeFD: Int32
     static let keep = 2048
 
-    init(process: PlayerProcess, pidfd: Int32, stderrFD: Int32) {
+    init(process: PlayerProcess, pidfd: Int32, stderrFD: Int32, wakeFD: Int32) {
         self.process = process
         self.pidfd = pidfd
         self.stderrFD = stderrFD
+        self.wakeFD = wakeFD
     }
 
     func start() {
@@ -234,16 +320,22 @@ private final class Watcher: @unchecked Sendable {
             }
             return n < 0 && errno == EINTR
         }
-        if pidfd >= 0 {
+        if pidfd >= 0, wakeFD >= 0 {
             var fds = [pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
             while true {
-                let n = poll(&fds, nfds_t(fds.count), -1)
+                let timeout = process.keepTime()
+                let n = poll(&fds, nfds_t(fds.count), timeout)
                 if n < 0 {
                     if errno == EINTR { continue }
                     break  // cannot happen with valid fds; fall through to a blocking reap
                 }
                 if fds[1].fd >= 0, fds[1].revents != 0, !drain(stderrFD) { fds[1].fd = -1 }
+                if fds[2].revents != 0 {
+                    var sink = [UInt8](repeating: 0, count: 64)
+                    while sink.withUnsafeMutableBytes({ read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
+                }
                 if fds[0].revents != 0 { break }
             }
             // The child is gone; whatever it wrote is in the pipe (non-blocking so a surviving
@@ -252,6 +344,7 @@ private final class Watcher: @unchecked Sendable {
             while drain(stderrFD) {}
             close(pidfd)
         } else {
+            if pidfd >= 0 { close(pidfd) }
             // No pidfd (kernel < 5.3): wait without reaping, then read what is buffered.
             var info = siginfo_t()
             while waitid(P_PID, id_t(process.pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
@@ -260,6 +353,7 @@ private final class Watcher: @unchecked Sendable {
         }
         close(stderrFD)
         process.beginReaping()
+        if wakeFD >= 0 { close(wakeFD) }
         var status: Int32 = 0
         var r: pid_t
         repeat { r = waitpid(process.pid, &status, 0) } while r < 0 && errno == EINTR
@@ -308,18 +402,25 @@ nonisolated(unsafe) private let addCloseFrom: AddCloseFrom? = {
     return unsafeBitCast(sym, to: AddCloseFrom.self)
 }()
 
+/// pipe2, or pipe and fcntl where glibc lacks it.
+private func makePipe(_ fds: inout [Int32], _ flags: Int32) -> Int32 {
+    if let pipe2 { return pipe2(&fds, flags) }
+    let r = pipe(&fds)
+    guard r == 0 else { return r }
+    for fd in fds {
+        if flags & O_CLOEXEC != 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        if flags & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    }
+    return 0
+}
+
 /// Returns the pid and the read end of its stderr pipe.
 private func spawnChild(_ argv: [String], environment: [String: String]) throws(PlayerSpawnError) -> (pid_t, Int32) {
     let program = argv[0]
     var fds: [Int32] = [-1, -1]
     // pipe2 creates both ends close-on-exec at once, so a concurrent spawn elsewhere in the daemon
     // cannot inherit them.
-    let made = pipe2.map { $0(&fds, O_CLOEXEC) } ?? {
-        let r = pipe(&fds)
-        if r == 0 { for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) } }
-        return r
-    }()
-    guard made == 0 else { throw PlayerSpawnError(errno: errno, program: program) }
+    guard makePipe(&fds, O_CLOEXEC) == 0 else { throw PlayerSpawnError(errno: errno, program: program) }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }

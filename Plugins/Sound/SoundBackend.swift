@@ -88,6 +88,13 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         var playing: [String: Playing] = [:]
         var nextID: UInt64 = 0
         var counters = SoundCounters()
+        /// Deliveries under way per key.
+        var inFlight: [String: Int] = [:]
+        /// Bumped by a withdraw while a delivery for the key is under way: that delivery must not
+        /// start playing after it (an acknowledge racing a ring). Dropped with the last delivery.
+        var withdrawals: [String: UInt64] = [:]
+        var withdrawnAs: [String: WithdrawReason] = [:]
+        var shutDown = false
     }
 
     public let name: String
@@ -125,26 +132,54 @@ public final class SoundBackend: DeliveryBackend, Sendable {
             count { $0.failedStarts += 1 }
             throw DeliveryError(.permanent, "cannot read sound file '\(settings.file)': \(String(cString: strerror(errno)))")
         }
+        let epoch = state.withLock { s -> UInt64 in
+            s.inFlight[key, default: 0] += 1
+            return s.withdrawals[key] ?? 0
+        }
+        defer {
+            state.withLock { s in
+                let n = (s.inFlight[key] ?? 1) - 1
+                if n > 0 {
+                    s.inFlight[key] = n
+                } else {
+                    s.inFlight[key] = nil
+                    s.withdrawals[key] = nil
+                    s.withdrawnAs[key] = nil
+                }
+            }
+        }
         if let old = take(key) {
-            _ = await old.process.stop(.withdrawn(.replaced), grace: limits.termGrace)
+            _ = await old.process.stop(.withdrawn(.replaced))
+        }
+        if let reason = state.withLock({ s in s.shutDown ? .shutdown : (s.withdrawals[key] ?? 0) != epoch ? s.withdrawnAs[key] : nil }) {
+            logger.debug("ring withdrawn before it started", metadata: ["key": "\(key)", "reason": "\(reason)"])
+            return
         }
         let process: PlayerProcess
         do {
-            process = try PlayerProcess.spawn(settings.arguments, environment: environment)
+            process = try PlayerProcess.spawn(settings.arguments, environment: environment, cap: limits.cap, grace: limits.termGrace)
         } catch {
             count { $0.failedStarts += 1 }
             throw DeliveryError(.permanent, error.description)
         }
-        let (id, displaced) = state.withLock { s -> (UInt64, Playing?) in
+        let (id, displaced, vetoed) = state.withLock { s -> (UInt64, Playing?, WithdrawReason?) in
             s.nextID += 1
             s.counters.started += 1
+            if s.shutDown { return (s.nextID, nil, .shutdown) }
+            if (s.withdrawals[key] ?? 0) != epoch { return (s.nextID, nil, s.withdrawnAs[key] ?? .cancelled) }
             let d = s.playing[key]
             s.playing[key] = Playing(id: s.nextID, ring: firing.ring, process: process)
-            return (s.nextID, d)
+            return (s.nextID, d, nil)
+        }
+        observer?(.started(key: key, ring: firing.ring, pid: process.pid))
+        // Withdrawn while we were spawning: it never gets to play on.
+        if let vetoed {
+            let exit = await process.stop(.withdrawn(vetoed))
+            ended(key: key, id: id, ring: firing.ring, process: process, exit: exit, early: false)
+            return
         }
         // A concurrent delivery for the same key (a retry racing the next ring) started in between.
-        if let displaced { _ = await displaced.process.stop(.withdrawn(.replaced), grace: limits.termGrace) }
-        observer?(.started(key: key, ring: firing.ring, pid: process.pid))
+        if let displaced { _ = await displaced.process.stop(.withdrawn(.replaced)) }
         logger.debug("ringing", metadata: ["key": "\(key)", "ring": "\(firing.ring)", "pid": "\(process.pid)"])
 
         // Judged by when it ended, not by when this task got to look: a busy executor must not turn
@@ -162,19 +197,27 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     }
 
     public func withdraw(key: String, reason: WithdrawReason) async {
-        guard let p = take(key) else { return }
-        _ = await p.process.stop(.withdrawn(reason), grace: limits.termGrace)
+        let p = state.withLock { s -> Playing? in
+            if s.inFlight[key] != nil {
+                s.withdrawals[key, default: 0] += 1
+                s.withdrawnAs[key] = reason
+            }
+            return s.playing.removeValue(forKey: key)
+        }
+        guard let p else { return }
+        _ = await p.process.stop(.withdrawn(reason))
     }
 
     public func shutdown() async {
         let all = state.withLock { s -> [Playing] in
+            s.shutDown = true
             let a = Array(s.playing.values)
             s.playing = [:]
             return a
         }
         await withTaskGroup(of: Void.self) { group in
             for p in all {
-                group.addTask { _ = await p.process.stop(.withdrawn(.shutdown), grace: self.limits.termGrace) }
+                group.addTask { _ = await p.process.stop(.withdrawn(.shutdown)) }
             }
         }
     }
@@ -189,16 +232,13 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         state.withLock { change(&$0.counters) }
     }
 
-    /// Waits for the player to end, stopping it at the cap.
+    /// Waits for the player to end (the process stops it at the cap by itself).
     private func supervise(key: String, id: UInt64, ring: UInt32, process: PlayerProcess) async {
-        let remaining = limits.cap - (ContinuousClock.now - process.started)
-        var exit = await process.waitForExit(within: remaining)
-        if exit == nil {
+        guard let exit = await process.waitForExit() else { return }
+        if exit.stoppedBy == .capped {
             logger.notice("sound still playing at the length cap; stopped",
                           metadata: ["key": "\(key)", "cap": "\(limits.cap)", "pid": "\(process.pid)"])
-            exit = await process.stop(.capped, grace: limits.termGrace)
         }
-        guard let exit else { return }
         ended(key: key, id: id, ring: ring, process: process, exit: exit, early: false)
     }
 

@@ -48,84 +48,143 @@ final class PulseServer: Sendable {
         if (try? await process.waitForExit(timeout: .seconds(10))) == nil { _ = try? await process.kill() }
     }
 
-    /// `pactl subscribe`, ready once it has seen an event we caused.
-    func subscribe() async throws -> SinkInputWatch {
-        let p = try TestProcess("pactl", ["subscribe"], environment: environment)
-        // pactl prints nothing until something happens: make something happen, and wait for it.
-        let mute = try await TestProcess.run("pactl", ["set-sink-mute", "tocsin_null", "toggle"], environment: environment)
-        guard mute.status == .exited(0) else { throw TestProcessError("pactl set-sink-mute: \(mute.stderrText)") }
-        try await p.waitForOutput(containing: "Event 'change' on sink #", timeout: .seconds(10))
+    /// Starts watching sink inputs. With `ackAfter` n > 0 the watcher itself runs `ack` right after
+    /// the n-th stream appears, so the ack and the stream's removal are timed on one clock by one
+    /// process that does nothing else (the test process's executor is shared with other suites).
+    func watch(ackAfter: Int = 0, ack: [String] = []) async throws -> SinkInputWatch {
+        let p = try TestProcess("/usr/bin/python3", ["-u", "-c", SinkInputWatch.script, String(ackAfter)] + ack,
+                                environment: environment)
+        do {
+            try await p.waitForOutput(containing: "ready\n", timeout: .seconds(30))
+        } catch {
+            _ = try? await p.kill()
+            throw TestProcessError("sink-input watcher: \(error); stderr: \(p.stderr)")
+        }
         return SinkInputWatch(process: p)
     }
 }
 
 /// Sink inputs (playback streams) appearing and disappearing, from `pactl subscribe`, each stamped
-/// with the moment the test saw it.
+/// with CLOCK_MONOTONIC by the watcher's reader thread as the line arrives.
 final class SinkInputWatch: Sendable {
-    struct Event: Sendable, Equatable {
+    struct Event: Sendable, Equatable, CustomStringConvertible {
         var kind: String  // "new" or "remove"
         var index: Int
+        var at: Double
+        var description: String { "\(kind) #\(index) at \(at)" }
     }
+    struct Ack: Sendable {
+        var status: Int
+        var started: Double
+        var returned: Double
+    }
+
+    /// argv[1]: after which `new` to run the rest of argv as the ack command (0: never).
+    static let script = #"""
+        import queue, subprocess, sys, threading, time
+        ack_after = int(sys.argv[1]); ack = sys.argv[2:]
+        p = subprocess.Popen(["pactl", "subscribe"], stdout=subprocess.PIPE, text=True, bufsize=1)
+        q = queue.Queue()
+        def reader():
+            for line in p.stdout:
+                q.put((time.monotonic(), line.strip()))
+            q.put((time.monotonic(), None))
+        threading.Thread(target=reader, daemon=True).start()
+        # pactl prints nothing until something happens, and subscribes asynchronously: cause a
+        # change until we see one.
+        ready = False
+        for attempt in range(30):
+            subprocess.run(["pactl", "set-sink-mute", "tocsin_null", "toggle"], check=True)
+            deadline = time.monotonic() + 1
+            while not ready:
+                try:
+                    t, line = q.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if line is None:
+                    sys.exit("pactl subscribe ended")
+                ready = "'change' on sink #" in line
+            if ready:
+                break
+        if not ready:
+            sys.exit("pactl subscribe saw no event")
+        print("ready", flush=True)
+        news = 0
+        while True:
+            t, line = q.get()
+            if line is None:
+                break
+            parts = line.split()
+            if len(parts) == 5 and parts[3] == "sink-input" and parts[1] in ("'new'", "'remove'"):
+                print(f"{parts[1][1:-1]} {parts[4][1:]} {t:.6f}", flush=True)
+                if parts[1] == "'new'":
+                    news += 1
+                    if news == ack_after and ack:
+                        t0 = time.monotonic()
+                        r = subprocess.run(ack, capture_output=True, text=True)
+                        t1 = time.monotonic()
+                        print(f"ack {r.returncode} {t0:.6f} {t1:.6f}", flush=True)
+                        if r.returncode != 0:
+                            print(r.stderr, file=sys.stderr, flush=True)
+        """#
 
     let process: TestProcess
-    private let seen = WaitableState<[(event: Event, at: ContinuousClock.Instant)]>([])
 
-    init(process: TestProcess) {
-        self.process = process
-        let seen = self.seen
-        // The reader thread updates the output; a task turns new lines into stamped events.
-        Task.detached {
-            var consumed = 0
-            while true {
-                let from = consumed
-                let state = try? await process.output.wait("pactl output", timeout: .seconds(3600)) {
-                    $0.stdout[from...].contains(10) || $0.status != nil
-                }
-                guard let state else { return }
-                let text = state.stdout
-                guard let lastNewline = text[consumed...].lastIndex(of: 10) else { return }
-                let now = ContinuousClock.now
-                let lines = String(decoding: text[consumed..<lastNewline], as: UTF8.self).split(separator: "\n")
-                consumed = lastNewline + 1
-                let events = lines.compactMap(Self.parse)
-                if !events.isEmpty { seen.update { $0 += events.map { ($0, now) } } }
-                if state.status != nil { return }
+    init(process: TestProcess) { self.process = process }
+
+    static func parse(_ text: String) -> (events: [Event], ack: Ack?) {
+        var events: [Event] = []
+        var ack: Ack?
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: " ")
+            if f.count == 3, f[0] == "new" || f[0] == "remove", let i = Int(f[1]), let t = Double(f[2]) {
+                events.append(Event(kind: String(f[0]), index: i, at: t))
+            } else if f.count == 4, f[0] == "ack", let rc = Int(f[1]), let t0 = Double(f[2]), let t1 = Double(f[3]) {
+                ack = Ack(status: rc, started: t0, returned: t1)
             }
         }
+        return (events, ack)
     }
 
-    /// `Event 'new' on sink-input #3`.
-    static func parse(_ line: Substring) -> Event? {
-        let parts = line.split(separator: " ")
-        guard parts.count == 5, parts[0] == "Event", parts[3] == "sink-input", parts[4].hasPrefix("#"),
-              let index = Int(parts[4].dropFirst()) else { return nil }
-        let kind = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "'"))
-        guard kind == "new" || kind == "remove" else { return nil }
-        return Event(kind: kind, index: index)
-    }
-
-    var events: [Event] { seen.value.map(\.event) }
+    var events: [Event] { Self.parse(process.stdout).events }
     func count(_ kind: String) -> Int { events.filter { $0.kind == kind }.count }
 
-    /// Waits for the `n`th event of `kind` (1-based); returns it and when it was seen.
+    /// Waits for the `n`th event of `kind` (1-based).
     @discardableResult
-    func wait(_ kind: String, number n: Int, timeout: Duration) async throws -> (event: Event, at: ContinuousClock.Instant) {
-        let s = try await seen.wait("sink-input \(kind) #\(n)", timeout: timeout) { $0.filter { $0.event.kind == kind }.count >= n }
-        return s.filter { $0.event.kind == kind }[n - 1]
+    func wait(_ kind: String, number n: Int, timeout: Duration) async throws -> Event {
+        let s = try await process.output.wait("sink-input \(kind) #\(n)", timeout: timeout) {
+            Self.parse($0.stdoutText).events.filter { $0.kind == kind }.count >= n || $0.status != nil
+        }
+        let hits = Self.parse(s.stdoutText).events.filter { $0.kind == kind }
+        guard hits.count >= n else { throw TestProcessError("sink-input watcher ended: \(s.stderrText)") }
+        return hits[n - 1]
     }
 
     /// Waits for the removal of sink input `index`.
-    func waitForRemoval(of index: Int, timeout: Duration) async throws -> ContinuousClock.Instant {
-        let s = try await seen.wait("removal of sink-input #\(index)", timeout: timeout) {
-            $0.contains { $0.event == Event(kind: "remove", index: index) }
+    @discardableResult
+    func waitForRemoval(of index: Int, timeout: Duration) async throws -> Event {
+        @Sendable func hit(_ text: String) -> Event? { Self.parse(text).events.first { $0.kind == "remove" && $0.index == index } }
+        let s = try await process.output.wait("removal of sink-input #\(index)", timeout: timeout) {
+            hit($0.stdoutText) != nil || $0.status != nil
         }
-        guard let hit = s.first(where: { $0.event == Event(kind: "remove", index: index) }) else {
-            throw TestProcessError("removal of sink-input #\(index) vanished")
-        }
-        return hit.at
+        guard let e = hit(s.stdoutText) else { throw TestProcessError("sink-input watcher ended: \(s.stderrText)") }
+        return e
     }
 
-    func stop() async { _ = try? await process.kill() }
+    func waitForAck(timeout: Duration) async throws -> Ack {
+        let s = try await process.output.wait("the watcher's ack", timeout: timeout) {
+            Self.parse($0.stdoutText).ack != nil || $0.status != nil
+        }
+        guard let a = Self.parse(s.stdoutText).ack else { throw TestProcessError("sink-input watcher ended: \(s.stderrText)") }
+        return a
+    }
+
+    /// Kills the watcher and its pactl (its process group: pactl shares the watcher's stderr, which
+    /// would keep the watcher's output open).
+    func stop() async {
+        if process.status == nil { _ = Glibc.kill(-process.pid, SIGKILL) }
+        _ = try? await process.waitForExit(timeout: .seconds(10))
+    }
 }
 
 /// A private bus, PulseAudio and a daemon whose `[backend.alarm]` plays through `paplay`.
@@ -154,7 +213,8 @@ final class AlarmFixture: Sendable {
     }
 
     /// `every`, `maxRings` and a sine of `soundSeconds` made by sox.
-    static func start(every: String, maxRings: Int, soundSeconds: String) async throws -> AlarmFixture {
+    static func start(every: String, maxRings: Int, soundSeconds: String,
+                      ackKeyAfter: (key: String, ring: Int)? = nil) async throws -> AlarmFixture {
         let pulse = try await PulseServer.start()
         let bus: PrivateBus
         do { bus = try await PrivateBus.start() } catch {
@@ -162,7 +222,8 @@ final class AlarmFixture: Sendable {
             throw error
         }
         do {
-            let watch = try await pulse.subscribe()
+            let ack = ackKeyAfter.map { [Products.executable("tocsin"), "ack", $0.key, "--bus", bus.address] } ?? []
+            let watch = try await pulse.watch(ackAfter: ackKeyAfter?.ring ?? 0, ack: ack)
             let sound = pulse.dir.path + "/ring.wav"
             let sox = try await TestProcess.run("sox", ["-n", "-r", "44100", "-c", "1", "-b", "16", sound, "synth", soundSeconds, "sine", "880"])
             guard sox.status == .exited(0) else { throw TestProcessError("sox: \(sox.stderrText)") }
@@ -231,9 +292,9 @@ final class AlarmFixture: Sendable {
     }
 }
 
-func withAlarm<T: Sendable>(every: String, maxRings: Int, soundSeconds: String,
+func withAlarm<T: Sendable>(every: String, maxRings: Int, soundSeconds: String, ackKeyAfter: (key: String, ring: Int)? = nil,
                             _ body: (AlarmFixture) async throws -> T) async throws -> T {
-    let f = try await AlarmFixture.start(every: every, maxRings: maxRings, soundSeconds: soundSeconds)
+    let f = try await AlarmFixture.start(every: every, maxRings: maxRings, soundSeconds: soundSeconds, ackKeyAfter: ackKeyAfter)
     do {
         let r = try await body(f)
         await f.stop()
