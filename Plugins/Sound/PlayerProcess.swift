@@ -147,7 +147,7 @@ public final class PlayerProcess: Sendable {
     public func stop(_ cause: PlayerStopCause) async -> PlayerExit {
         let onExecutor = state.withLock { s -> Bool in
             requestStop(&s, cause, now: .now)
-            return s.wakeFD < 0
+            return !s.reaping && s.wakeFD < 0
         }
         if onExecutor {
             Task.detached {

@@ -187,7 +187,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         if let early = await process.waitForExit(within: limits.startWindow), early.elapsed < limits.startWindow {
             ended(key: key, id: id, ring: firing.ring, process: process, exit: early, early: true)
             if early.stoppedBy == nil, !early.status.isSuccess {
-                throw DeliveryError(.unavailable, "\(settings.player[0]) failed at start (\(early.status))"
+                throw DeliveryError(.unavailable, "\(process.argv[0]) failed at start (\(early.status))"
                                     + (early.stderr.isEmpty ? "" : ": \(early.stderr)"))
             }
             return
