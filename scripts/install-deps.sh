@@ -19,6 +19,7 @@ PACKAGES=(
   pulseaudio
   pulseaudio-utils
   sox
+  opus-tools
   python3-dbusmock
   imagemagick
 )

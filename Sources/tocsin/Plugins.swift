@@ -4,6 +4,7 @@ import TocsinDesktopBackend
 import TocsinExecBackend
 import TocsinGateway
 import TocsinLogBackend
+import TocsinSoundBackend
 
 /// The backends this binary links. The registry is a value built here and handed to whoever
 /// needs it; nothing registers itself globally.
@@ -16,6 +17,9 @@ enum Plugins {
         } else {
             emit = { _ throws(DeliveryError) in throw DeliveryError(.unavailable, "not connected to a bus") }
         }
-        return BackendRegistry([LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), DesktopBackendFactory()])
+        return BackendRegistry([
+            LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit),
+            DesktopBackendFactory(), SoundBackendFactory(),
+        ])
     }
 }

@@ -1,3 +1,0 @@
-import TocsinCore
-// Owned by the sound helper.
-enum SoundPlaceholder {}

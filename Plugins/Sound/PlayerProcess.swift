@@ -1,0 +1,460 @@
+import Glibc
+import Synchronization
+import TocsinCore
+
+/// How a player ended.
+public enum PlayerStatus: Hashable, Sendable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+    public var isSuccess: Bool { self == .exited(0) }
+    public var description: String {
+        switch self {
+        case .exited(let c): "exit status \(c)"
+        case .signaled(let s): "signal \(s)"
+        }
+    }
+}
+
+/// Why we stopped a player, if we did.
+public enum PlayerStopCause: Hashable, Sendable, CustomStringConvertible {
+    /// `withdraw` (acknowledged, snoozed, cancelled, unanswered), a newer ring (`.replaced`) or shutdown.
+    case withdrawn(WithdrawReason)
+    /// Still playing at the length cap.
+    case capped
+    public var description: String {
+        switch self {
+        case .withdrawn(let r): r.rawValue
+        case .capped: "length cap"
+        }
+    }
+}
+
+/// What we know once a player is reaped.
+public struct PlayerExit: Hashable, Sendable {
+    public var status: PlayerStatus
+    /// Set when we asked it to stop; its status is then ours, not an error of the player.
+    public var stoppedBy: PlayerStopCause?
+    /// The end of what it wrote to stderr (paplay's "Connection refused" and the like).
+    public var stderr: String
+    /// From spawn to reap.
+    public var elapsed: Duration
+    /// When we asked it to stop (withdraw, replacement, cap), and when it was reaped: the sound
+    /// is gone at the latest then.
+    public var stopRequestedAt: ContinuousClock.Instant?
+    public var reapedAt: ContinuousClock.Instant
+    /// From the stop request to the reaped player.
+    public var stopLatency: Duration? { stopRequestedAt.map { reapedAt - $0 } }
+}
+
+/// Why a player could not be started.
+public struct PlayerSpawnError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var errno: Int32
+    public var program: String
+    public var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
+}
+
+/// A running player.
+///
+/// Spawned with `posix_spawn` (argv only, no shell) in its own process group, with default signal
+/// dispositions and an empty mask (the daemon traps SIGTERM/SIGHUP and children must not inherit
+/// that), stdin and stdout on /dev/null, stderr on a pipe, and no other descriptor.
+///
+/// One thread per player waits with `poll` on a pidfd (readable when the child exits), the stderr
+/// pipe and a wake-up pipe, with a timeout only while a deadline is pending: the length cap, and
+/// SIGKILL `grace` after SIGTERM. Deadlines live on that thread rather than in Swift tasks so that a
+/// busy executor can never keep a sound playing past its stop. When the child exits the thread kills
+/// what is left of its process group, then reaps it. Signals go to the group only while the leader
+/// is not yet reaped, so a recycled pid is never hit.
+public final class PlayerProcess: Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<PlayerExit?, Never>
+    }
+    private struct State {
+        var exit: PlayerExit?
+        var reaping = false
+        var stoppedBy: PlayerStopCause?
+        var stopRequestedAt: ContinuousClock.Instant?
+        /// SIGKILL is due then, if it has not exited.
+        var killAt: ContinuousClock.Instant?
+        var capped = false
+        /// Write end of the watcher's wake-up pipe; -1 once reaping (or without a watcher that polls).
+        var wakeFD: Int32 = -1
+        var waiters: [Waiter] = []
+        var cancelled: Set<UInt64> = []
+        var nextID: UInt64 = 0
+    }
+
+    public let pid: pid_t
+    public let argv: [String]
+    private let state: Mutex<State>
+    /// When it was spawned: the cap and the start window count from here.
+    public let started: ContinuousClock.Instant
+    /// Stopped with SIGTERM then, if still running.
+    public let capAt: ContinuousClock.Instant
+    /// From SIGTERM to SIGKILL.
+    public let grace: Duration
+
+    private init(pid: pid_t, argv: [String], started: ContinuousClock.Instant, cap: Duration, grace: Duration) {
+        self.pid = pid
+        self.argv = argv
+        self.started = started
+        self.capAt = started + cap
+        self.grace = grace
+        state = Mutex(State())
+    }
+
+    /// Starts `argv` (its first element an absolute path) with exactly `environment`; stops it
+    /// `cap` after the start, and `grace` after a SIGTERM with SIGKILL.
+    public static func spawn(_ argv: [String], environment: [String: String], cap: Duration,
+                             grace: Duration) throws(PlayerSpawnError) -> PlayerProcess {
+        guard let program = argv.first, !program.isEmpty else { throw PlayerSpawnError(errno: ENOENT, program: "(empty)") }
+        let (pid, stderrRead) = try spawnChild(argv, environment: environment)
+        let process = PlayerProcess(pid: pid, argv: argv, started: .now, cap: cap, grace: grace)
+        // Open the pidfd before anyone could reap the child, so it cannot name another process.
+        let pidfd = pidfdOpen.map { $0(pid, 0) } ?? -1
+        var wake: [Int32] = [-1, -1]
+        if pidfd >= 0, makePipe(&wake, O_CLOEXEC | O_NONBLOCK) == 0 {
+            process.state.withLock { $0.wakeFD = wake[1] }
+        } else if pidfd >= 0 {
+            wake = [-1, -1]
+        }
+        let watcher = Watcher(process: process, pidfd: pidfd, stderrFD: stderrRead, wakeFD: wake[0])
+        watcher.start()
+        if pidfd < 0 || wake[0] < 0 {
+            // No thread that can keep time (kernel without pidfd): the cap on the executor instead.
+            Task.detached {
+                try? await Task.sleep(until: process.capAt, clock: .continuous)
+                if process.exit == nil { _ = await process.stop(.capped) }
+            }
+        }
+        return process
+    }
+
+    /// The exit, once reaped.
+    public var exit: PlayerExit? { state.withLock { $0.exit } }
+
+    /// Sends `signal` to the player's process group; false once it is reaped.
+    @discardableResult
+    public func signal(_ signal: Int32) -> Bool {
+        state.withLock { s in
+            guard !s.reaping else { return false }
+            return Glibc.kill(-pid, signal) == 0
+        }
+    }
+
+    /// SIGTERM now, SIGKILL `grace` later if it is still there; returns once it is reaped.
+    public func stop(_ cause: PlayerStopCause) async -> PlayerExit {
+        let onExecutor = state.withLock { s -> Bool in
+            requestStop(&s, cause, now: .now)
+            return !s.reaping && s.wakeFD < 0
+        }
+        if onExecutor {
+            Task.detached {
+                try? await Task.sleep(for: self.grace)
+                self.signal(SIGKILL)
+            }
+        }
+        // SIGKILL cannot be refused; the deadline only guards against a child stuck in the kernel.
+        if let e = await waitForExit(within: grace + .seconds(5)) { return e }
+        let now = ContinuousClock.now
+        return PlayerExit(status: .signaled(SIGKILL), stoppedBy: cause, stderr: "not reaped 5 s after SIGKILL",
+                          elapsed: now - started, stopRequestedAt: nil, reapedAt: now)
+    }
+
+    /// Under the lock: SIGTERM to the group, SIGKILL scheduled, the watcher woken to keep time.
+    private func requestStop(_ s: inout State, _ cause: PlayerStopCause, now: ContinuousClock.Instant) {
+        guard !s.reaping else { return }
+        if s.stoppedBy == nil {
+            s.stoppedBy = cause
+            s.stopRequestedAt = now
+        }
+        _ = Glibc.kill(-pid, SIGTERM)
+        if s.killAt == nil { s.killAt = now + grace }
+        if s.wakeFD >= 0 {
+            var byte: UInt8 = 1
+            _ = write(s.wakeFD, &byte, 1)
+        }
+    }
+
+    /// Waits until it is reaped; nil if the waiting task is cancelled.
+    public func waitForExit() async -> PlayerExit? {
+        let id = state.withLock { s -> UInt64 in s.nextID += 1; return s.nextID }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<PlayerExit?, Never>) in
+                let now = state.withLock { s -> PlayerExit?? in
+                    if let e = s.exit { return .some(e) }
+                    if s.cancelled.remove(id) != nil { return .some(nil) }
+                    s.waiters.append(Waiter(id: id, continuation: c))
+                    return nil
+                }
+                if let now { c.resume(returning: now) }
+            }
+        } onCancel: {
+            let w = state.withLock { s -> Waiter? in
+                if let i = s.waiters.firstIndex(where: { $0.id == id }) { return s.waiters.remove(at: i) }
+                s.cancelled.insert(id)
+                return nil
+            }
+            w?.continuation.resume(returning: nil)
+        }
+    }
+
+    /// Waits at most `timeout`; nil if it is still running (or the task is cancelled).
+    public func waitForExit(within timeout: Duration) async -> PlayerExit? {
+        if let e = exit { return e }
+        return await withTaskGroup(of: PlayerExit?.self) { group in
+            group.addTask { await self.waitForExit() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? self.exit
+        }
+    }
+
+    // MARK: Called by the watcher thread
+
+    /// Fires the deadlines that are due; returns the poll timeout until the next one (-1: none).
+    fileprivate func keepTime() -> Int32 {
+        state.withLock { s -> Int32 in
+            let now = ContinuousClock.now
+            if !s.capped, now >= capAt {
+                s.capped = true
+                requestStop(&s, .capped, now: now)
+            }
+            if let k = s.killAt, now >= k, !s.reaping {
+                _ = Glibc.kill(-pid, SIGKILL)
+                s.killAt = nil
+            }
+            var next = s.capped ? nil : capAt
+            if let k = s.killAt { next = next.map { min($0, k) } ?? k }
+            guard let next else { return -1 }
+            let c = (next - now).components
+            let ms = c.seconds * 1000 + (c.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+            return Int32(clamping: max(0, ms))
+        }
+    }
+
+    fileprivate func beginReaping() {
+        state.withLock { s in
+            // Anything the player left behind in its group goes with it; the leader is a zombie
+            // until reaped, so the group id cannot have been recycled yet.
+            _ = Glibc.kill(-pid, SIGKILL)
+            s.reaping = true
+            if s.wakeFD >= 0 {
+                close(s.wakeFD)
+                s.wakeFD = -1
+            }
+        }
+    }
+
+    fileprivate func finish(_ status: PlayerStatus, stderr: [UInt8]) {
+        let waiters = state.withLock { s -> ([Waiter], PlayerExit) in
+            let now = ContinuousClock.now
+            let e = PlayerExit(status: status, stoppedBy: s.stoppedBy,
+                               stderr: String(decoding: stderr, as: UTF8.self).trimmingTrailingWhitespace(),
+                               elapsed: now - started, stopRequestedAt: s.stopRequestedAt, reapedAt: now)
+            s.exit = e
+            let w = s.waiters
+            s.waiters = []
+            return (w, e)
+        }
+        for w in waiters.0 { w.continuation.resume(returning: waiters.1) }
+    }
+}
+
+extension String {
+    func trimmingTrailingWhitespace() -> String {
+        var s = Substring(self)
+        while let l = s.last, l.isWhitespace { s.removeLast() }
+        return String(s)
+    }
+}
+
+// MARK: - The watcher thread
+
+/// Owns the pidfd and the stderr read end of one player.
+private final class Watcher: @unchecked Sendable {
+    let process: PlayerProcess
+    let pidfd: Int32
+    let stderrFD: Int32
+    let wakeFD: Int32
+    static let keep = 2048
+
+    init(process: PlayerProcess, pidfd: Int32, stderrFD: Int32, wakeFD: Int32) {
+        self.process = process
+        self.pidfd = pidfd
+        self.stderrFD = stderrFD
+        self.wakeFD = wakeFD
+    }
+
+    func start() {
+        var attr = pthread_attr_t()
+        pthread_attr_init(&attr)
+        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setstacksize(&attr, 128 * 1024)
+        var tid = pthread_t()
+        let arg = Unmanaged.passRetained(self).toOpaque()
+        if pthread_create(&tid, &attr, watcherMain, arg) != 0 {
+            Unmanaged<Watcher>.fromOpaque(arg).release()
+            // No thread to watch it: end the player now and reap it here rather than leak it;
+            // the delivery then sees it killed and reports the failure.
+            _ = kill(-process.pid, SIGKILL)
+            run()
+        }
+        pthread_attr_destroy(&attr)
+    }
+
+    func run() {
+        var tail: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func drain(_ fd: Int32) -> Bool {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                tail += buffer[0..<n]
+                if tail.count > Self.keep { tail.removeFirst(tail.count - Self.keep) }
+                return true
+            }
+            return n < 0 && errno == EINTR
+        }
+        if pidfd >= 0, wakeFD >= 0 {
+            var fds = [pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: stderrFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            while true {
+                let timeout = process.keepTime()
+                let n = poll(&fds, nfds_t(fds.count), timeout)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    break  // cannot happen with valid fds; fall through to a blocking reap
+                }
+                if fds[1].fd >= 0, fds[1].revents != 0, !drain(stderrFD) { fds[1].fd = -1 }
+                if fds[2].revents != 0 {
+                    var sink = [UInt8](repeating: 0, count: 64)
+                    while sink.withUnsafeMutableBytes({ read(wakeFD, $0.baseAddress, $0.count) }) > 0 {}
+                }
+                if fds[0].revents != 0 { break }
+            }
+            // The child is gone; whatever it wrote is in the pipe (non-blocking so a surviving
+            // grandchild holding the write end cannot stall us).
+            _ = fcntl(stderrFD, F_SETFL, fcntl(stderrFD, F_GETFL) | O_NONBLOCK)
+            while drain(stderrFD) {}
+            close(pidfd)
+        } else {
+            if pidfd >= 0 { close(pidfd) }
+            // No pidfd (kernel < 5.3): wait without reaping, then read what is buffered.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(process.pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+            _ = fcntl(stderrFD, F_SETFL, fcntl(stderrFD, F_GETFL) | O_NONBLOCK)
+            while drain(stderrFD) {}
+        }
+        close(stderrFD)
+        process.beginReaping()
+        if wakeFD >= 0 { close(wakeFD) }
+        var status: Int32 = 0
+        var r: pid_t
+        repeat { r = waitpid(process.pid, &status, 0) } while r < 0 && errno == EINTR
+        let result: PlayerStatus
+        if r < 0 {
+            result = .exited(-1)
+        } else if status & 0x7f == 0 {
+            result = .exited((status >> 8) & 0xff)
+        } else {
+            result = .signaled(status & 0x7f)
+        }
+        process.finish(result, stderr: tail)
+    }
+}
+
+private func watcherMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let arg else { return nil }
+    Unmanaged<Watcher>.fromOpaque(arg).takeRetainedValue().run()
+    return nil
+}
+
+// MARK: - Spawning
+
+private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+
+/// glibc 2.36's `pidfd_open`, not in Swift's Glibc module; nil on older systems (the watcher then
+/// falls back to `waitid`).
+nonisolated(unsafe) private let pidfdOpen: PidfdOpen? = {
+    guard let sym = dlsym(nil, "pidfd_open") else { return nil }
+    return unsafeBitCast(sym, to: PidfdOpen.self)
+}()
+
+private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
+
+/// Not in Swift's Glibc module (it is behind _GNU_SOURCE).
+nonisolated(unsafe) private let pipe2: Pipe2? = {
+    guard let sym = dlsym(nil, "pipe2") else { return nil }
+    return unsafeBitCast(sym, to: Pipe2.self)
+}()
+
+/// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`: the daemon's sockets and the SQLite
+/// file must not leak into a player.
+nonisolated(unsafe) private let addCloseFrom: AddCloseFrom? = {
+    guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(sym, to: AddCloseFrom.self)
+}()
+
+/// pipe2, or pipe and fcntl where glibc lacks it.
+private func makePipe(_ fds: inout [Int32], _ flags: Int32) -> Int32 {
+    if let pipe2 { return pipe2(&fds, flags) }
+    let r = pipe(&fds)
+    guard r == 0 else { return r }
+    for fd in fds {
+        if flags & O_CLOEXEC != 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        if flags & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+    }
+    return 0
+}
+
+/// Returns the pid and the read end of its stderr pipe.
+private func spawnChild(_ argv: [String], environment: [String: String]) throws(PlayerSpawnError) -> (pid_t, Int32) {
+    let program = argv[0]
+    var fds: [Int32] = [-1, -1]
+    // pipe2 creates both ends close-on-exec at once, so a concurrent spawn elsewhere in the daemon
+    // cannot inherit them.
+    guard makePipe(&fds, O_CLOEXEC) == 0 else { throw PlayerSpawnError(errno: errno, program: program) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+    if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
+
+    var attr = posix_spawnattr_t()
+    posix_spawnattr_init(&attr)
+    defer { posix_spawnattr_destroy(&attr) }
+    var defaults = sigset_t()
+    sigfillset(&defaults)
+    sigdelset(&defaults, SIGKILL)
+    sigdelset(&defaults, SIGSTOP)
+    posix_spawnattr_setsigdefault(&attr, &defaults)
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attr, &empty)
+    posix_spawnattr_setpgroup(&attr, 0)
+    posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+
+    var cargv: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+    var cenv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        for a in cargv { free(a) }
+        for e in cenv { free(e) }
+    }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, program, &actions, &attr, &cargv, &cenv)
+    close(fds[1])
+    guard rc == 0 else {
+        close(fds[0])
+        throw PlayerSpawnError(errno: rc, program: program)
+    }
+    return (pid, fds[0])
+}

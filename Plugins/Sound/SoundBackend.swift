@@ -1,0 +1,264 @@
+import Glibc
+import Logging
+import Synchronization
+import TocsinCore
+import TocsinTime
+
+/// What a sound backend instance plays and how, as read from `[backend.NAME]`.
+public struct SoundSettings: Hashable, Sendable {
+    /// Absolute path of the sound.
+    public var file: String
+    public var length: SoundLength
+    /// The player's argv template; its first element an absolute path. `{file}`, `{volume}` (0–100),
+    /// `{volume_pa}` (0–65536) and `{volume_fraction}` (0.00–1.00) are replaced inside elements.
+    public var player: [String]
+    /// Percent, 0–100; nil leaves the player at its default (100 %).
+    public var volume: Int?
+    public var every: TimeSpan
+    public var maxRings: UInt32
+
+    public init(file: String, length: SoundLength, player: [String], volume: Int? = nil,
+                every: TimeSpan = .minutes(1), maxRings: UInt32 = 10) {
+        self.file = file; self.length = length; self.player = player; self.volume = volume
+        self.every = every; self.maxRings = maxRings
+    }
+
+    /// The argv of one ring.
+    public var arguments: [String] {
+        let v = volume ?? 100
+        let fraction = "\(v / 100).\(v % 100 < 10 ? "0" : "")\(v % 100)"
+        // The file last, so a path that happens to contain "{volume}" stays as it is.
+        return player.map {
+            $0.replacing("{volume_pa}", with: String(v * 65536 / 100))
+                .replacing("{volume_fraction}", with: fraction)
+                .replacing("{volume}", with: String(v))
+                .replacing("{file}", with: file)
+        }
+    }
+}
+
+/// Timing limits of a player. Only tests shorten them.
+public struct PlayerLimits: Hashable, Sendable {
+    /// A player still running this long after it started is stopped: an alarm sound is short, and a
+    /// player stuck on a dead server must not pile up across rings.
+    public var cap: Duration = .seconds(30)
+    /// Between SIGTERM and SIGKILL on withdraw; the whole stop must fit in 100 ms.
+    public var termGrace: Duration = .milliseconds(50)
+    /// A player that fails within this long after it started is a failed delivery (no audio server,
+    /// unplayable file) rather than a logged error, so the center sees and retries it.
+    public var startWindow: Duration = .milliseconds(200)
+    public init() {}
+}
+
+/// What happened to players, for tests and for whoever watches the backend.
+public enum PlayerEvent: Hashable, Sendable {
+    case started(key: String, ring: UInt32, pid: Int32)
+    case ended(key: String, ring: UInt32, pid: Int32, exit: PlayerExit)
+}
+
+/// Counts since start, for the log and for tests.
+public struct SoundCounters: Hashable, Sendable {
+    public var started = 0
+    /// Could not be spawned or failed within the start window (a failed delivery).
+    public var failedStarts = 0
+    /// Ended with an error later on, without being asked to stop.
+    public var playerErrors = 0
+    /// Stopped at the length cap.
+    public var capped = 0
+    /// Stopped by withdraw, a newer ring or shutdown.
+    public var stopped = 0
+    public init(started: Int = 0, failedStarts: Int = 0, playerErrors: Int = 0, capped: Int = 0, stopped: Int = 0) {
+        self.started = started; self.failedStarts = failedStarts; self.playerErrors = playerErrors
+        self.capped = capped; self.stopped = stopped
+    }
+}
+
+/// `type = "sound"`: the alarm. Each delivery plays the sound once (one ring); the center repeats
+/// deliveries every `every` until someone reacts, then withdraws, which stops the player at once.
+///
+/// One player per key: a ring that comes while the previous one still plays replaces it, so rings
+/// never overlap and a stuck player never outlives the next ring.
+public final class SoundBackend: DeliveryBackend, Sendable {
+    private struct Playing {
+        var id: UInt64
+        var ring: UInt32
+        var process: PlayerProcess
+    }
+    private struct State {
+        var playing: [String: Playing] = [:]
+        var nextID: UInt64 = 0
+        var counters = SoundCounters()
+        /// Deliveries under way per key.
+        var inFlight: [String: Int] = [:]
+        /// Bumped by a withdraw while a delivery for the key is under way: that delivery must not
+        /// start playing after it (an acknowledge racing a ring). Dropped with the last delivery.
+        var withdrawals: [String: UInt64] = [:]
+        var withdrawnAs: [String: WithdrawReason] = [:]
+        var shutDown = false
+    }
+
+    public let name: String
+    public let settings: SoundSettings
+    public let limits: PlayerLimits
+    private let environment: [String: String]
+    private let logger: Logger
+    private let observer: (@Sendable (PlayerEvent) -> Void)?
+    private let state = Mutex(State())
+
+    public var ringPolicy: RingPolicy? { RingPolicy(every: settings.every, maxRings: settings.maxRings) }
+
+    /// `environment` is exactly what the player gets. `observer` hears every start and end.
+    public init(name: String, settings: SoundSettings, environment: [String: String], logger: Logger,
+                limits: PlayerLimits = PlayerLimits(), observer: (@Sendable (PlayerEvent) -> Void)? = nil) {
+        self.name = name
+        self.settings = settings
+        self.environment = environment
+        self.limits = limits
+        self.observer = observer
+        var l = logger
+        l[metadataKey: "backend"] = "\(name)"
+        self.logger = l
+    }
+
+    public var counters: SoundCounters { state.withLock { $0.counters } }
+
+    /// Keys whose player is running now.
+    public var playingKeys: [String] { state.withLock { $0.playing.keys.sorted() } }
+
+    public func deliver(_ firing: Firing) async throws(DeliveryError) {
+        let key = firing.key
+        // Checked at load, but the file may have gone since; that will not mend by retrying.
+        guard access(settings.file, R_OK) == 0 else {
+            count { $0.failedStarts += 1 }
+            throw DeliveryError(.permanent, "cannot read sound file '\(settings.file)': \(String(cString: strerror(errno)))")
+        }
+        let epoch = state.withLock { s -> UInt64 in
+            s.inFlight[key, default: 0] += 1
+            return s.withdrawals[key] ?? 0
+        }
+        defer {
+            state.withLock { s in
+                let n = (s.inFlight[key] ?? 1) - 1
+                if n > 0 {
+                    s.inFlight[key] = n
+                } else {
+                    s.inFlight[key] = nil
+                    s.withdrawals[key] = nil
+                    s.withdrawnAs[key] = nil
+                }
+            }
+        }
+        if let old = take(key) {
+            _ = await old.process.stop(.withdrawn(.replaced))
+        }
+        if let reason = state.withLock({ s in s.shutDown ? .shutdown : (s.withdrawals[key] ?? 0) != epoch ? s.withdrawnAs[key] : nil }) {
+            logger.debug("ring withdrawn before it started", metadata: ["key": "\(key)", "reason": "\(reason)"])
+            return
+        }
+        let process: PlayerProcess
+        do {
+            process = try PlayerProcess.spawn(settings.arguments, environment: environment, cap: limits.cap, grace: limits.termGrace)
+        } catch {
+            count { $0.failedStarts += 1 }
+            throw DeliveryError(.permanent, error.description)
+        }
+        let (id, displaced, vetoed) = state.withLock { s -> (UInt64, Playing?, WithdrawReason?) in
+            s.nextID += 1
+            s.counters.started += 1
+            if s.shutDown { return (s.nextID, nil, .shutdown) }
+            if (s.withdrawals[key] ?? 0) != epoch { return (s.nextID, nil, s.withdrawnAs[key] ?? .cancelled) }
+            let d = s.playing[key]
+            s.playing[key] = Playing(id: s.nextID, ring: firing.ring, process: process)
+            return (s.nextID, d, nil)
+        }
+        observer?(.started(key: key, ring: firing.ring, pid: process.pid))
+        // Withdrawn while we were spawning: it never gets to play on.
+        if let vetoed {
+            let exit = await process.stop(.withdrawn(vetoed))
+            ended(key: key, id: id, ring: firing.ring, process: process, exit: exit, early: false)
+            return
+        }
+        // A concurrent delivery for the same key (a retry racing the next ring) started in between.
+        if let displaced { _ = await displaced.process.stop(.withdrawn(.replaced)) }
+        logger.debug("ringing", metadata: ["key": "\(key)", "ring": "\(firing.ring)", "pid": "\(process.pid)"])
+
+        // Judged by when it ended, not by when this task got to look: a busy executor must not turn
+        // a failure in the middle of the sound into a failed delivery.
+        if let early = await process.waitForExit(within: limits.startWindow), early.elapsed < limits.startWindow {
+            ended(key: key, id: id, ring: firing.ring, process: process, exit: early, early: true)
+            if early.stoppedBy == nil, !early.status.isSuccess {
+                throw DeliveryError(.unavailable, "\(process.argv[0]) failed at start (\(early.status))"
+                                    + (early.stderr.isEmpty ? "" : ": \(early.stderr)"))
+            }
+            return
+        }
+        let ring = firing.ring
+        Task { await self.supervise(key: key, id: id, ring: ring, process: process) }
+    }
+
+    public func withdraw(key: String, reason: WithdrawReason) async {
+        let p = state.withLock { s -> Playing? in
+            if s.inFlight[key] != nil {
+                s.withdrawals[key, default: 0] += 1
+                s.withdrawnAs[key] = reason
+            }
+            return s.playing.removeValue(forKey: key)
+        }
+        guard let p else { return }
+        _ = await p.process.stop(.withdrawn(reason))
+    }
+
+    public func shutdown() async {
+        let all = state.withLock { s -> [Playing] in
+            s.shutDown = true
+            let a = Array(s.playing.values)
+            s.playing = [:]
+            return a
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for p in all {
+                group.addTask { _ = await p.process.stop(.withdrawn(.shutdown)) }
+            }
+        }
+    }
+
+    // MARK: -
+
+    private func take(_ key: String) -> Playing? {
+        state.withLock { $0.playing.removeValue(forKey: key) }
+    }
+
+    private func count(_ change: (inout SoundCounters) -> Void) {
+        state.withLock { change(&$0.counters) }
+    }
+
+    /// Waits for the player to end (the process stops it at the cap by itself).
+    private func supervise(key: String, id: UInt64, ring: UInt32, process: PlayerProcess) async {
+        guard let exit = await process.waitForExit() else { return }
+        if exit.stoppedBy == .capped {
+            logger.notice("sound still playing at the length cap; stopped",
+                          metadata: ["key": "\(key)", "cap": "\(limits.cap)", "pid": "\(process.pid)"])
+        }
+        ended(key: key, id: id, ring: ring, process: process, exit: exit, early: false)
+    }
+
+    private func ended(key: String, id: UInt64, ring: UInt32, process: PlayerProcess, exit: PlayerExit, early: Bool) {
+        state.withLock { s in
+            if s.playing[key]?.id == id { s.playing[key] = nil }
+            switch exit.stoppedBy {
+            case .capped?: s.counters.capped += 1
+            case .withdrawn?: s.counters.stopped += 1
+            case nil:
+                if !exit.status.isSuccess {
+                    if early { s.counters.failedStarts += 1 } else { s.counters.playerErrors += 1 }
+                }
+            }
+        }
+        if exit.stoppedBy == nil, !exit.status.isSuccess, !early {
+            logger.error("sound player failed", metadata: [
+                "key": "\(key)", "ring": "\(ring)", "player": "\(process.argv[0])", "status": "\(exit.status)",
+                "stderr": "\(exit.stderr)"])
+        }
+        observer?(.ended(key: key, ring: ring, pid: process.pid, exit: exit))
+    }
+}

@@ -1,0 +1,330 @@
+import Foundation
+import Logging
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinSoundBackend
+import TocsinTesting
+import TocsinTime
+
+let t0 = Instant(seconds: 1_772_442_000)
+
+/// The sound backend behind a real center on a virtual clock, with fake players that record their
+/// starts. Ring timing is the center's; what is tested here is the player per ring.
+final class AlarmRig: Sendable {
+    let w = SoundWorkspace()
+    let clock = VirtualClock(now: t0)
+    let center: TocsinCenter
+    let backend: SoundBackend
+    let events = WaitableState<[PlayerEvent]>([])
+    /// Players of a key still running (unreaped) when the next one for that key started.
+    let overlaps = WaitableState<[Int32]>([])
+    let spy = RecordingBackend(name: "spy")
+
+    /// `player` is the fake player's shell body (`$1` is the sound file).
+    init(player: String = "exec sleep 30", every: String = "3s", maxRings: Int = 4,
+         limits: PlayerLimits = PlayerLimits(), environment extra: [String: String] = [:]) async throws {
+        let file = try w.wav("ring.wav", seconds: 1)
+        let script = try w.script("fake-player", player)
+        let events = self.events, overlaps = self.overlaps
+        let factory = SoundBackendFactory(limits: limits) { e in
+            if case .started(let key, _, let pid) = e {
+                let earlier = events.value.compactMap { if case .started(key, _, let p) = $0, p != pid { p } else { nil } }
+                let alive = earlier.filter(isRunning)
+                if !alive.isEmpty { overlaps.update { $0 += alive } }
+            }
+            events.update { $0.append(e) }
+        }
+        let toml = """
+            [backend.alarm]
+            type = "sound"
+            file = "\(file)"
+            every = "\(every)"
+            max_rings = \(maxRings)
+            player = ["\(script)", "{file}"]
+            """
+        var env = ["PATH": "/usr/bin:/bin", "HOME": w.path]
+        for (k, v) in extra { env[k] = v }
+        let built = try w.load(toml, environment: env, factory: factory).get()
+        backend = try #require(built.first as? SoundBackend)
+        center = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: w.path + "/state", clock: clock,
+                                  timer: clock, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await center.start(backends: [backend, spy])
+    }
+
+    func schedule(_ key: String, at seconds: Int64) async throws {
+        var s = NotificationSpec()
+        s.key = key
+        s.title = "Wake up"
+        s.trigger = .at(.instant(t0 + .seconds(seconds)))
+        _ = try await center.schedule(s)
+    }
+
+    /// Moves the virtual clock and waits until the deliveries that fell due have returned.
+    func advance(_ seconds: Int64) async {
+        clock.advance(by: .seconds(seconds))
+        await center.tick()
+        await center.waitForDeliveries()
+    }
+
+    func started(_ key: String) -> [(ring: UInt32, pid: Int32)] {
+        events.value.compactMap { if case .started(key, let r, let p) = $0 { (r, p) } else { nil } }
+    }
+
+    /// Waits for the end of the player `pid`.
+    @discardableResult
+    func ended(pid: Int32, timeout: Duration = .seconds(10)) async throws -> PlayerExit {
+        let s = try await events.wait("end of player \(pid)", timeout: timeout) { evs in
+            evs.contains { if case .ended(_, _, pid, _) = $0 { true } else { false } }
+        }
+        for case .ended(_, _, pid, let exit) in s { return exit }
+        throw TestProcessError("unreachable")
+    }
+
+    func firing(_ key: String, ring: UInt32 = 1) -> Firing {
+        let n = TocsinCore.Notification(key: key, title: "Wake up", trigger: .at(t0))
+        var f = Firing(notification: n, occurrence: Occurrence(instant: t0, number: 1), due: t0, fired: t0, reason: .scheduled)
+        f.ring = ring
+        return f
+    }
+}
+
+/// Alive and not reaped: signal 0 reaches it. Our own children only, so no recycled pid in between.
+func isRunning(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
+
+private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+
+/// Whether `pid` exits (or is already gone) within the deadline.
+func waitForExit(ofAnyProcess pid: Int32, timeoutMilliseconds: Int32) -> Bool {
+    guard let sym = dlsym(nil, "pidfd_open") else { return false }
+    let fd = unsafeBitCast(sym, to: PidfdOpen.self)(pid, 0)
+    if fd < 0 { return errno == ESRCH }
+    defer { close(fd) }
+    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&p, 1, timeoutMilliseconds) == 1
+}
+
+@Suite("Sound backend: one player per ring")
+struct PlayerLifecycleTests {
+    @Test("a ring starts a player; acknowledge stops and reaps it within 100 ms")
+    func acknowledgeStops() async throws {
+        let rig = try await AlarmRig()
+        try await rig.schedule("wake", at: 10)
+        await rig.advance(10)
+        let pid = try #require(rig.started("wake").first?.pid)
+        #expect(rig.started("wake").map(\.ring) == [1])
+        #expect(isRunning(pid))
+        #expect(rig.backend.playingKeys == ["wake"])
+
+        let t = ContinuousClock.now
+        #expect(try await rig.center.acknowledge("wake"))
+        let exit = try await rig.ended(pid: pid)
+        // The backend's part, withdraw to reaped, is timed on the player's watcher thread; the
+        // center's hand-over to withdraw runs on the executor, which other suites keep busy.
+        let stop = try #require(exit.stopLatency)
+        print("measured: withdraw to reaped player \(stop); acknowledge to reaped \(exit.reapedAt - t)")
+        #expect(stop < .milliseconds(100), "withdraw to reaped player took \(stop)")
+        #expect(exit.reapedAt - t < .seconds(2), "acknowledge to reaped player took \(exit.reapedAt - t)")
+        #expect(exit.stoppedBy == .withdrawn(.acknowledged))
+        #expect(exit.status == .signaled(SIGTERM))
+        #expect(!isRunning(pid), "player not reaped")
+        #expect(rig.backend.playingKeys == [])
+        #expect(rig.backend.counters.stopped == 1)
+        #expect(rig.backend.counters.playerErrors == 0)
+    }
+
+    @Test("withdraw: SIGTERM, SIGKILL after the 50 ms grace if ignored, reaped within 100 ms",
+          arguments: [("plays on", "exec sleep 30", SIGTERM), ("ignores SIGTERM", "trap '' TERM; sleep 30 & wait", SIGKILL)])
+    func withdrawLatency(_ name: String, _ player: String, _ signal: Int32) async throws {
+        let rig = try await AlarmRig(player: player)
+        try await rig.backend.deliver(rig.firing("wake"))
+        let pid = try #require(rig.started("wake").first?.pid)
+        let t = ContinuousClock.now
+        await rig.backend.withdraw(key: "wake", reason: .snoozed)
+        let exit = try await rig.ended(pid: pid)
+        let stop = try #require(exit.stopLatency)
+        print("measured (\(name)): stop request to reaped \(stop); withdraw call returned after \(ContinuousClock.now - t)")
+        #expect(stop < .milliseconds(100), "\(name): stop request to reaped took \(stop)")
+        #expect(exit.status == .signaled(signal), "\(name)")
+        #expect(exit.stoppedBy == .withdrawn(.snoozed), "\(name)")
+        #expect(!isRunning(pid), "\(name)")
+    }
+
+    @Test("a ring that comes while the previous one still plays replaces it; rings never overlap")
+    func replacement() async throws {
+        let rig = try await AlarmRig()
+        try await rig.schedule("wake", at: 10)
+        await rig.advance(10)
+        await rig.advance(3)
+        let starts = rig.started("wake")
+        #expect(starts.map(\.ring) == [1, 2])
+        let first = try #require(starts.first?.pid), second = try #require(starts.last?.pid)
+        let exit = try await rig.ended(pid: first)
+        #expect(exit.stoppedBy == .withdrawn(.replaced))
+        #expect(rig.overlaps.value == [], "an old player was still there when the next ring started")
+        #expect(!isRunning(first))
+        #expect(isRunning(second))
+        #expect(try await rig.center.acknowledge("wake"))
+        try await rig.ended(pid: second)
+        #expect(rig.backend.counters == SoundCounters(started: 2, failedStarts: 0, playerErrors: 0, capped: 0, stopped: 2))
+    }
+
+    @Test("several keys ring at once, each with its own player; acknowledging one leaves the other ringing")
+    func severalKeys() async throws {
+        let rig = try await AlarmRig()
+        try await rig.schedule("a", at: 10)
+        try await rig.schedule("b", at: 10)
+        try await rig.schedule("c", at: 11)
+        await rig.advance(10)
+        await rig.advance(1)
+        #expect(rig.backend.playingKeys == ["a", "b", "c"])
+        let a = try #require(rig.started("a").first?.pid)
+        let b = try #require(rig.started("b").first?.pid)
+        let c = try #require(rig.started("c").first?.pid)
+        #expect(Set([a, b, c]).count == 3)
+        #expect(try await rig.center.acknowledge("b"))
+        try await rig.ended(pid: b)
+        #expect(isRunning(a) && isRunning(c))
+        #expect(rig.backend.playingKeys == ["a", "c"])
+        await rig.advance(2)  // a and b's second ring is due at 13, c's at 14
+        #expect(rig.started("a").map(\.ring) == [1, 2])
+        #expect(rig.started("b").map(\.ring) == [1])
+        #expect(rig.started("c").map(\.ring) == [1])
+        await rig.center.shutdown()
+        for case .started(_, _, let pid) in rig.events.value { try await rig.ended(pid: pid) }
+        #expect(rig.backend.playingKeys == [])
+    }
+
+    @Test("max_rings reached: the center withdraws (unanswered) and the last player stops")
+    func unanswered() async throws {
+        let rig = try await AlarmRig(maxRings: 2)
+        try await rig.schedule("wake", at: 10)
+        await rig.advance(10)
+        await rig.advance(3)
+        let last = try #require(rig.started("wake").last?.pid)
+        await rig.advance(3)
+        let exit = try await rig.ended(pid: last)
+        #expect(exit.stoppedBy == .withdrawn(.unanswered))
+        #expect(rig.started("wake").map(\.ring) == [1, 2])
+        #expect(await rig.center.lookup("wake")?.state == .unanswered(rings: 2))
+    }
+
+    @Test("a player still running at the cap is stopped there")
+    func cap() async throws {
+        var limits = PlayerLimits()
+        limits.cap = .milliseconds(300)
+        let rig = try await AlarmRig(limits: limits)
+        try await rig.backend.deliver(rig.firing("wake"))
+        let pid = try #require(rig.started("wake").first?.pid)
+        let exit = try await rig.ended(pid: pid)
+        #expect(exit.stoppedBy == .capped)
+        #expect(exit.elapsed >= .milliseconds(300) && exit.elapsed < .milliseconds(800), "stopped after \(exit.elapsed)")
+        #expect(!isRunning(pid))
+        #expect(rig.backend.counters.capped == 1)
+        #expect(rig.backend.playingKeys == [])
+    }
+
+    @Test("withdraw for a key that is not playing does nothing")
+    func withdrawIdle() async throws {
+        let rig = try await AlarmRig(player: "exit 0")
+        await rig.backend.withdraw(key: "never", reason: .cancelled)
+        try await rig.backend.deliver(rig.firing("short"))
+        let pid = try #require(rig.started("short").first?.pid)
+        let exit = try await rig.ended(pid: pid)
+        #expect(exit.status == .exited(0) && exit.stoppedBy == nil)
+        await rig.backend.withdraw(key: "short", reason: .acknowledged)
+        #expect(rig.events.value.count == 2)
+        #expect(rig.backend.counters == SoundCounters(started: 1, failedStarts: 0, playerErrors: 0, capped: 0, stopped: 0))
+    }
+
+    @Test("a player failing at start is a retryable delivery error carrying its stderr")
+    func failsAtStart() async throws {
+        let rig = try await AlarmRig(player: "echo 'Connection failure: Connection refused' >&2; exit 1")
+        await #expect(throws: DeliveryError(.unavailable, "\(rig.w.path)/fake-player failed at start (exit status 1): Connection failure: Connection refused")) {
+            try await rig.backend.deliver(rig.firing("wake"))
+        }
+        #expect(rig.backend.counters.failedStarts == 1)
+        #expect(rig.backend.playingKeys == [])
+    }
+
+    @Test("real paplay without a sound server: .unavailable")
+    func paplayNoServer() async throws {
+        let rig = try await AlarmRig(environment: ["PULSE_SERVER": "unix:/nonexistent/pulse.sock"])
+        // Same backend settings, the real player.
+        var settings = rig.backend.settings
+        settings.player = ["/usr/bin/paplay", "{file}"]
+        let paplay = SoundBackend(name: "alarm", settings: settings,
+                                  environment: ["PATH": "/usr/bin:/bin", "HOME": rig.w.path, "PULSE_SERVER": "unix:/nonexistent/pulse.sock"],
+                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        do {
+            try await paplay.deliver(rig.firing("wake"))
+            Issue.record("paplay played without a server")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(error.message.hasPrefix("/usr/bin/paplay failed at start (exit status 1)"), "\(error.message)")
+        }
+    }
+
+    @Test("program or file gone since the config was loaded: a permanent delivery error")
+    func goneSinceLoad() async throws {
+        let rig = try await AlarmRig()
+        try FileManager.default.removeItem(atPath: rig.w.path + "/fake-player")
+        await #expect(throws: DeliveryError(.permanent, "cannot run \(rig.w.path)/fake-player: No such file or directory")) {
+            try await rig.backend.deliver(rig.firing("wake"))
+        }
+        try FileManager.default.removeItem(atPath: rig.w.path + "/ring.wav")
+        await #expect(throws: DeliveryError(.permanent, "cannot read sound file '\(rig.w.path)/ring.wav': No such file or directory")) {
+            try await rig.backend.deliver(rig.firing("wake"))
+        }
+        #expect(rig.backend.counters.failedStarts == 2)
+    }
+
+    @Test("a player that fails later is logged and counted; the delivery stood")
+    func failsLater() async throws {
+        // The delay is the fake player's own behaviour, past the start window; the test waits on its end.
+        let rig = try await AlarmRig(player: "sleep 0.4; echo 'underrun' >&2; exit 4")
+        try await rig.backend.deliver(rig.firing("wake"))
+        let pid = try #require(rig.started("wake").first?.pid)
+        let exit = try await rig.ended(pid: pid)
+        #expect(exit.status == .exited(4))
+        #expect(exit.stderr == "underrun")
+        #expect(exit.stoppedBy == nil)
+        #expect(rig.backend.counters.playerErrors == 1)
+    }
+
+    @Test("whatever the player started in its process group goes with it")
+    func processGroup() async throws {
+        let rig = try await AlarmRig(player: "sleep 30 & echo $! > \"$(dirname \"$1\")/grandchild\"; wait")
+        try await rig.backend.deliver(rig.firing("wake"))
+        let pid = try #require(rig.started("wake").first?.pid)
+        await rig.backend.withdraw(key: "wake", reason: .acknowledged)
+        try await rig.ended(pid: pid)
+        let text = try String(contentsOfFile: rig.w.path + "/grandchild", encoding: .utf8)
+        let grandchild = try #require(Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Signals arrive asynchronously: wait (with a deadline) for its exit on a pidfd, which works
+        // for a process that is not our child.
+        #expect(waitForExit(ofAnyProcess: grandchild, timeoutMilliseconds: 2000), "grandchild still alive")
+    }
+
+    @Test("the player gets default signal dispositions and only the sound-server variables")
+    func childEnvironment() async throws {
+        let rig = try await AlarmRig(player: "env > \"$(dirname \"$1\")/env\"; exec sleep 30",
+                                     environment: ["PULSE_SERVER": "unix:/x", "SECRET_TOKEN": "hunter2"])
+        // The daemon traps SIGTERM; a player must not inherit that, or withdraw would need SIGKILL.
+        let old = signal(SIGTERM, SIG_IGN)
+        do {
+            try await rig.backend.deliver(rig.firing("wake"))
+        } catch {
+            signal(SIGTERM, old)
+            throw error
+        }
+        signal(SIGTERM, old)
+        let pid = try #require(rig.started("wake").first?.pid)
+        await rig.backend.withdraw(key: "wake", reason: .acknowledged)
+        let exit = try await rig.ended(pid: pid)
+        #expect(exit.status == .signaled(SIGTERM))
+        let env = try String(contentsOfFile: rig.w.path + "/env", encoding: .utf8)
+        #expect(env.contains("PULSE_SERVER=unix:/x"))
+        #expect(!env.contains("SECRET_TOKEN"))
+    }
+}
