@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "TocsinCore", targets: ["TocsinCore"]),
         .library(name: "TocsinTesting", targets: ["TocsinTesting"]),
         .library(name: "DBus", targets: ["DBus"]),
+        .library(name: "TocsinGateway", targets: ["TocsinGateway"]),
+        .library(name: "TocsinDBusSignalBackend", targets: ["TocsinDBusSignalBackend"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

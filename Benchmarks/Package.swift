@@ -9,6 +9,7 @@ let package = Package(
         .package(name: "Tocsin", path: ".."),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // One file per subcommand (ParseBenchmark.swift, ...), registered in TocsinBench.swift.
@@ -16,8 +17,15 @@ let package = Package(
             name: "tocsin-bench",
             dependencies: [
                 .product(name: "TocsinConfig", package: "Tocsin"),
+                .product(name: "TocsinTime", package: "Tocsin"),
+                .product(name: "TocsinCore", package: "Tocsin"),
+                .product(name: "TocsinTesting", package: "Tocsin"),
+                .product(name: "TocsinGateway", package: "Tocsin"),
+                .product(name: "TocsinDBusSignalBackend", package: "Tocsin"),
+                .product(name: "DBus", package: "Tocsin"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

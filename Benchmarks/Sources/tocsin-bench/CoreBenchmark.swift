@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+/// The engine's costs: trigger evaluation, durable schedule/cancel, memory per pending
+/// notification, and start-up with a large persisted state.
+struct CoreBenchmark: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "core", abstract: "Scheduler, store and trigger costs.")
+
+    @Option(help: "Durable schedule/cancel operations to time.") var operations = 10_000
+    @Option(help: "Pending-notification counts for the memory and load figures.") var pending: [Int] = [100_000, 1_000_000]
+    @Option(help: "Triggers evaluated for the next-fire cost.") var triggers = 1_000_000
+
+    func run() async throws {
+        print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; release build")
+        try triggerCost()
+        try await scheduleThroughput()
+        for n in pending { try await memoryAndLoad(n) }
+    }
+
+    private func triggerCost() throws {
+        let zones = ZoneInfoDirectory()
+        let berlin = try zones.rules(named: "Europe/Berlin")
+        let cal = try CalendarSpec.parse("Mon..Fri 07:30")
+        let base = Instant(seconds: 1_790_000_000)
+        var list: [Trigger] = []
+        list.reserveCapacity(triggers)
+        for i in 0..<triggers {
+            switch i % 3 {
+            case 0: list.append(.every(period: .minutes(Int64(1 + i % 60)), starting: base, count: nil, until: nil))
+            case 1: list.append(.calendar(cal, zone: berlin))
+            default: list.append(.remindBefore(event: base + .hours(48), offsets: [.hours(24), .hours(3), .hours(1), .zero]))
+            }
+        }
+        var sink = 0
+        let clock = ContinuousClock()
+        let t = clock.measure {
+            for (i, trig) in list.enumerated() {
+                if let o = trig.next(after: base + .seconds(Int64(i % 86_400)), previous: nil) { sink &+= Int(o.number) }
+            }
+        }
+        let ns = Double(t.components.attoseconds) / 1e9 + Double(t.components.seconds) * 1e9
+        print("trigger next(after:): \(formatted(ns / Double(triggers), decimals: 0)) ns/call over \(triggers) triggers (1/3 every, 1/3 calendar, 1/3 remind_before; checksum \(sink % 997))")
+    }
+
+    private func makeCenter(_ dir: String, now: Instant) throws -> (TocsinCenter, VirtualClock) {
+        let clock = VirtualClock(now: now)
+        var o = CenterOptions(defaultZone: .utc)
+        o.maxPending = 10_000_000
+        let center = try TocsinCenter(options: o, stateDirectory: dir, clock: clock, timer: clock,
+                                      logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() })
+        return (center, clock)
+    }
+
+    private func scheduleThroughput() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-bench")
+        let now = Instant(seconds: 1_790_000_000)
+        let (center, _) = try makeCenter(dir.path, now: now)
+        try await center.start(backends: [RecordingBackend(name: "log")])
+        var specs: [NotificationSpec] = []
+        for i in 0..<operations {
+            var s = NotificationSpec()
+            s.key = "k\(i)"
+            s.title = "Notification \(i)"
+            s.trigger = .at(.instant(now + .seconds(Int64(3600 + i))))
+            specs.append(s)
+        }
+        let clock = ContinuousClock()
+        let t1 = try await clock.measure { for s in specs { try await center.schedule(s) } }
+        let t2 = try await clock.measure { for i in 0..<operations { try await center.cancel("k\(i)") } }
+        print("schedule: \(formatted(Double(operations) / seconds(t1), decimals: 0)) ops/s (\(operations) calls, each committed to SQLite with synchronous=FULL before returning)")
+        print("cancel: \(formatted(Double(operations) / seconds(t2), decimals: 0)) ops/s")
+    }
+
+    private func memoryAndLoad(_ n: Int) async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-bench")
+        let now = Instant(seconds: 1_790_000_000)
+        var specs: [NotificationSpec] = []
+        specs.reserveCapacity(n)
+        for i in 0..<n {
+            var s = NotificationSpec()
+            s.key = "n\(i)"
+            s.title = "Reminder number \(i)"
+            s.body = "Body text of reminder \(i)"
+            s.trigger = i % 2 == 0 ? .at(.instant(now + .seconds(Int64(3600 + i)))) : .every(.minutes(15), count: nil, starting: nil, until: nil)
+            specs.append(s)
+        }
+        let before = residentBytes()
+        let clock = ContinuousClock()
+        var loadTime = Duration.zero
+        var afterLoad = 0
+        do {
+            let (center, _) = try makeCenter(dir.path, now: now)
+            try await center.start(backends: [RecordingBackend(name: "log")])
+            let t = try await clock.measure { _ = try await center.applyConfig(specs) }
+            specs = []
+            let after = residentBytes()
+            let count = await center.activeCount
+            print("pending \(n): \(formatted(Double(after - before) / Double(count), decimals: 0)) bytes/notification resident (RSS \(after / 1_048_576) MiB; inserted in one transaction in \(formatted(seconds(t), decimals: 1)) s)")
+            await center.shutdown()
+        }
+        do {
+            let base = residentBytes()
+            let (center, _) = try makeCenter(dir.path, now: now)
+            loadTime = try await clock.measure { try await center.start(backends: [RecordingBackend(name: "log")]) }
+            afterLoad = residentBytes()
+            let count = await center.activeCount
+            print("start-up with \(count) persisted: \(formatted(seconds(loadTime), decimals: 2)) s to load (RSS +\((afterLoad - base) / 1_048_576) MiB)")
+            await center.shutdown()
+        }
+    }
+}
+
+func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18 }
+
+/// Resident set size from /proc/self/statm.
+func residentBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
