@@ -37,22 +37,29 @@ enum Deliverer {
     private static func attemptOnce(_ firing: Firing, _ backend: any DeliveryBackend, timeout: TimeSpan,
                                     clock: any TocsinClock) async -> DeliveryError? {
         let gate = ResultGate()
-        return await withCheckedContinuation { (cont: CheckedContinuation<DeliveryError?, Never>) in
-            gate.install(cont)
-            let work = Task {
-                do throws(DeliveryError) {
-                    try await backend.deliver(firing)
-                    gate.resume(nil)
-                } catch {
-                    gate.resume(error)
+        let workBox = Mutex<Task<Void, Never>?>(nil)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (cont: CheckedContinuation<DeliveryError?, Never>) in
+                gate.install(cont)
+                let work = Task {
+                    do throws(DeliveryError) {
+                        try await backend.deliver(firing)
+                        gate.resume(nil)
+                    } catch {
+                        gate.resume(error)
+                    }
                 }
+                workBox.withLock { $0 = work }
+                let deadline = clock.now() + timeout
+                let timer = Task {
+                    do { try await clock.sleep(until: deadline) } catch { return }
+                    if gate.resume(DeliveryError(.timedOut, "no answer within \(timeout)")) { work.cancel() }
+                }
+                gate.onResume { timer.cancel() }
             }
-            let deadline = clock.now() + timeout
-            let timer = Task {
-                do { try await clock.sleep(until: deadline) } catch { return }
-                if gate.resume(DeliveryError(.timedOut, "no answer within \(timeout)")) { work.cancel() }
-            }
-            gate.onResume { timer.cancel() }
+        } onCancel: {
+            // Abandoned (the key was acknowledged or cancelled): stop waiting and tell the backend.
+            if gate.resume(DeliveryError(.failed, "abandoned")) { workBox.withLock { $0 }?.cancel() }
         }
     }
 }

@@ -451,12 +451,38 @@ public actor TocsinCenter {
             let policy = options.delivery
             let clock = self.clock
             let logger = self.logger
-            Task.detached {
+            enqueue(key: firing.key, backend: name, cancelPrevious: false) {
                 let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
                 await self.deliveryFinished(key: firing.key, occurrence: firing.occurrence, backend: name, error: error)
                 await self.deliveryDone()
             }
         }
+    }
+
+    /// Work for one (key, backend) pair runs in order: late firings of a key arrive oldest first,
+    /// and a withdraw never overtakes the delivery it withdraws. Different pairs never wait on
+    /// each other, so a hanging backend delays only its own queue.
+    private var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]
+    private var queueCounter = 0
+
+    /// `cancelPrevious` abandons what is queued before (a delivery still retrying is pointless
+    /// once the key is acknowledged or cancelled), so the withdraw runs at once.
+    private func enqueue(key: String, backend: String, cancelPrevious: Bool, _ work: @escaping @Sendable () async -> Void) {
+        let queueKey = key + "\u{0}" + backend
+        let previous = queues[queueKey]?.task
+        if cancelPrevious { previous?.cancel() }
+        queueCounter += 1
+        let id = queueCounter
+        let task = Task.detached {
+            await previous?.value
+            await work()
+            await self.queueFinished(queueKey, id)
+        }
+        queues[queueKey] = (id, task)
+    }
+
+    private func queueFinished(_ queueKey: String, _ id: Int) {
+        if queues[queueKey]?.id == id { queues[queueKey] = nil }
     }
 
     /// Returns once every delivery dispatched so far has finished (delivered or given up).
@@ -563,9 +589,11 @@ public actor TocsinCenter {
     }
 
     private func withdrawAll(_ n: Notification, reason: WithdrawReason) {
-        let list = targetNames(n).compactMap { backends[$0] }
         let key = n.key
-        for b in list { Task.detached { await b.withdraw(key: key, reason: reason) } }
+        for name in targetNames(n) {
+            guard let b = backends[name] else { continue }
+            enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) { await b.withdraw(key: key, reason: reason) }
+        }
     }
 
     private func rearm() { timer?.arm(at: scheduler.nextDeadline()) }
