@@ -578,9 +578,13 @@ public actor TocsinCenter {
         }
     }
 
+    /// A notification without `backends` goes to every backend except alarms: ringing is opt-in,
+    /// so adding an alarm to a config never makes ordinary reminders ring.
     private func targetNames(_ n: Notification) -> [String] {
-        n.backends ?? backendOrder
+        n.backends ?? defaultTargets
     }
+
+    public var defaultTargets: [String] { backendOrder.filter { backends[$0]?.ringPolicy == nil } }
 
     /// The ring policy of the first alarm backend the notification goes to, if any.
     private func ringPolicy(for n: Notification) -> RingPolicy? {

@@ -59,7 +59,7 @@ public final class GatewayService: Sendable {
             },
             DBusMethod("List", output: "aa{sv}", outputNames: ["notifications"]) { _ in
                 let items = await center.list()
-                let all = await center.backendNames
+                let all = await center.defaultTargets
                 return [.array(.dictionary(key: .string, value: .variant), items.map { Self.encode($0, allBackends: all) })]
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in

@@ -10,7 +10,7 @@ struct SoundAlarmTests {
     @Test("rings at about 0, 3 and 6 s; `tocsin ack` silences the stream within 100 ms and it rings no more")
     func ringsUntilAcknowledged() async throws {
         try await withAlarm(every: "3s", maxRings: 10, soundSeconds: "2", ackKeyAfter: ("wake", 3)) { f in
-            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s")
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
             let r1 = try await f.watch.wait("new", number: 1, timeout: .seconds(15))
             let r2 = try await f.watch.wait("new", number: 2, timeout: .seconds(10))
             let r3 = try await f.watch.wait("new", number: 3, timeout: .seconds(10))
@@ -38,7 +38,7 @@ struct SoundAlarmTests {
     @Test("max_rings is honoured: three rings a second apart, then Unanswered and silence")
     func maxRings() async throws {
         try await withAlarm(every: "1s", maxRings: 3, soundSeconds: "0.3") { f in
-            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s")
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
             try await f.process.waitForStderr(containing: "alarm unanswered", timeout: .seconds(20))
             try await f.marker(after: "3s")
             #expect(f.watch.count("new") == 3, "\(f.watch.events)")
@@ -51,7 +51,7 @@ struct SoundAlarmTests {
     @Test("a restart mid-ring resumes ringing where it stopped, within max_rings")
     func restartResumes() async throws {
         try await withAlarm(every: "2s", maxRings: 4, soundSeconds: "0.5") { f in
-            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s")
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
             let r2 = try await f.watch.wait("new", number: 2, timeout: .seconds(15))
             try await f.stopDaemon()
             // Shutdown stops the daemon's players (or ring 2 had already finished).

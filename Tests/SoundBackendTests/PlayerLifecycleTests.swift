@@ -57,6 +57,7 @@ final class AlarmRig: Sendable {
         s.key = key
         s.title = "Wake up"
         s.trigger = .at(.instant(t0 + .seconds(seconds)))
+        s.backends = [backend.name, spy.name]
         _ = try await center.schedule(s)
     }
 

@@ -13,7 +13,7 @@ struct AlarmTests {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
         let popup = RecordingBackend(name: "popup")
         let h = try await Harness(backends: [alarm, popup])
-        try await h.center.schedule(spec("wake", at(10)))
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm", "popup"]))
         await h.advance(10)
         return (h, alarm, popup)
     }
@@ -84,12 +84,25 @@ struct AlarmTests {
         #expect(await h.center.lookup("wake")?.state == .unanswered(rings: 4))
     }
 
+    @Test("ringing is opt-in: a notification without backends goes to every backend except alarms")
+    func alarmsAreOptIn() async throws {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        let popup = RecordingBackend(name: "popup")
+        let h = try await Harness(backends: [alarm, popup])
+        try await h.center.schedule(spec("plain", at(10)))
+        await h.advance(10)
+        await h.center.waitForDeliveries()
+        #expect(popup.deliveredKeys == ["plain"])
+        #expect(alarm.deliveries.isEmpty)
+        #expect(await h.center.lookup("plain") == nil, "a plain reminder must not be left ringing")
+    }
+
     @Test("several alarms ringing at once keep their own schedules")
     func independentAlarms() async throws {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
         let h = try await Harness(backends: [alarm])
-        try await h.center.schedule(spec("a", at(10)))
-        try await h.center.schedule(spec("b", at(11)))
+        try await h.center.schedule(spec("a", at(10), backends: ["alarm"]))
+        try await h.center.schedule(spec("b", at(11), backends: ["alarm"]))
         h.clock.advance(to: t0 + .seconds(9))
         for _ in 0..<9 { await h.advance(1) }
         await h.center.waitForDeliveries()

@@ -177,7 +177,7 @@ struct CenterTests {
     func acknowledge() async throws {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
-        try await h.center.schedule(spec("wake", at(10)))
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm"]))
         await h.advance(10)
         _ = await h.settled()
         #expect(await h.center.lookup("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 1))
@@ -192,7 +192,7 @@ struct CenterTests {
     func snooze() async throws {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
-        try await h.center.schedule(spec("wake", at(10)))
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm"]))
         await h.advance(10)
         _ = await h.settled()
         let until = try await h.center.snooze("wake", for: .minutes(5))
@@ -212,7 +212,7 @@ struct CenterTests {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .minutes(1), maxRings: 10))
         let h = try await Harness(backends: [alarm])
         let events = await h.center.events()
-        var s = spec("wake", at(10))
+        var s = spec("wake", at(10), backends: ["alarm"])
         s.userInfo = ["room": "42"]
         try await h.center.schedule(s)
         await h.advance(10)

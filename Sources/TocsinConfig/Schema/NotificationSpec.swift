@@ -117,7 +117,7 @@ public enum NotificationFields {
         Field(name: "on_calendar", type: "string", summary: "Trigger: a systemd calendar expression, e.g. 'Mon..Fri 07:30'."),
         Field(name: "remind_before", type: "array of durations", summary: "Trigger: fire these offsets before the event given by at."),
         Field(name: "timezone", type: "string", summary: "IANA zone for on_calendar and local date-times (default: the daemon's)."),
-        Field(name: "backends", type: "array of strings", summary: "Backend instances to deliver to (default: all)."),
+        Field(name: "backends", type: "array of strings", summary: "Backend instances to deliver to (default: all except alarms, which ring only when named)."),
         Field(name: "urgency", type: "string", summary: "low, normal (default) or critical."),
         Field(name: "icon", type: "string", summary: "Icon name or path for popups."),
         Field(name: "category", type: "string", summary: "freedesktop notification category."),
