@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
-# The main job for a newcomer: install what is missing, build, check the example configs, and run
-# the daemon in the foreground on the quick-start demo (a firing 3 s after start). Ctrl-C stops it.
+# The main job for a newcomer: install what is missing, build, and run the daemon in the
+# foreground with its built-in configuration. A demo notification is scheduled through the CLI
+# and printed by the log backend 3 seconds later. Ctrl-C stops everything cleanly.
+# Without a session bus (a headless machine, a root shell) it runs under dbus-run-session.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build -c release --product tocsin
 bin="$(swift build -c release --show-bin-path)/tocsin"
-for f in contrib/examples/*.toml; do
-  printf '%s: ' "$f"
-  "$bin" check "$f"
-done
-state="$(mktemp -d)"
-trap 'rm -rf "$state"' EXIT
-run=("$bin" daemon --config contrib/examples/demo.toml --state-dir "$state/state")
-if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ] && command -v dbus-run-session >/dev/null; then
-  dbus-run-session -- "${run[@]}"
-  exit $?
+if [ -z "${DBUS_SESSION_BUS_ADDRESS:-}" ]; then
+  exec dbus-run-session -- bash scripts/demo-session.sh "$bin"
 fi
-"${run[@]}"
+exec bash scripts/demo-session.sh "$bin"

@@ -175,8 +175,7 @@ struct DaemonCommand: AsyncParsableCommand {
             if FileManager.default.fileExists(atPath: path) {
                 result = Configs.loadChecked(path: path, environment: env)
             } else {
-                result = ConfigLoader.load(bytes: Array(DefaultConfig.text.utf8), file: "<built-in default>")
-                    .flatMap { Configs.validate($0, environment: env) }
+                result = DefaultConfig.load(environment: env)
             }
         }
         switch result {
@@ -206,8 +205,10 @@ struct DaemonCommand: AsyncParsableCommand {
 extension ConfigLoadError: LocalizedError {}
 
 /// Used when no config file exists, so `tocsin daemon` works on any machine.
+/// Used when no config file exists, so `tocsin daemon` works on any machine: popups, D-Bus
+/// signals, the log, and an alarm (`--backend alarm`) where a sound player is installed.
 enum DefaultConfig {
-    static let text = """
+    static let base = """
     # Tocsin's built-in configuration.
     [daemon]
     missed = "fire-once"
@@ -221,4 +222,19 @@ enum DefaultConfig {
     [backend.log]
     type = "log"
     """
+
+    static let alarm = """
+
+    [backend.alarm]
+    type = "sound"
+    """
+
+    /// The alarm needs a player and a sound file; without them the default still starts, without the alarm.
+    static func load(environment: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
+        let full = ConfigLoader.load(bytes: Array((base + alarm).utf8), file: "<built-in default>")
+            .flatMap { Configs.validate($0, environment: environment) }
+        if case .success = full { return full }
+        return ConfigLoader.load(bytes: Array(base.utf8), file: "<built-in default>")
+            .flatMap { Configs.validate($0, environment: environment) }
+    }
 }
