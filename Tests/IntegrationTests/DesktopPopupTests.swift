@@ -198,3 +198,64 @@ private func actionPairs(_ value: Any) -> [String: String] {
     for i in stride(from: 0, to: list.count, by: 2) { out[list[i]] = list[i + 1] }
     return out
 }
+
+/// Popups of alarms: Dismiss and Snooze buttons that act on the ringing alarm in the center.
+@Suite("Alarm popups")
+struct AlarmPopupTests {
+    static var config: String {
+        """
+        [backend.popup]
+        type = "libnotify"
+
+        [backend.alarm]
+        type = "sound"
+        file = "\(GatewayFixture.repositoryRoot)/contrib/sounds/alarm.wav"
+        player = ["/bin/true", "{file}"]
+        every = "1min"
+
+        [backend.events]
+        type = "dbus-signal"
+        """
+    }
+
+    @Test("an alarm popup carries Dismiss and Snooze; Dismiss acknowledges, Snooze snoozes, as tocsin list and the signals show")
+    func dismissAndSnooze() async throws {
+        try await withGateway(config: Self.config) { g in try await withTeardown { t in
+            let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
+            t.add { await server.stop() }
+            let monitor = try await NotificationMonitor.start(bus: g.bus)
+            t.add { await monitor.stop() }
+            let watcher = try await GatewayWatcher.start(bus: g.bus)
+            t.add { await watcher.stop() }
+
+            for key in ["wake", "nap"] {
+                let s = try await g.gdbus("Schedule", "{'key': <'\(key)'>, 'title': <'Alarm \(key)'>, 'after': <'1s'>, 'backends': <['popup', 'alarm', 'events']>}")
+                #expect(s.status == .exited(0), "\(s.stderrText)")
+            }
+            _ = try await watcher.wait("Fired", key: "wake")
+            _ = try await watcher.wait("Fired", key: "nap")
+            let calls = try await monitor.wait("call", "Notify", count: 2)
+            for call in calls {
+                let pairs = actionPairs(call.args[5])
+                #expect(pairs["dismiss"] == "Dismiss", "\(pairs)")
+                #expect(pairs["snooze"] == "Snooze", "\(pairs)")
+            }
+            let ids = try await monitor.wait("return", "Notify", count: 2).compactMap { $0.args.first as? Int }
+            #expect(ids.count == 2)
+            let list = try await g.tocsin("list", "--json")
+            #expect(list.stdoutText.contains("\"key\":\"wake\"") && list.stdoutText.contains("\"state\":\"ringing\""), "\(list.stdoutText)")
+
+            // The first Notify belongs to whichever fired first: find each key's popup by its summary.
+            let idOf = Dictionary(uniqueKeysWithValues: zip(calls.map { ($0.args[3] as? String) ?? "" }, ids))
+            try await server.pressMock(id: UInt32(try #require(idOf["Alarm wake"])), action: "dismiss")
+            _ = try await watcher.wait("Acknowledged", key: "wake")
+            try await server.pressMock(id: UInt32(try #require(idOf["Alarm nap"])), action: "snooze")
+            _ = try await watcher.wait("Snoozed", key: "nap")
+
+            let after = try await g.tocsin("list", "--json")
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(after.stdoutText.utf8)) as? [[String: Any]])
+            #expect(!items.contains { $0["key"] as? String == "wake" }, "an acknowledged one-shot alarm is still listed")
+            #expect(items.first { $0["key"] as? String == "nap" }?["state"] as? String == "snoozed")
+        } }
+    }
+}
