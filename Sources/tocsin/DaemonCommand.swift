@@ -124,22 +124,24 @@ struct DaemonCommand: AsyncParsableCommand {
     /// Keeps the D-Bus API up: after the bus goes away, reconnects with bounded backoff and takes
     /// the name back, while the schedule keeps firing.
     private func keepConnected(_ gateway: GatewayService, first: DBusConnection?, logger: Logger) async {
-        let backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))
-        var current = first
-        var attempt = 0
-        while !Task.isCancelled {
-            if let c = current {
-                await withTaskCancellationHandler { await c.waitUntilDisconnected() } onCancel: { c.close() }
-                if Task.isCancelled { return }
-                logger.warning("lost the bus connection; reconnecting")
-                current = nil
-                attempt = 0
-            }
-            do {
-                try await Task.sleep(for: backoff.delay(attempt: attempt))
-            } catch { return }
-            attempt += 1
-            current = try? await connectAndServe(gateway, logger: logger)
+        if let first {
+            await withTaskCancellationHandler { await first.waitUntilDisconnected() } onCancel: { first.close() }
+            if Task.isCancelled { return }
+            logger.warning("lost the bus connection; reconnecting")
+        }
+        // The DBus layer's reconnector: bounded exponential backoff, setup (name, export) on every
+        // new connection; each element is a live connection until it drops.
+        let reconnector = DBusReconnector(backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(30)),
+                                          connect: { [bus] in try await bus.connect() },
+                                          setup: { c in
+                                              try await c.requestName(Gateway.busName)
+                                              try await gateway.attach(c)
+                                          })
+        for await connection in reconnector.connections() {
+            logger.info("serving the D-Bus API", metadata: ["bus": "\(bus.description)", "name": "\(Gateway.busName)"])
+            await withTaskCancellationHandler { await connection.waitUntilDisconnected() } onCancel: { connection.close() }
+            if Task.isCancelled { return }
+            logger.warning("lost the bus connection; reconnecting")
         }
     }
 
