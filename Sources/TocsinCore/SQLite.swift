@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An SQLite failure, with the database's own message.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -42,7 +45,12 @@ final class SQLiteDatabase {
     deinit { sqlite3_close_v2(handle) }
 
     func error(_ rc: Int32, _ what: String) -> StoreError {
-        let msg = String(cString: sqlite3_errmsg(handle))
+        var msg = String(cString: sqlite3_errmsg(handle))
+        // "disk I/O error" alone does not tell a read-only file system from a failing disk.
+        let os = sqlite3_system_errno(handle)
+        if os != 0, rc & 0xff == SQLITE_IOERR || rc & 0xff == SQLITE_FULL || rc & 0xff == SQLITE_CANTOPEN {
+            msg += " (\(String(cString: strerror(os))))"
+        }
         let code: StoreError.Code
         switch rc & 0xff {
         case SQLITE_CORRUPT, SQLITE_NOTADB: code = .corrupt

@@ -278,6 +278,14 @@ public actor TocsinCenter {
 
     public var activeCount: Int { scheduler.activeCount }
 
+    /// Which of `keys` are no longer pending (fired and finished, cancelled, replaced by a
+    /// config entry...): one actor hop for a whole batch, for the gateway's per-client quota.
+    public func inactiveKeys(among keys: some Sequence<String>) -> Set<String> {
+        var out = Set<String>()
+        for k in keys where !(scheduler[k]?.isActive ?? false) { out.insert(k) }
+        return out
+    }
+
     /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
     @discardableResult
     public func acknowledge(_ key: String) throws(CenterError) -> Bool {
