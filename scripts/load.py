@@ -150,43 +150,15 @@ def percentile(values, p):
     return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
 
 
-def load(args):
+def client_group(address, ids, seconds, go, connected, results):
+    """One process's share of the clients: each a thread with its own bus connection."""
     import dbus
-    fired_path = args.fired or tempfile.mktemp(prefix="tocsin-fired-")
-    ready = multiprocessing.Event()
-    listener = multiprocessing.Process(target=fired_listener, args=(args.address, fired_path, ready), daemon=True)
-    listener.start()
-    if not ready.wait(30):
-        print(json.dumps({"error": "the Fired listener did not start"}))
-        return 1
-
     lock = threading.Lock()
-    expected = set()     # scheduled and not cancelled: must fire exactly once
-    cancelled = set()    # Cancel returned true: must never fire
+    expected, cancelled, errors = set(), set(), []
     latencies = {"Schedule": [], "List": [], "Cancel": []}
-    errors = []
-    max_after = 3.0
-    deadline = time.monotonic() + args.seconds
-    rss = []
-    stop = threading.Event()
 
-    def sampler():
-        while not stop.is_set():
-            if args.pid:
-                try:
-                    rss.append((round(time.monotonic() - start, 1), rss_kib(args.pid)))
-                except OSError:
-                    pass
-            stop.wait(1.0)  # a sampling period, not synchronisation
-
-    def worker(n):
+    def worker(n, bus, gw):
         rnd = random.Random(n)
-        try:
-            bus, gw = gateway(args.address)
-        except dbus.DBusException as e:
-            with lock:
-                errors.append("connect: %s" % e)
-            return
         mine = []
         i = 0
         while time.monotonic() < deadline:
@@ -226,13 +198,75 @@ def load(args):
                     errors.append("%s: %s" % (e.get_dbus_name(), e.get_dbus_message()[:200]))
         bus.close()
 
-    start = time.monotonic()
-    threading.Thread(target=sampler, daemon=True).start()
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.clients)]
+    # Connected one after another before the clock starts: simultaneous handshakes from one
+    # process starve each other past the bus's authentication timeout.
+    connections = []
+    for n in ids:
+        try:
+            connections.append((n,) + gateway(address))
+        except dbus.DBusException as e:
+            errors.append("connect: %s" % e)
+    connected.release()
+    go.wait()
+    deadline = time.monotonic() + seconds
+    threads = [threading.Thread(target=worker, args=c) for c in connections]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    results.put({"expected": sorted(expected), "cancelled": sorted(cancelled), "errors": errors, "latencies": latencies})
+
+
+def load(args):
+    import dbus
+    fired_path = args.fired or tempfile.mktemp(prefix="tocsin-fired-")
+    ready = multiprocessing.Event()
+    listener = multiprocessing.Process(target=fired_listener, args=(args.address, fired_path, ready), daemon=True)
+    listener.start()
+    if not ready.wait(30):
+        print(json.dumps({"error": "the Fired listener did not start"}))
+        return 1
+
+    max_after = 3.0
+    rss = []
+    stop = threading.Event()
+    # Clients are threads spread over several processes: one Python process's GIL would
+    # otherwise cap the call rate, measuring the client instead of the daemon.
+    processes = max(1, min(args.processes, args.clients))
+    groups = [list(range(g, args.clients, processes)) for g in range(processes)]
+    go = multiprocessing.Event()
+    connected = multiprocessing.Semaphore(0)
+    results = multiprocessing.Queue()
+    procs = [multiprocessing.Process(target=client_group, args=(args.address, ids, args.seconds, go, connected, results))
+             for ids in groups]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        connected.acquire(timeout=120)
+
+    def sampler():
+        while not stop.is_set():
+            if args.pid:
+                try:
+                    rss.append((round(time.monotonic() - start, 1), rss_kib(args.pid)))
+                except OSError:
+                    pass
+            stop.wait(1.0)  # a sampling period, not synchronisation
+
+    start = time.monotonic()
+    threading.Thread(target=sampler, daemon=True).start()
+    go.set()
+    expected, cancelled, errors = set(), set(), []
+    latencies = {"Schedule": [], "List": [], "Cancel": []}
+    for _ in procs:
+        r = results.get(timeout=args.seconds + 300)
+        expected |= set(r["expected"])
+        cancelled |= set(r["cancelled"])
+        errors += r["errors"]
+        for op, v in r["latencies"].items():
+            latencies[op] += v
+    for p in procs:
+        p.join()
     calls_done = time.monotonic()
 
     def fired_lines():
@@ -262,7 +296,15 @@ def load(args):
     after_cancel = sorted(k for k in cancelled if k in counts)
     calls = sum(len(v) for v in latencies.values())
     elapsed = calls_done - start
-    warm = [kib for t, kib in rss if t >= min(10.0, args.seconds / 3)]
+    warm_samples = [(t, kib) for t, kib in rss if t >= min(10.0, args.seconds / 3)]
+    warm = [kib for _, kib in warm_samples]
+    slope = 0.0
+    if len(warm_samples) >= 2:
+        # Least-squares trend after warm-up: flat means no growth per minute under steady load.
+        mt = sum(t for t, _ in warm_samples) / len(warm_samples)
+        mk = sum(k for _, k in warm_samples) / len(warm_samples)
+        den = sum((t - mt) ** 2 for t, _ in warm_samples)
+        slope = 60 * sum((t - mt) * (k - mk) for t, k in warm_samples) / den if den else 0.0
     summary = {
         "clients": args.clients, "seconds": round(elapsed, 1), "calls": calls,
         "calls_per_second": round(calls / elapsed, 1) if elapsed else 0,
@@ -275,7 +317,9 @@ def load(args):
         "latency_ms": {op: {"p50": round(percentile(v, 50) * 1000, 2), "p99": round(percentile(v, 99) * 1000, 2),
                             "max": round(max(v) * 1000, 2) if v else 0, "n": len(v)} for op, v in latencies.items()},
         "rss_kib": {"first": rss[0][1] if rss else 0, "warm_min": min(warm) if warm else 0,
-                    "warm_max": max(warm) if warm else 0, "last": rss[-1][1] if rss else 0, "samples": len(rss)},
+                    "warm_max": max(warm) if warm else 0, "last": rss[-1][1] if rss else 0, "samples": len(rss),
+                    "warm_trend_kib_per_min": round(slope, 1),
+                    "every_10s": [kib for t, kib in rss if int(t) % 10 == 0][::1]},
         "expected_keys": sorted(expected) if args.keys else None,
         "cancelled_keys": sorted(cancelled) if args.keys else None,
     }
@@ -351,6 +395,7 @@ def main():
         else:
             p.add_argument("--tocsin")
         p.add_argument("--clients", type=int, default=20)
+        p.add_argument("--processes", type=int, default=4, help="client processes the clients are spread over")
         p.add_argument("--seconds", type=float, default=10)
         p.add_argument("--out")
         p.add_argument("--fired")

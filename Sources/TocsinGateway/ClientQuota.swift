@@ -19,6 +19,10 @@ public final class ClientQuota: Sendable {
         /// Calls admitted but not yet answered by the center: counted, so concurrent calls of
         /// one client cannot all pass the check at once.
         var inFlight = 0
+        /// Key count after the last prune: the next one comes when it has doubled, so a client
+        /// that schedules many short-lived notifications keeps a set proportional to what it has
+        /// pending, not to everything it ever scheduled.
+        var prunedAt = 0
         var used: Int { keys.count + inFlight }
     }
 
@@ -69,12 +73,21 @@ public final class ClientQuota: Sendable {
         state.withLock { Array($0.clients[client]?.keys ?? []) }
     }
 
+    /// True when the client's set has doubled since it was last pruned.
+    func needsPrune(_ client: String) -> Bool {
+        state.withLock { s in
+            guard let c = s.clients[client] else { return false }
+            return c.keys.count > 2 * c.prunedAt + 64
+        }
+    }
+
     /// Forgets keys found no longer pending. Subtracting (rather than keeping a snapshot of the
     /// active ones) never forgets a key committed while the center was being asked.
     func forget(_ client: String, inactive: Set<String>) {
         state.withLock { s in
             guard var c = s.clients[client] else { return }
             c.keys.subtract(inactive)
+            c.prunedAt = c.keys.count
             if c.used == 0 { s.clients[client] = nil } else { s.clients[client] = c }
         }
     }

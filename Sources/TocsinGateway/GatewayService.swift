@@ -131,6 +131,9 @@ public final class GatewayService: Sendable {
             throw error
         }
         quota.commit(client, key: key)
+        if quota.needsPrune(client) {
+            quota.forget(client, inactive: await center.inactiveKeys(among: quota.keys(of: client)))
+        }
         if quota.needsSweep() {
             quota.sweep(inactive: await center.inactiveKeys(among: quota.allKeys()))
         }

@@ -153,8 +153,7 @@ struct DaemonCommand: AsyncParsableCommand {
         do {
             let loaded = try loadConfig(env, quiet: true)
             let backends = try makeBackends(loaded, registry: registry, logger: logger, env: env)
-            await center.setBackends(backends)
-            let report = try await center.applyConfig(loaded.configuration.notifications)
+            let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
                                                "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
             return nil

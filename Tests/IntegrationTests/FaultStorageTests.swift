@@ -66,6 +66,73 @@ struct FaultStorageTests {
         }
     }
 
+    /// Every method that changes state, on a full disk: each must answer `Storage` (Reload:
+    /// `InvalidConfig` carrying the storage message) and leave `List` exactly as it was.
+    static let mutations: [(name: String, call: String, error: String)] = [
+        ("Schedule a new key", "gw.Schedule(dbus.Dictionary({'key': 'new', 'title': 'n', 'after': '1h'}, signature='sv'))", "io.github.tocsin.Error.Storage"),
+        ("Schedule replacing a key", "gw.Schedule(dbus.Dictionary({'key': 'keep', 'title': 'changed', 'after': '2h'}, signature='sv'))", "io.github.tocsin.Error.Storage"),
+        ("PostNow", "gw.PostNow(dbus.Dictionary({'key': 'now', 'title': 'now'}, signature='sv'))", "io.github.tocsin.Error.Storage"),
+        ("Cancel", "gw.Cancel('keep')", "io.github.tocsin.Error.Storage"),
+        ("CancelAll", "gw.CancelAll()", "io.github.tocsin.Error.Storage"),
+        ("Snooze", "gw.Snooze('hourly', '10min')", "io.github.tocsin.Error.Storage"),
+        ("Acknowledge", "gw.Acknowledge('snoozed')", "io.github.tocsin.Error.Storage"),
+        ("Reload with a new entry", "gw.Reload()", "io.github.tocsin.Error.InvalidConfig"),
+    ]
+
+    @Test("disk full: every mutating method is refused and leaves List exactly as it was")
+    func everyMutationOnFullDisk() async throws {
+        try await withTeardown { t in
+            let bus = try await PrivateBus.start()
+            t.add { await bus.stop() }
+            let d = try DaemonUnderTest(config: Self.config, environment: bus.environment)
+            try FileManager.default.createDirectory(atPath: d.stateDirectory, withIntermediateDirectories: true)
+            try await must("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tocsin-full", d.stateDirectory)
+            t.add { _ = try? await TestProcess.run("umount", ["-l", d.stateDirectory]) }
+            let p = try d.start(["--bus", bus.address])
+            t.add { _ = try? await p.kill() }
+            try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+            let client = StorageClient(bus: bus)
+            #expect(try await client.schedule(["keep"], after: "1h").ok == ["keep"])
+            // Two that fire at once (so they can be snoozed), one of them snoozed before the disk fills.
+            _ = try await client.run("""
+                for k in ['hourly', 'snoozed']:
+                    gw.Schedule(dbus.Dictionary({'key': k, 'title': k, 'every': '1h', 'starting': '+1s'}, signature='sv'))
+                """)
+            try await p.waitForOutput(containing: "\"key\":\"snoozed\"", timeout: .seconds(20))
+            try await p.waitForOutput(containing: "\"key\":\"hourly\"", timeout: .seconds(20))
+            _ = try await client.run("gw.Snooze('snoozed', '1h')")
+            try d.rewrite(config: Self.config + "\n\n[[notification]]\nkey = \"from-config\"\ntitle = \"c\"\nevery = \"1h\"\n")
+            let fill = try await client.fill()
+            try #require(fill.refused.count >= 5, "\(fill)")
+
+            let rows = Self.mutations.enumerated().map { "(\($0.offset), lambda: \($0.element.call))" }.joined(separator: ",\n    ")
+            let lines = try await client.run("""
+                def listing():
+                    return sorted(json.dumps({str(k): str(v) for k, v in n.items()}, sort_keys=True) for n in gw.List())
+                before = listing()
+                for i, call in [
+                    \(rows)]:
+                    try:
+                        call()
+                        outcome = 'accepted'
+                    except dbus.DBusException as e:
+                        outcome = e.get_dbus_name() + ': ' + e.get_dbus_message()[:300]
+                    print(json.dumps({'row': i, 'outcome': outcome, 'unchanged': listing() == before}), flush=True)
+                """)
+            for (i, row) in Self.mutations.enumerated() {
+                guard let l = lines.first(where: { $0["row"] as? Int == i }) else {
+                    Issue.record("row '\(row.name)': no result")
+                    continue
+                }
+                let outcome = l["outcome"] as? String ?? ""
+                #expect(outcome.hasPrefix(row.error), "row '\(row.name)': \(outcome)")
+                #expect(outcome.contains("full"), "row '\(row.name)': the error should say the disk is full: \(outcome)")
+                #expect(l["unchanged"] as? Bool == true, "row '\(row.name)': List changed although the call was refused")
+            }
+            #expect(p.status == nil)
+        }
+    }
+
     @Test("file system turns read-only: Schedule and Cancel refused naming it, List and firing go on, nothing acknowledged is lost")
     func readOnly() async throws {
         try await withTeardown { t in
@@ -172,7 +239,9 @@ struct FaultStorageTests {
         p.signal(SIGTERM)
         #expect(try await p.waitForExit(timeout: .seconds(10)) == .exited(0), "row \(row.name)")
         let path = d.stateDirectory + "/state.sqlite3"
-        let damage = try await TestProcess.run("/usr/bin/python3", ["-c", "path = '\(path)'\n" + row.python])
+        // Without the WAL: valid frames left in it would mask the damage to the main file.
+        let prelude = "import os\npath = '\(path)'\nfor x in ('-wal', '-shm'):\n    if os.path.exists(path + x): os.remove(path + x)\n"
+        let damage = try await TestProcess.run("/usr/bin/python3", ["-c", prelude + row.python])
         try #require(damage.status == .exited(0), "row \(row.name): \(damage.stderrText)")
         let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
 
@@ -220,7 +289,7 @@ struct StorageClient: Sendable {
 
         """
 
-    private func run(_ code: String) async throws -> [[String: Any]] {
+    func run(_ code: String) async throws -> [[String: Any]] {
         let out = try await TestProcess.run("/usr/bin/python3", ["-c", "ADDRESS = '\(bus.address)'\n" + Self.prelude + code], timeout: .seconds(120))
         guard out.status == .exited(0) else { throw TestProcessError("client failed: \(out.stderrText)") }
         return out.stdoutText.split(separator: "\n").compactMap {
@@ -246,17 +315,19 @@ struct StorageClient: Sendable {
             """))
     }
 
-    /// Schedules 4 KiB notifications until five in a row are refused (at most 3000).
+    /// Schedules 4 KiB notifications until five in a row are refused, then small ones until five
+    /// in a row are refused too, so no page is left for any write (at most 3000 each).
     func fill() async throws -> Outcome {
         Self.outcome(try await run("""
-            refused = 0
-            for i in range(3000):
-                k = 'fill-%d' % i
-                e = schedule({'key': k, 'title': k, 'body': 'x' * 4096, 'after': '1h'})
-                print(json.dumps({'key': k, 'error': e}), flush=True)
-                refused = refused + 1 if e else 0
-                if refused >= 5:
-                    break
+            for size in (4096, 0):
+                refused = 0
+                for i in range(3000):
+                    k = 'fill-%d-%d' % (size, i)
+                    e = schedule({'key': k, 'title': k, 'body': 'x' * size, 'after': '1h'})
+                    print(json.dumps({'key': k, 'error': e}), flush=True)
+                    refused = refused + 1 if e else 0
+                    if refused >= 5:
+                        break
             """))
     }
 
