@@ -99,11 +99,12 @@ struct FaultKillTests {
             [backend.popup]
             type = "libnotify"
             """
-        try await withAlarm(every: "1s", maxRings: 60, soundSeconds: "0.3", extraConfig: popup) { f in try await withTeardown { t in
+        // Rings every 2 s: a skipped ring shows as a gap of 4 s, well clear of scheduling jitter on a busy machine.
+        try await withAlarm(every: "2s", maxRings: 60, soundSeconds: "0.3", extraConfig: popup) { f in try await withTeardown { t in
             let first = try await NotificationServer.mock(bus: f.bus, capabilities: "body actions")
             t.add { await first.stop() }
-            // Each firing pops up and starts ringing afresh; rings continue every second in between.
-            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--every", "3s", "--backend", "alarm", "--backend", "popup")
+            // Each firing pops up and starts ringing afresh; rings continue every 2 s in between.
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--every", "4s", "--backend", "alarm", "--backend", "popup")
             try await first.process.waitForOutput(containing: "Wake up", timeout: .seconds(20))
             try await f.watch.wait("new", number: 2, timeout: .seconds(15))
             _ = try await first.process.kill()
@@ -117,9 +118,9 @@ struct FaultKillTests {
             _ = try await f.tocsin("ack", "wake")
             let starts = f.watch.events.filter { $0.kind == "new" && $0.at <= end.at }.map(\.at)
             let gaps = zip(starts.dropFirst(), starts).map { $0 - $1 }
-            print("measured: \(starts.count) rings across the server's death and restart, longest gap \(String(format: "%.2f", gaps.max() ?? 0)) s (every 1 s)")
+            print("measured: \(starts.count) rings across the server's death and restart, longest gap \(String(format: "%.2f", gaps.max() ?? 0)) s (every 2 s)")
             #expect(starts.count >= killedAt + 4)
-            #expect((gaps.max() ?? 0) < 1.8, "the sound paused: gaps \(gaps)")
+            #expect((gaps.max() ?? 0) < 3.2, "the sound paused: gaps \(gaps)")
             #expect(f.daemonProcess.value?.status == nil, "the daemon is still running")
         } }
     }

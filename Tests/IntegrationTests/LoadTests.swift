@@ -40,8 +40,8 @@ struct LoadTests {
             let revived = cancelled.filter { counts[$0] != nil }
             #expect(revived.isEmpty, "cancelled but logged: \(revived.prefix(5))")
 
-            let rss = try #require(summary["rss_kib"] as? [String: Int])
-            let spread = (rss["warm_max"] ?? 0) - (rss["warm_min"] ?? 0)
+            let rss = try #require(summary["rss_kib"] as? [String: Any])
+            let spread = (rss["warm_max"] as? Int ?? 0) - (rss["warm_min"] as? Int ?? 0)
             #expect(spread < 16 * 1024, "RSS not flat after warm-up: \(rss)")
             #expect(try await g.isHealthy())
         }
