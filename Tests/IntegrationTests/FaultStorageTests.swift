@@ -144,7 +144,7 @@ struct FaultStorageTests {
             try await must("mkfs.ext4", "-q", "-F", image)
             try FileManager.default.createDirectory(atPath: d.stateDirectory, withIntermediateDirectories: true)
             try await must("mount", "-o", "loop,errors=remount-ro", image, d.stateDirectory)
-            t.add { _ = try? await TestProcess.run("umount", [d.stateDirectory]) }
+            t.add { _ = try? await TestProcess.run("umount", ["-l", d.stateDirectory]) }
             #expect(chmod(d.stateDirectory, 0o700) == 0)
             let source = try await must("findmnt", "-no", "SOURCE", d.stateDirectory).stdoutText
                 .trimmingCharacters(in: .whitespacesAndNewlines)
