@@ -110,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "tocsin",
             dependencies: [
-                "TocsinCore", "TocsinConfig", "TocsinTime",
+                "CTocsinSystem", "TocsinCore", "TocsinConfig", "TocsinTime",
                 "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -22,6 +22,8 @@ PACKAGES=(
   opus-tools
   python3-dbusmock
   imagemagick
+  e2fsprogs
+  util-linux
 )
 
 missing=()

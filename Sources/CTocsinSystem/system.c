@@ -51,3 +51,9 @@ int64_t tocsin_realtime_usec(void) {
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+#include <malloc.h>
+
+int tocsin_malloc_fix_mmap_threshold(int bytes) {
+    return mallopt(M_MMAP_THRESHOLD, bytes);
+}

@@ -1,4 +1,7 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An SQLite failure, with the database's own message.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -42,8 +45,26 @@ final class SQLiteDatabase {
     deinit { sqlite3_close_v2(handle) }
 
     func error(_ rc: Int32, _ what: String) -> StoreError {
-        let msg = String(cString: sqlite3_errmsg(handle))
-        let code: StoreError.Code
+        var msg = String(cString: sqlite3_errmsg(handle))
+        // "disk I/O error" alone does not tell a file system turned read-only (what the kernel
+        // does to a failing disk) from anything else, and SQLite's saved errno is often 0 by
+        // then: on such errors, try to create a file next to the database and report why not.
+        var readOnlyFS = false
+        if rc & 0xff == SQLITE_IOERR || rc & 0xff == SQLITE_CANTOPEN || rc & 0xff == SQLITE_READONLY {
+            let probe = path + ".probe-\(getpid())"
+            let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd < 0 {
+                let e = errno
+                readOnlyFS = e == EROFS
+                msg += " (the state directory cannot be written: \(String(cString: strerror(e))))"
+            } else {
+                close(fd)
+                unlink(probe)
+                let os = sqlite3_system_errno(handle)
+                if os != 0 { msg += " (\(String(cString: strerror(os))))" }
+            }
+        }
+        var code: StoreError.Code
         switch rc & 0xff {
         case SQLITE_CORRUPT, SQLITE_NOTADB: code = .corrupt
         case SQLITE_READONLY: code = .readOnly
@@ -51,6 +72,7 @@ final class SQLiteDatabase {
         case SQLITE_CANTOPEN: code = .cannotOpen
         default: code = .failed
         }
+        if readOnlyFS { code = .readOnly }
         return StoreError(code, "\(what) (\(path)): \(msg)")
     }
 

@@ -39,6 +39,7 @@ final class StateStore {
         defer { umask(old) }
         db = try SQLiteDatabase(path: path)
         do {
+            try StateStore.checkOwnership(db)
             try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")
             try StateStore.migrate(db)
         } catch {
@@ -85,6 +86,17 @@ final class StateStore {
         }
         if st.st_mode & 0o022 != 0 {
             throw StoreError(.unsafeDirectory, "state directory \(dir) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run: chmod 700 \(dir)")
+        }
+    }
+
+    /// Someone else's SQLite file at our path: switching it to WAL or adding our tables to it
+    /// would be a silent change, so this runs before anything writes.
+    private static func checkOwnership(_ db: SQLiteDatabase) throws(StoreError) {
+        let tables = try db.prepare("SELECT name FROM sqlite_master WHERE type='table'")
+        var names: Set<String> = []
+        while try tables.step() { if let n = tables.text(0) { names.insert(n) } }
+        if !names.isEmpty && !names.contains("meta") {
+            throw StoreError(.corrupt, "it has tables (\(names.sorted().prefix(5).joined(separator: ", "))) but none of Tocsin's")
         }
     }
 
@@ -212,6 +224,13 @@ final class StateStore {
 
     /// Reads every row. The trigger's next occurrence is recomputed by the caller from `last`.
     func loadAll(zones: ZoneCache) throws(StoreError) -> Loaded {
+        do { return try readAll(zones: zones) } catch {
+            guard error.code == .corrupt else { throw error }
+            throw StoreError(.corrupt, "state database \(path) is damaged (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
+        }
+    }
+
+    private func readAll(zones: ZoneCache) throws(StoreError) -> Loaded {
         let q = try db.prepare("""
             SELECT key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
               trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,

@@ -278,6 +278,14 @@ public actor TocsinCenter {
 
     public var activeCount: Int { scheduler.activeCount }
 
+    /// Which of `keys` are no longer pending (fired and finished, cancelled, replaced by a
+    /// config entry...): one actor hop for a whole batch, for the gateway's per-client quota.
+    public func inactiveKeys(among keys: some Sequence<String>) -> Set<String> {
+        var out = Set<String>()
+        for k in keys where !(scheduler[k]?.isActive ?? false) { out.insert(k) }
+        return out
+    }
+
     /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
     @discardableResult
     public func acknowledge(_ key: String) throws(CenterError) -> Bool {
@@ -318,59 +326,88 @@ public actor TocsinCenter {
 
     /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
     /// Unchanged definitions keep their state and do not re-fire; runtime ones are untouched.
-    /// Nothing changes when any entry is invalid.
+    /// Nothing changes when any entry is invalid or the transaction cannot be committed.
     @discardableResult
     public func applyConfig(_ specs: [NotificationSpec]) throws(CenterError) -> ReloadReport {
-        let now = clock.now()
+        let plan = try planConfig(specs, backendNames: backendOrder)
+        try durably { () throws(StoreError) in try commit(plan) }
+        apply(plan)
+        return plan.report
+    }
+
+    /// A config reload: the new backends and notifications together. The notifications are
+    /// checked against the new backends and made durable first, so a reload that fails (an
+    /// invalid entry, a full disk) leaves the running backends and schedule exactly as they were.
+    @discardableResult
+    public func reload(backends list: [any DeliveryBackend], specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
+        let plan = try planConfig(specs, backendNames: list.map(\.name))
+        try durably { () throws(StoreError) in try commit(plan) }
+        await setBackends(list)
+        apply(plan)
+        return plan.report
+    }
+
+    /// What a config means for the schedule, computed without changing anything.
+    private struct ConfigPlan {
         var report = ReloadReport()
+        var removed: [Scheduler.Entry] = []
+        var writes: [Scheduler.Entry] = []
+        var replacedOld: [Notification] = []
+    }
+
+    private func planConfig(_ specs: [NotificationSpec], backendNames: [String]) throws(CenterError) -> ConfigPlan {
+        let now = clock.now()
+        var plan = ConfigPlan()
         var resolved: [(Notification, Occurrence?)] = []
         var wanted = Set<String>()
         for spec in specs {
-            var n = try resolve(spec, source: .config, now: now)
+            var n = try resolve(spec, source: .config, now: now, backendNames: backendNames)
             n.fingerprint = Self.fingerprint(spec)
             wanted.insert(n.key)
             resolved.append((n, n.trigger.next(after: now, previous: nil)))
         }
-        let removed = scheduler.entries.values.filter { $0.notification.source == .config && !wanted.contains($0.notification.key) }
-        var writes: [Scheduler.Entry] = []
-        var replacedOld: [Notification] = []
+        plan.removed = scheduler.entries.values.filter { $0.notification.source == .config && !wanted.contains($0.notification.key) }
+        plan.report.removed = plan.removed.map(\.notification.key)
         for (n, next) in resolved {
             if let old = scheduler[n.key], old.notification.source == .config, old.notification.fingerprint == n.fingerprint {
-                report.unchanged.append(n.key)
+                plan.report.unchanged.append(n.key)
                 continue
             }
             if let old = scheduler[n.key] {
-                report.changed.append(n.key)
-                if old.isActive { replacedOld.append(old.notification) }
+                plan.report.changed.append(n.key)
+                if old.isActive { plan.replacedOld.append(old.notification) }
             } else {
-                report.added.append(n.key)
+                plan.report.added.append(n.key)
             }
-            if next == nil { report.skipped.append(n.key) }
-            writes.append(Scheduler.Entry(notification: n, next: next))
+            if next == nil { plan.report.skipped.append(n.key) }
+            plan.writes.append(Scheduler.Entry(notification: n, next: next))
         }
-        try durably { () throws(StoreError) in
-            for e in removed { try store.delete(key: e.notification.key) }
-            for e in writes { try store.save(e, pending: nil) }
-        }
-        for e in removed {
+        return plan
+    }
+
+    private func commit(_ plan: ConfigPlan) throws(StoreError) {
+        for e in plan.removed { try store.delete(key: e.notification.key) }
+        for e in plan.writes { try store.save(e, pending: nil) }
+    }
+
+    private func apply(_ plan: ConfigPlan) {
+        for e in plan.removed {
             scheduler.remove(e.notification.key)
             pending[e.notification.key] = nil
-            report.removed.append(e.notification.key)
             if e.isActive {
                 withdrawAll(e.notification, reason: .cancelled)
                 emit(.cancelled(key: e.notification.key))
             }
         }
-        for n in replacedOld { withdrawAll(n, reason: .replaced) }
-        for e in writes {
+        for n in plan.replacedOld { withdrawAll(n, reason: .replaced) }
+        for e in plan.writes {
             pending[e.notification.key] = nil
             scheduler.put(e)
         }
-        for key in report.skipped {
+        for key in plan.report.skipped {
             logger.warning("config notification never fires: its time is in the past", metadata: ["key": "\(key)"])
         }
         rearm()
-        return report
     }
 
     // MARK: Firing
@@ -627,7 +664,9 @@ public actor TocsinCenter {
     }
 
     /// Turns a request into a notification: zone, absolute instants, backends checked.
-    func resolve(_ spec: NotificationSpec, source: NotificationSource, now: Instant) throws(CenterError) -> Notification {
+    func resolve(_ spec: NotificationSpec, source: NotificationSource, now: Instant,
+                 backendNames: [String]? = nil) throws(CenterError) -> Notification {
+        let known = backendNames ?? backendOrder
         let zone: TimeZoneRules
         if let name = spec.timezone {
             do { zone = try zones.rules(name) } catch {
@@ -664,10 +703,10 @@ public actor TocsinCenter {
             trigger = .remindBefore(event: instant(event), offsets: offsets)
         }
         if let names = spec.backends {
-            for b in names where backends[b] == nil {
+            for b in names where !known.contains(b) {
                 var message = "unknown backend '\(b)'"
-                if let s = Suggestion.closest(to: b, among: backendOrder) { message += "; did you mean '\(s)'?" }
-                message += " (configured: \(backendOrder.joined(separator: ", ")))"
+                if let s = Suggestion.closest(to: b, among: known) { message += "; did you mean '\(s)'?" }
+                message += " (configured: \(known.joined(separator: ", ")))"
                 throw CenterError(.unknownBackend, message, field: "backends")
             }
         }

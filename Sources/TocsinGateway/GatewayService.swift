@@ -15,11 +15,15 @@ public final class GatewayService: Sendable {
     private let center: TocsinCenter
     private let reloader: Reloader
     private let link: BusLink
+    private let quota: ClientQuota
 
-    public init(center: TocsinCenter, link: BusLink, reload: @escaping Reloader) {
+    /// `maxPendingPerClient` is `[daemon] max_pending_per_client`.
+    public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
+                reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload
         self.link = link
+        self.quota = ClientQuota(limit: maxPendingPerClient)
     }
 
     // MARK: Interface
@@ -44,10 +48,14 @@ public final class GatewayService: Sendable {
     public var interface: DBusInterface {
         let center = self.center
         let reloader = self.reloader
+        let quota = self.quota
         return DBusInterface(Gateway.interface, methods: [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
-                return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec) })]
+                let key = try await Self.counted(call, key: spec.key, quota: quota, center: center) { () throws(CenterError) in
+                    try await center.schedule(spec)
+                }
+                return [.string(key)]
             },
             DBusMethod("Cancel", input: "s", output: "b", inputNames: ["key"], outputNames: ["existed"]) { call in
                 let key = try call.arguments[0].asString()
@@ -64,7 +72,10 @@ public final class GatewayService: Sendable {
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
-                return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec) })]
+                let key = try await Self.counted(call, key: spec.key, quota: quota, center: center) { () throws(CenterError) in
+                    try await center.postNow(spec)
+                }
+                return [.string(key)]
             },
             DBusMethod("Acknowledge", input: "s", output: "b", inputNames: ["key"], outputNames: ["was_alerting"]) { call in
                 let key = try call.arguments[0].asString()
@@ -95,6 +106,38 @@ public final class GatewayService: Sendable {
     /// `contrib/io.github.tocsin.Gateway1.xml`.
     public var exportedObject: DBusExportedObject {
         DBusExportedObject(interfaces: [interface], properties: Properties(center: center))
+    }
+
+    /// Runs a call that creates a notification within the caller's quota. A caller at its limit
+    /// first has its finished keys forgotten (asking the center), and is refused only if it is
+    /// still at the limit then. Replacing one of its own notifications adds nothing and is not
+    /// counted.
+    private static func counted(_ call: DBusMethodCall, key requested: String?, quota: ClientQuota, center: TocsinCenter,
+                                _ body: () async throws(CenterError) -> String) async throws(DBusError) -> String {
+        // Peer-to-peer connections have no sender: there is only one client then.
+        guard let client = call.sender?.rawValue else { return try await run(body) }
+        if let requested, quota.owns(client, key: requested) { return try await run(body) }
+        if !quota.reserve(client) {
+            let inactive = await center.inactiveKeys(among: quota.keys(of: client))
+            quota.forget(client, inactive: inactive)
+            guard quota.reserve(client) else {
+                throw DBusError(name: Gateway.ErrorName.quotaExceeded,
+                                message: "client \(client) has \(quota.limit) pending notifications, the limit ([daemon] max_pending_per_client) is \(quota.limit); cancel some first")
+            }
+        }
+        let key: String
+        do { key = try await run(body) } catch {
+            quota.release(client)
+            throw error
+        }
+        quota.commit(client, key: key)
+        if quota.needsPrune(client) {
+            quota.forget(client, inactive: await center.inactiveKeys(among: quota.keys(of: client)))
+        }
+        if quota.needsSweep() {
+            quota.sweep(inactive: await center.inactiveKeys(among: quota.allKeys()))
+        }
+        return key
     }
 
     private static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {

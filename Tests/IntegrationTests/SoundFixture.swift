@@ -212,9 +212,9 @@ final class AlarmFixture: Sendable {
         daemonProcess = WaitableState(nil)
     }
 
-    /// `every`, `maxRings` and a sine of `soundSeconds` made by sox.
+    /// `every`, `maxRings` and a sine of `soundSeconds` made by sox; `extraConfig` adds backends.
     static func start(every: String, maxRings: Int, soundSeconds: String,
-                      ackKeyAfter: (key: String, ring: Int)? = nil) async throws -> AlarmFixture {
+                      ackKeyAfter: (key: String, ring: Int)? = nil, extraConfig: String = "") async throws -> AlarmFixture {
         let pulse = try await PulseServer.start()
         let bus: PrivateBus
         do { bus = try await PrivateBus.start() } catch {
@@ -238,7 +238,8 @@ final class AlarmFixture: Sendable {
                 [backend.log]
                 type = "log"
                 format = "json"
-                """
+
+                """ + extraConfig
             var env = bus.environment
             env["PULSE_SERVER"] = pulse.server
             env["XDG_RUNTIME_DIR"] = pulse.dir.path + "/run"
@@ -293,8 +294,10 @@ final class AlarmFixture: Sendable {
 }
 
 func withAlarm<T: Sendable>(every: String, maxRings: Int, soundSeconds: String, ackKeyAfter: (key: String, ring: Int)? = nil,
+                            extraConfig: String = "",
                             _ body: (AlarmFixture) async throws -> T) async throws -> T {
-    let f = try await AlarmFixture.start(every: every, maxRings: maxRings, soundSeconds: soundSeconds, ackKeyAfter: ackKeyAfter)
+    let f = try await AlarmFixture.start(every: every, maxRings: maxRings, soundSeconds: soundSeconds, ackKeyAfter: ackKeyAfter,
+                                         extraConfig: extraConfig)
     do {
         let r = try await body(f)
         await f.stop()

@@ -17,6 +17,10 @@ int tocsin_eventfd_drain(int fd);
 
 int64_t tocsin_realtime_usec(void);
 
+/* Fixes glibc's mmap threshold (which otherwise rises to the largest block freed), so large
+ * transient buffers such as an oversized D-Bus message go back to the system when freed. */
+int tocsin_malloc_fix_mmap_threshold(int bytes);
+
 /* epoll for the D-Bus event loop (epoll.c). Events use the EPOLL* bit values below. */
 #define TOCSIN_EPOLLIN 0x001u
 #define TOCSIN_EPOLLOUT 0x004u

@@ -13,6 +13,9 @@ public struct DaemonSettings: Hashable, Sendable {
     public var maxLate: TimeSpan?
     /// Refused beyond this many pending notifications; nothing already scheduled is dropped.
     public var maxPending: Int = 1_000_000
+    /// Per D-Bus client (unique bus name): how many of the notifications it created may be pending
+    /// at once, so one runaway client cannot use up `maxPending` for every other.
+    public var maxPendingPerClient: Int = 10_000
     /// The zone for calendar expressions and local date-times without their own; nil: `$TZ`, else the system's.
     public var timezone: String?
     public init() {}
@@ -23,6 +26,7 @@ public struct DaemonSettings: Hashable, Sendable {
         .init(name: "missed", type: "string", summary: "Default missed-fire policy: skip, fire-once (default) or fire-all."),
         .init(name: "max_late", type: "duration", summary: "Default: a missed firing later than this is skipped."),
         .init(name: "max_pending", type: "integer", summary: "Limit on pending notifications (default 1000000); beyond it Schedule is refused."),
+        .init(name: "max_pending_per_client", type: "integer", summary: "Per D-Bus client (unique name): limit on pending notifications it scheduled (default 10000)."),
         .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
     ]
 }
@@ -70,6 +74,7 @@ public struct TocsinConfiguration: Sendable {
                 config.daemon.missed = r.choice("missed", MissedPolicy.allCases.map { ($0.rawValue, $0) }) ?? .fireOnce
                 config.daemon.maxLate = r.duration("max_late", positive: true)
                 if let n = r.integer("max_pending", in: 1...100_000_000) { config.daemon.maxPending = Int(n) }
+                if let n = r.integer("max_pending_per_client", in: 1...100_000_000) { config.daemon.maxPendingPerClient = Int(n) }
                 config.daemon.timezone = r.string("timezone")
                 r.finish(known: DaemonSettings.keys.map(\.name))
                 issues += r.issues

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import TocsinTesting
+
+/// `kill -9` of the daemon (and of the notification server) at the worst moments: while a
+/// delivery is running, while an alarm rings (mid-burst: `FaultBurstTests`). Kill before due and
+/// a bus restart are covered by `CrashRecoveryTests` and `BusRestartTests`.
+@Suite("Faults: kill -9 mid-delivery, mid-alarm, notification server killed")
+struct FaultKillTests {
+    static let config = """
+        [backend.log]
+        type = "log"
+        format = "json"
+
+        [backend.events]
+        type = "dbus-signal"
+        """
+
+    @Test("kill -9 while an exec delivery runs: re-delivered once after restart (at least once), the recorded log delivery is not repeated, and nothing after it is")
+    func killMidDelivery() async throws {
+        try await withTeardown { t in
+            let bus = try await PrivateBus.start()
+            t.add { await bus.stop() }
+            let work = TemporaryDirectory(prefix: "tocsin-hook")
+            let record = work.path + "/deliveries.txt"
+            let hold = work.path + "/hold"
+            try "".write(toFile: record, atomically: true, encoding: .utf8)
+            try "".write(toFile: hold, atomically: true, encoding: .utf8)
+            let config = Self.config + """
+
+
+                [backend.hook]
+                type = "exec"
+                timeout = "120s"
+                command = ["/bin/sh", "-c", "echo \\"$TOCSIN_KEY $TOCSIN_REASON $TOCSIN_OCCURRENCE\\" >> '\(record)'; if [ -e '\(hold)' ]; then exec sleep 100; fi"]
+                """
+            let d = try DaemonUnderTest(config: config, environment: bus.environment)
+            let tail = try TestProcess("tail", ["-n", "+1", "-F", record])
+            t.add { _ = try? await tail.kill() }
+
+            let first = try d.start(["--bus", bus.address, "--log-level", "debug"])
+            // The hook's `sleep` is in the daemon's process group: kill both, as a crash of the session would.
+            t.add { _ = Glibc.kill(-first.pid, SIGKILL); _ = try? await first.waitForExit(timeout: .seconds(10)) }
+            try await first.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+            let client = StorageClient(bus: bus)
+            let scheduled = try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
+                                                                 "-m", "\(GatewayFixture.iface).Schedule",
+                                                                 "{'key': <'job'>, 'title': <'Job'>, 'after': <'1s'>, 'backends': <['hook', 'log']>}"])
+            try #require(scheduled.status == .exited(0), "\(scheduled.stderrText)")
+            try await tail.waitForOutput(containing: "job scheduled 1\n", timeout: .seconds(20))
+            try await first.waitForStderr(containing: "delivery recorded backend=log key=job", timeout: .seconds(20))
+            // The hook is running (it holds): crash now.
+            _ = Glibc.kill(-first.pid, SIGKILL)
+            try await first.waitForExit(timeout: .seconds(10))
+            #expect(first.firings(key: "job").count == 1)
+            try FileManager.default.removeItem(atPath: hold)
+
+            let second = try d.start(["--bus", bus.address, "--log-level", "debug"])
+            t.add { _ = try? await second.kill() }
+            try await tail.waitForOutput(containing: "job recovered 1\n", timeout: .seconds(30))
+            try await second.waitForStderr(containing: "delivery recorded backend=hook key=job", timeout: .seconds(20))
+            #expect(second.firings(key: "job").isEmpty, "the log delivery was recorded before the crash and must not repeat")
+            try await second.kill()
+
+            let third = try d.start(["--bus", bus.address])
+            t.add { third.signal(SIGTERM); _ = try? await third.waitForExit(timeout: .seconds(10)) }
+            try await third.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+            // A marker through the same hook: once it ran, anything the restart would repeat has run too.
+            _ = try await client.schedule(["marker"], after: "1s")
+            try await tail.waitForOutput(containing: "marker scheduled 1\n", timeout: .seconds(20))
+            let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+            #expect(lines == ["job scheduled 1", "job recovered 1", "marker scheduled 1"], "\(lines)")
+            #expect(third.firings(key: "job").isEmpty)
+        }
+    }
+
+    @Test("kill -9 while an alarm rings: after restart it rings on and `tocsin ack` still stops it")
+    func killMidAlarm() async throws {
+        try await withAlarm(every: "2s", maxRings: 10, soundSeconds: "0.5") { f in
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
+            try await f.watch.wait("new", number: 2, timeout: .seconds(15))
+            try await f.process.kill()
+            let rangBefore = f.watch.count("new")
+            try await f.startDaemon()
+            let resumed = try await f.watch.wait("new", number: rangBefore + 1, timeout: .seconds(15))
+            let list = try await f.tocsin("list", "--json")
+            #expect(list.stdoutText.contains("\"ringing\""), "\(list.stdoutText)")
+            _ = try await f.tocsin("ack", "wake")
+            try await f.watch.waitForRemoval(of: resumed.index, timeout: .seconds(5))
+            let afterAck = f.watch.count("new")
+            try await f.marker(after: "5s")
+            #expect(f.watch.count("new") == afterAck, "rang after the ack: \(f.watch.events)")
+        }
+    }
+
+    @Test("the notification server is killed mid-alarm and restarted: popups reach the new server, the sound never stops")
+    func notificationServerKilled() async throws {
+        let popup = """
+            [backend.popup]
+            type = "libnotify"
+            """
+        // Rings every 2 s: a skipped ring shows as a gap of 4 s, well clear of scheduling jitter on a busy machine.
+        try await withAlarm(every: "2s", maxRings: 60, soundSeconds: "0.3", extraConfig: popup) { f in try await withTeardown { t in
+            let first = try await NotificationServer.mock(bus: f.bus, capabilities: "body actions")
+            t.add { await first.stop() }
+            // Each firing pops up and starts ringing afresh; rings continue every 2 s in between.
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--every", "4s", "--backend", "alarm", "--backend", "popup")
+            try await first.process.waitForOutput(containing: "Wake up", timeout: .seconds(20))
+            try await f.watch.wait("new", number: 2, timeout: .seconds(15))
+            _ = try await first.process.kill()
+            let killedAt = f.watch.count("new")
+            // Rings go on without a server; the next firing's popup fails and is retried.
+            try await f.watch.wait("new", number: killedAt + 3, timeout: .seconds(15))
+            let second = try await NotificationServer.mock(bus: f.bus, capabilities: "body actions")
+            t.add { await second.stop() }
+            try await second.process.waitForOutput(containing: "Wake up", timeout: .seconds(30))
+            let end = try await f.watch.wait("new", number: f.watch.count("new") + 1, timeout: .seconds(10))
+            _ = try await f.tocsin("ack", "wake")
+            let starts = f.watch.events.filter { $0.kind == "new" && $0.at <= end.at }.map(\.at)
+            let gaps = zip(starts.dropFirst(), starts).map { $0 - $1 }
+            print("measured: \(starts.count) rings across the server's death and restart, longest gap \(String(format: "%.2f", gaps.max() ?? 0)) s (every 2 s)")
+            #expect(starts.count >= killedAt + 4)
+            #expect((gaps.max() ?? 0) < 3.2, "the sound paused: gaps \(gaps)")
+            #expect(f.daemonProcess.value?.status == nil, "the daemon is still running")
+        } }
+    }
+}
