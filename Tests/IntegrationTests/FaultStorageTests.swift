@@ -19,15 +19,21 @@ struct FaultStorageTests {
         type = "dbus-signal"
         """
 
+    /// A private bus and a daemon whose state directory is a 1 MiB tmpfs, both torn down by `t`.
+    static func daemonOnSmallTmpfs(_ t: Teardown) async throws -> (PrivateBus, DaemonUnderTest) {
+        let bus = try await PrivateBus.start()
+        t.add { await bus.stop() }
+        let d = try DaemonUnderTest(config: config, environment: bus.environment)
+        try FileManager.default.createDirectory(atPath: d.stateDirectory, withIntermediateDirectories: true)
+        try await must("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tocsin-full", d.stateDirectory)
+        t.add { _ = try? await TestProcess.run("umount", ["-l", d.stateDirectory]) }
+        return (bus, d)
+    }
+
     @Test("disk full: refused calls are Storage errors and change nothing; List, Cancel's refusal and firing behave; a restart has every acknowledged call")
     func diskFull() async throws {
         try await withTeardown { t in
-            let bus = try await PrivateBus.start()
-            t.add { await bus.stop() }
-            let d = try DaemonUnderTest(config: Self.config, environment: bus.environment)
-            try FileManager.default.createDirectory(atPath: d.stateDirectory, withIntermediateDirectories: true)
-            try await must("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tocsin-full", d.stateDirectory)
-            t.add { _ = try? await TestProcess.run("umount", ["-l", d.stateDirectory]) }
+            let (bus, d) = try await Self.daemonOnSmallTmpfs(t)
 
             let first = try d.start(["--bus", bus.address])
             t.add { _ = try? await first.kill() }
@@ -82,12 +88,7 @@ struct FaultStorageTests {
     @Test("disk full: every mutating method is refused and leaves List exactly as it was")
     func everyMutationOnFullDisk() async throws {
         try await withTeardown { t in
-            let bus = try await PrivateBus.start()
-            t.add { await bus.stop() }
-            let d = try DaemonUnderTest(config: Self.config, environment: bus.environment)
-            try FileManager.default.createDirectory(atPath: d.stateDirectory, withIntermediateDirectories: true)
-            try await must("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tocsin-full", d.stateDirectory)
-            t.add { _ = try? await TestProcess.run("umount", ["-l", d.stateDirectory]) }
+            let (bus, d) = try await Self.daemonOnSmallTmpfs(t)
             let p = try d.start(["--bus", bus.address])
             t.add { _ = try? await p.kill() }
             try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
