@@ -10,3 +10,10 @@ swift build --build-tests
 heavy='TocsinTimeTests|TocsinConfigTests'
 swift test --skip-build --filter "$heavy"
 swift test --skip-build --skip "$heavy"
+
+# Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
+# every fuzz target from its seed corpus, then the suite under AddressSanitizer and the threaded
+# suites under ThreadSanitizer. Each has its own scratch path, so none rebuilds another's.
+bash scripts/fuzz.sh all "${TOCSIN_FUZZ_SECONDS:-30}"
+bash scripts/sanitize.sh address
+bash scripts/sanitize.sh thread
