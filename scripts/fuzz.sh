@@ -25,8 +25,16 @@ seconds=$2
 # flags go on the command line rather than on the Fuzz package's targets. Release: the point is
 # executions per second; bounds and overflow checks stay on at -O.
 scratch=.build-fuzz
-swift build --package-path Fuzz --scratch-path "$scratch" -c release \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -g 2>&1 | grep -vE 'Cannot export local symbol|warning:|^ *[0-9]* \||^ *\||^\s*$' | tail -n 3
+# Only errors and the last lines are shown: the dependencies' warnings drown everything else.
+build_log=$(mktemp)
+if ! swift build --package-path Fuzz --scratch-path "$scratch" -c release \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -g >"$build_log" 2>&1; then
+    grep -E 'error' "$build_log" >&2 || tail -n 30 "$build_log" >&2
+    rm -f "$build_log"
+    exit 1
+fi
+tail -n 1 "$build_log"
+rm -f "$build_log"
 
 # Per target: the largest input worth trying (calendar and time take at most 256 bytes, which
 # is far beyond any real expression; configs and specs need room for several tables or fields),

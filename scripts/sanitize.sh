@@ -5,10 +5,9 @@
 #   bash scripts/sanitize.sh address [SUITES]   AddressSanitizer, scratch path .build-asan
 #   bash scripts/sanitize.sh thread  [SUITES]   ThreadSanitizer, scratch path .build-tsan
 #
-# SUITES is a `swift test --filter` pattern; without it: every suite under ASan, and under TSan
-# the suites where threads meet (see below). Fails if a test fails or if any process (test
-# runner, daemon, helpers) wrote a sanitizer report: reports go to files, because the daemon's
-# stderr belongs to the tests that read it.
+# SUITES is a `swift test --filter` pattern; without it, every suite. Fails if a test fails or if
+# any process (test runner, daemon, helpers) wrote a sanitizer report: reports go to files,
+# because the daemon's stderr belongs to the tests that read it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +18,14 @@ case $mode in
     *) echo "usage: $0 address|thread [SUITES]" >&2; exit 2 ;;
 esac
 
-swift build --build-tests --sanitize="$mode" --scratch-path "$scratch" 2>&1 \
-    | grep -vE 'Cannot export local symbol|^warning: prohibited flag' | grep -E 'error|Compiling|Build complete' | tail -n 3
+build_log=$(mktemp)
+if ! swift build --build-tests --sanitize="$mode" --scratch-path "$scratch" >"$build_log" 2>&1; then
+    grep -E 'error' "$build_log" >&2 || tail -n 30 "$build_log" >&2
+    rm -f "$build_log"
+    exit 1
+fi
+tail -n 1 "$build_log"
+rm -f "$build_log"
 
 reports=$(mktemp -d "${TMPDIR:-/tmp}/tocsin-$mode.XXXXXX")
 supp=$PWD/scripts/sanitizers
@@ -36,7 +41,6 @@ case $mode in
         # daemon the tests check. Leaks in the parsers are looked for by libFuzzer instead,
         # which only runs a leak check when an input ends with more allocations than frees.
         export ASAN_OPTIONS="detect_leaks=0:log_path=$reports/asan:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
-        default_filter=""
         ;;
     thread)
         export TOCSIN_TIMING_SCALE=${TOCSIN_TIMING_SCALE:-10}
@@ -46,11 +50,6 @@ case $mode in
         clang=$(dirname "$(readlink -f "$(command -v swift)")")/clang
         "$clang" -shared -fPIC -O2 -o "$scratch/tsan-mutex-shim.so" "$supp/tsan-mutex-shim.c" -ldl
         export LD_PRELOAD=$PWD/$scratch/tsan-mutex-shim.so
-        # Where the D-Bus loop thread, the GLib thread, the scheduler actor, the player watchers
-        # and exec children meet. TocsinTimeTests and TocsinConfigTests are single-threaded
-        # parsers and arithmetic checked against oracles: ASan and the fuzzers cover them, and
-        # under TSan they would cost minutes without a thread to observe.
-        default_filter='TocsinCoreTests|DBusTests|PluginTests|DesktopBackendTests|SoundBackendTests|IntegrationTests'
         ;;
 esac
 
@@ -58,8 +57,6 @@ status=0
 run() { swift test --skip-build --sanitize="$mode" --scratch-path "$scratch" "$@" || status=1; }
 if [[ -n ${2:-} ]]; then
     run --filter "$2"
-elif [[ -n $default_filter ]]; then
-    run --filter "$default_filter"
 else
     # The two phases of scripts/test.sh, for the same reason: timing tests get the cores to themselves.
     heavy='TocsinTimeTests|TocsinConfigTests'

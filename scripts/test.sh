@@ -12,8 +12,9 @@ swift test --skip-build --filter "$heavy"
 swift test --skip-build --skip "$heavy"
 
 # Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
-# every fuzz target from its seed corpus, then the suite under AddressSanitizer and the threaded
-# suites under ThreadSanitizer. Each has its own scratch path, so none rebuilds another's.
-bash scripts/fuzz.sh all "${TOCSIN_FUZZ_SECONDS:-30}"
+# each fuzz target for a minute from its seed corpus, then the whole suite under AddressSanitizer
+# and under ThreadSanitizer. Each has its own scratch path, so none rebuilds another's. About
+# 17 minutes on 2 cores, on top of the normal build and tests.
+bash scripts/fuzz.sh all "${TOCSIN_FUZZ_SECONDS:-60}"
 bash scripts/sanitize.sh address
 bash scripts/sanitize.sh thread

@@ -17,34 +17,53 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 extern void __tsan_acquire(void *addr) __attribute__((weak));
 extern void __tsan_release(void *addr) __attribute__((weak));
 
-__attribute__((visibility("hidden"))) void *tocsin_real_lock_slow;
-__attribute__((visibility("hidden"))) void *tocsin_real_unlock_slow;
-
 #define LOCK_SLOW "$s15Synchronization12_MutexHandleV9_lockSlowyys6UInt32VF"
 #define UNLOCK_SLOW "$s15Synchronization12_MutexHandleV11_unlockSlowyyF"
 
-__attribute__((constructor)) static void tocsin_resolve(void) {
-    tocsin_real_lock_slow = dlsym(RTLD_NEXT, LOCK_SLOW);
-    tocsin_real_unlock_slow = dlsym(RTLD_NEXT, UNLOCK_SLOW);
+// Looked up on first use, not in a constructor: libswiftSynchronization may be loaded after us.
+static void *resolve(void **cache, const char *name) {
+    void *p = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        if (!p) abort();  // only reachable from a caller of the symbol, so it exists
+        __atomic_store_n(cache, p, __ATOMIC_RELEASE);
+    }
+    return p;
 }
 
-void tocsin_after_lock(void *word) { if (__tsan_acquire) __tsan_acquire(word); }
-void tocsin_before_unlock(void *word) { if (__tsan_release) __tsan_release(word); }
+__attribute__((visibility("hidden"))) void *tocsin_lock_target(void) {
+    static void *cache;
+    return resolve(&cache, LOCK_SLOW);
+}
+__attribute__((visibility("hidden"))) void *tocsin_unlock_target(void) {
+    static void *cache;
+    return resolve(&cache, UNLOCK_SLOW);
+}
+__attribute__((visibility("hidden"))) void tocsin_after_lock(void *word) { if (__tsan_acquire) __tsan_acquire(word); }
+__attribute__((visibility("hidden"))) void tocsin_before_unlock(void *word) { if (__tsan_release) __tsan_release(word); }
 
+// Stack: 8 mod 16 on entry; each push flips it, so calls are made at 0 mod 16.
 #if defined(__x86_64__)
 __asm__(
     ".text\n"
     ".globl \"" LOCK_SLOW "\"\n"
     ".type \"" LOCK_SLOW "\", @function\n"
     "\"" LOCK_SLOW "\":\n"
-    "    pushq %r13\n"                               // keep self; aligns the stack for calls
-    "    callq *tocsin_real_lock_slow(%rip)\n"       // same rdi (tid) and r13 (self)
+    "    pushq %r13\n"                    // self, the lock word
+    "    pushq %rdi\n"                    // the owner id argument
+    "    subq $8, %rsp\n"
+    "    callq tocsin_lock_target\n"
+    "    addq $8, %rsp\n"
+    "    popq %rdi\n"
+    "    movq (%rsp), %r13\n"
+    "    callq *%rax\n"                   // the real _lockSlow: same rdi and r13
     "    movq (%rsp), %rdi\n"
-    "    callq tocsin_after_lock@PLT\n"
+    "    callq tocsin_after_lock\n"
     "    popq %r13\n"
     "    retq\n"
     ".size \"" LOCK_SLOW "\", .-\"" LOCK_SLOW "\"\n"
@@ -53,9 +72,10 @@ __asm__(
     "\"" UNLOCK_SLOW "\":\n"
     "    pushq %r13\n"
     "    movq %r13, %rdi\n"
-    "    callq tocsin_before_unlock@PLT\n"
+    "    callq tocsin_before_unlock\n"
+    "    callq tocsin_unlock_target\n"
     "    popq %r13\n"
-    "    jmpq *tocsin_real_unlock_slow(%rip)\n"
+    "    jmpq *%rax\n"                    // the real _unlockSlow, as if called directly
     ".size \"" UNLOCK_SLOW "\", .-\"" UNLOCK_SLOW "\"\n");
 #else
 #error "the TSan Mutex shim is written for x86_64 (self in r13)"
