@@ -67,7 +67,7 @@ for t in "${selected[@]}"; do
     cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
     ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
     corp=$(sed -nE 's/.* corp: ([0-9]+).*/\1/p' <<<"$last")
-    extra=$(grep -E '^[a-zA-Z]+: slowest call' "$log" | tail -n 1 || true)
+    extra=$(grep -E ': slowest call ' "$log" | tail -n 1 || true)
     line="fuzz-$t: ${runs:-?} executions in ${seconds}s, cov: ${cov:-?} ft: ${ft:-?}, corpus ${corp:-?}${extra:+, $extra}"
     if [[ $rc -ne 0 ]]; then
         line+=" -- FAILED (exit $rc)"
