@@ -13,8 +13,8 @@ swift test --skip-build --skip "$heavy"
 
 # Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
 # each fuzz target for a minute from its seed corpus, then the whole suite under AddressSanitizer
-# and under ThreadSanitizer. Each has its own scratch path, so none rebuilds another's. About
-# 17 minutes on 2 cores, on top of the normal build and tests.
+# and under ThreadSanitizer. Each has its own scratch path, so none rebuilds another's. From a
+# fresh clone on 2 cores the whole script takes about 13-14 minutes (docs/RELIABILITY.md).
 bash scripts/fuzz.sh all "${TOCSIN_FUZZ_SECONDS:-60}"
 bash scripts/sanitize.sh address
 bash scripts/sanitize.sh thread
