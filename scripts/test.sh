@@ -18,3 +18,11 @@ swift test --skip-build --filter "$heavy"
 swift test --skip-build --skip "$heavy|$faults|$load"
 swift test --skip-build --filter "$faults"
 swift test --skip-build --filter "$load"
+
+# Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
+# each fuzz target for a minute from its seed corpus, then the suites under AddressSanitizer and
+# under ThreadSanitizer (scripts/sanitize.sh says which). Each has its own scratch path, so none
+# rebuilds another's.
+bash scripts/fuzz.sh all "${TOCSIN_FUZZ_SECONDS:-60}"
+bash scripts/sanitize.sh address
+bash scripts/sanitize.sh thread

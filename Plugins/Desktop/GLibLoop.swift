@@ -111,9 +111,29 @@ private final class OnceContinuation<T: Sendable>: Sendable {
     }
 }
 
+/// A job on its way through GLib's queue.
+///
+/// GLib orders the hand-off with its own lock, but GLib is not instrumented, so ThreadSanitizer
+/// cannot see it and reports everything the job touches that its sender wrote before
+/// `enqueue` (the box, a NotifyServerLink made just before its first job) as racing with the loop
+/// thread. Taking the job out under a Mutex states the same ordering in code TSan checks: every
+/// job run on the loop is then verified instead of excused by a suppression broad enough to hide
+/// real races on this thread.
 private final class JobBox: Sendable {
-    let job: @Sendable () -> Void
-    init(_ job: @escaping @Sendable () -> Void) { self.job = job }
+    private let job: Mutex<(@Sendable () -> Void)?>
+    init(_ job: @escaping @Sendable () -> Void) {
+        self.job = Mutex(nil)
+        // Stored under the lock (not as the initial value), so the sender's release pairs with
+        // the loop thread's acquire in `take`.
+        self.job.withLock { $0 = job }
+    }
+    /// The job, once; nil if it was already taken.
+    func take() -> (@Sendable () -> Void)? {
+        job.withLock { j in
+            defer { j = nil }
+            return j
+        }
+    }
 }
 
 private func glibLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
@@ -123,7 +143,7 @@ private func glibLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutabl
 }
 
 private func glibRunJob(_ data: gpointer?) -> gboolean {
-    if let data { Unmanaged<JobBox>.fromOpaque(data).takeUnretainedValue().job() }
+    if let data { Unmanaged<JobBox>.fromOpaque(data).takeUnretainedValue().take()?() }
     return tocsin_source_remove()
 }
 

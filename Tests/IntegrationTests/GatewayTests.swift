@@ -27,7 +27,7 @@ struct GatewayTests {
             let due = try #require(info["due"] as? Int)
             let received = try #require(event["received_us"] as? Int)
             #expect(received - due >= 0, "Fired arrived before its due time")
-            #expect(received - due <= 50_000, "Fired arrived \(received - due) us after due")
+            #expect(received - due <= TimingBudget.scaled(50_000), "Fired arrived \(received - due) us after due")
             #expect(info["title"] as? String == "Tea")
             #expect(info["occurrence"] as? Int == 1)
             #expect(!(try await g.gdbus("List").stdoutText.contains("'\(key)'")))

@@ -6,8 +6,9 @@ import TocsinTesting
 /// Runs the built `tocsin next` and compares it with `systemd-analyze calendar`.
 @Suite("tocsin next")
 struct NextCommandTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let binary = packageRoot.appendingPathComponent(".build/debug/tocsin").path
+    /// The `tocsin` built with this test runner: under `--scratch-path .build-asan` that is the
+    /// sanitized one, which is the binary the sanitizer runs must exercise.
+    static let binary = Products.executable("tocsin")
 
     static func run(_ executable: String, _ arguments: [String], tz: String?) throws -> (status: Int32, out: String, err: String) {
         var env = ["LANG": "C", "PATH": "/usr/bin:/bin"]
