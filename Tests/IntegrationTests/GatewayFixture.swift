@@ -27,9 +27,10 @@ final class GatewayFixture: Sendable {
         self.process = process
     }
 
-    static func start(config: String = defaultConfig, arguments: [String] = []) async throws -> GatewayFixture {
+    static func start(config: String = defaultConfig, arguments: [String] = [],
+                      environment: [String: String] = [:]) async throws -> GatewayFixture {
         let bus = try await PrivateBus.start()
-        let daemon = try DaemonUnderTest(config: config, environment: bus.environment)
+        let daemon = try DaemonUnderTest(config: config, environment: bus.environment.merging(environment) { $1 })
         let p = try daemon.start(["--bus", bus.address] + arguments)
         do {
             try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
@@ -80,8 +81,9 @@ final class GatewayFixture: Sendable {
 
 /// Runs `body` with a fresh gateway and always tears it down.
 func withGateway<T: Sendable>(config: String = GatewayFixture.defaultConfig, arguments: [String] = [],
+                              environment: [String: String] = [:],
                               _ body: (GatewayFixture) async throws -> T) async throws -> T {
-    let g = try await GatewayFixture.start(config: config, arguments: arguments)
+    let g = try await GatewayFixture.start(config: config, arguments: arguments, environment: environment)
     do {
         let r = try await body(g)
         await g.stop()
