@@ -72,12 +72,7 @@ struct DesktopPopupTests {
     @Test("custom buttons, Snooze and closing on withdraw, against dbusmock's server without body-markup")
     func mockActions() async throws {
         try await withGateway(config: Self.config) { g in try await withTeardown { t in
-            let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
-            t.add { await server.stop() }
-            let monitor = try await NotificationMonitor.start(bus: g.bus)
-            t.add { await monitor.stop() }
-            let watcher = try await GatewayWatcher.start(bus: g.bus)
-            t.add { await watcher.stop() }
+            let (server, monitor, watcher) = try await mockSession(g, t)
 
             // A notification that keeps its key after firing (so its user_info and snooze apply).
             let sched = try await g.gdbus("Schedule", """
@@ -221,12 +216,7 @@ struct AlarmPopupTests {
     @Test("an alarm popup carries Dismiss and Snooze; Dismiss acknowledges, Snooze snoozes, as tocsin list and the signals show")
     func dismissAndSnooze() async throws {
         try await withGateway(config: Self.config) { g in try await withTeardown { t in
-            let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
-            t.add { await server.stop() }
-            let monitor = try await NotificationMonitor.start(bus: g.bus)
-            t.add { await monitor.stop() }
-            let watcher = try await GatewayWatcher.start(bus: g.bus)
-            t.add { await watcher.stop() }
+            let (server, monitor, watcher) = try await mockSession(g, t)
 
             for key in ["wake", "nap"] {
                 let s = try await g.gdbus("Schedule", "{'key': <'\(key)'>, 'title': <'Alarm \(key)'>, 'after': <'1s'>, 'backends': <['popup', 'alarm', 'events']>}")
@@ -258,4 +248,16 @@ struct AlarmPopupTests {
             #expect(items.first { $0["key"] as? String == "nap" }?["state"] as? String == "snoozed")
         } }
     }
+}
+
+/// dbusmock's notification server (with actions, without body markup), a monitor of what it is
+/// sent, and a watcher of the gateway's signals, all stopped by `t`.
+func mockSession(_ g: GatewayFixture, _ t: Teardown) async throws -> (NotificationServer, NotificationMonitor, GatewayWatcher) {
+    let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
+    t.add { await server.stop() }
+    let monitor = try await NotificationMonitor.start(bus: g.bus)
+    t.add { await monitor.stop() }
+    let watcher = try await GatewayWatcher.start(bus: g.bus)
+    t.add { await watcher.stop() }
+    return (server, monitor, watcher)
 }
