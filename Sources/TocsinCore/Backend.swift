@@ -142,3 +142,12 @@ public struct BackendRegistry: Sendable {
         return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
     }
 }
+
+/// A backend whose delivery is a non-blocking hand-off (a signal queued on the bus, a log line).
+/// The center hands it every firing of a batch in one synchronous call, with no task, timeout or
+/// actor hop per firing; a firing it reports as failed with a retryable error goes the ordinary,
+/// retrying way.
+public protocol BatchDeliveryBackend: DeliveryBackend {
+    /// One result per firing, in order: nil for delivered.
+    func deliver(batch: [Firing]) -> [DeliveryError?]
+}

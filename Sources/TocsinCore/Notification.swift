@@ -88,7 +88,7 @@ public struct Firing: Hashable, Sendable {
     public var ring: UInt32 = 1
 
     public var key: String { notification.key }
-    public var late: Bool { reason == .late || reason == .recovered && fired - due > Scheduler.lateTolerance }
+    public var late: Bool { reason == .late || reason == .recovered && fired - due > NotificationMachine.lateTolerance }
     public var lateness: TimeSpan { fired - due }
 
     public init(notification: Notification, occurrence: Occurrence, due: Instant, fired: Instant, reason: FiringReason) {

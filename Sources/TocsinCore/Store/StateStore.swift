@@ -1,22 +1,15 @@
 import CSQLite
+import Synchronization
 import TocsinConfig
 import TocsinTime
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
-/// backend. Persisted so a crash in between re-delivers instead of losing it.
-public struct PendingDelivery: Hashable, Sendable {
-    public var occurrence: Occurrence
-    public var due: Instant
-    public var remaining: [String]
-}
-
 /// The durable state: one row per notification, written with O(log n) single-row statements.
 ///
 /// WAL mode with `synchronous=FULL`: a commit that returned survives `kill -9` and power loss,
-/// so a D-Bus reply sent after it means durable.
+/// so a D-Bus reply sent after it means durable. Confined to one thread (`SQLiteStore`'s).
 final class StateStore {
     private let db: SQLiteDatabase
     let path: String
@@ -26,13 +19,22 @@ final class StateStore {
     private var pendingStmt: SQLiteStatement
     private var deleteStmt: SQLiteStatement
     private var cancelStmt: SQLiteStatement
+    private var keepInfoStmt: SQLiteStatement
+    private var readStmt: SQLiteStatement
+    private var recentStmt: SQLiteStatement
     private var inTransaction = false
+    private var keptSinceTrim = 0
+    let zones: ZoneCache
 
-    static let schemaVersion = 1
+    /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
+    static let schemaVersion = 2
+    /// How many finished notifications' user_info is kept for late popup clicks.
+    static let recentLimit = 1024
 
     /// Opens (creating if needed) `directory/state.sqlite3`. The directory is created 0700 and must
     /// not be writable by others; files are created 0600.
-    init(directory: String) throws(StoreError) {
+    init(directory: String, zones: ZoneCache) throws(StoreError) {
+        self.zones = zones
         try StateStore.prepareDirectory(directory)
         path = directory + "/state.sqlite3"
         let old = umask(0o077)
@@ -61,6 +63,9 @@ final class StateStore {
         pendingStmt = try db.prepare("UPDATE notification SET pending_backends=?2, pending_number=?3, pending_instant=?4, pending_offset=?5, pending_due=?6 WHERE key=?1")
         deleteStmt = try db.prepare("DELETE FROM notification WHERE key=?1")
         cancelStmt = try db.prepare("UPDATE notification SET cancelled=1, alert=0, pending_backends=NULL WHERE key=?1")
+        keepInfoStmt = try db.prepare("INSERT OR REPLACE INTO recent(key, user_info) SELECT key, user_info FROM notification WHERE key=?1 AND user_info != ''")
+        readStmt = try db.prepare("SELECT \(Self.columns) FROM notification WHERE key=?1")
+        recentStmt = try db.prepare("SELECT user_info FROM recent WHERE key=?1")
     }
 
     private static func prepareDirectory(_ dir: String) throws(StoreError) {
@@ -108,18 +113,34 @@ final class StateStore {
               title TEXT NOT NULL, body TEXT NOT NULL,
               trigger_kind INTEGER NOT NULL, trigger_a INTEGER, trigger_b INTEGER, trigger_c INTEGER, trigger_d INTEGER,
               trigger_text TEXT, zone TEXT NOT NULL,
-              backends TEXT, urgency INTEGER NOT NULL, icon TEXT, category TEXT, sound TEXT,
-              actions TEXT NOT NULL, user_info TEXT NOT NULL, missed INTEGER NOT NULL, max_late INTEGER,
+              backends TEXT, urgency TEXT NOT NULL, icon TEXT, category TEXT, sound TEXT,
+              actions TEXT NOT NULL, user_info TEXT NOT NULL, missed TEXT NOT NULL, max_late INTEGER,
               last_number INTEGER, last_instant INTEGER, last_offset INTEGER,
               alert INTEGER NOT NULL DEFAULT 0, alert_a INTEGER, alert_b INTEGER,
               cancelled INTEGER NOT NULL DEFAULT 0,
               pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER
             ) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS recent(key TEXT PRIMARY KEY, user_info TEXT NOT NULL, seq INTEGER);
             INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', '\(schemaVersion)');
             """)
         let q = try db.prepare("SELECT value FROM meta WHERE name='schema_version'")
-        guard try q.step(), let v = q.text(0), Int(v) == schemaVersion else {
+        guard try q.step(), let text = q.text(0), let v = Int(text) else {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version")
+        }
+        q.reset()
+        if v == 1 {
+            // Version 1 stored urgency and the missed policy as indexes into their cases as then
+            // declared (low, normal, critical; skip, fire-once, fire-all); names survive reordering.
+            try db.exec("""
+                BEGIN IMMEDIATE;
+                UPDATE notification SET
+                  urgency = CASE urgency WHEN 0 THEN 'low' WHEN 2 THEN 'critical' ELSE 'normal' END,
+                  missed = CASE missed WHEN 0 THEN 'skip' WHEN 2 THEN 'fire-all' ELSE 'fire-once' END;
+                UPDATE meta SET value = '2' WHERE name = 'schema_version';
+                COMMIT;
+                """)
+        } else if v != schemaVersion {
+            throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version \(v)")
         }
     }
 
@@ -144,9 +165,10 @@ final class StateStore {
 
     // MARK: Writes
 
-    func save(_ e: Scheduler.Entry, pending: PendingDelivery?) throws(StoreError) {
+    func save(_ e: StoredNotification) throws(StoreError) {
         let s = upsertStmt
         let n = e.notification
+        let pending = e.pending
         s.bind(1, n.key)
         s.bind(2, n.source == .config ? 1 : 0)
         s.bind(3, n.fingerprint)
@@ -157,11 +179,11 @@ final class StateStore {
         s.bind(11, t.text)
         s.bind(12, n.timezone)
         s.bind(13, n.backends.map(ListCodec.encode))
-        s.bind(14, Int64(Urgency.allCases.firstIndex(of: n.urgency) ?? 1))
+        s.bind(14, n.urgency.rawValue)
         s.bind(15, n.icon); s.bind(16, n.category); s.bind(17, n.sound)
         s.bind(18, ListCodec.encode(n.actions.flatMap { [$0.id, $0.label] }))
         s.bind(19, ListCodec.encode(n.userInfo.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }))
-        s.bind(20, Int64(MissedPolicy.allCases.firstIndex(of: n.missed) ?? 1))
+        s.bind(20, n.missed.rawValue)
         s.bind(21, n.maxLate?.microseconds)
         s.bind(22, e.last.map { Int64($0.number) }); s.bind(23, e.last?.instant.microseconds); s.bind(24, e.last?.offset?.microseconds)
         let a = AlertColumns(e.alert)
@@ -180,11 +202,11 @@ final class StateStore {
     }
 
     /// After a firing: what was handled last and the alert state, one small UPDATE.
-    func saveProgress(_ e: Scheduler.Entry) throws(StoreError) {
+    func saveProgress(key: String, last: Occurrence?, alert: AlertState) throws(StoreError) {
         let s = progressStmt
-        s.bind(1, e.notification.key)
-        s.bind(2, e.last.map { Int64($0.number) }); s.bind(3, e.last?.instant.microseconds); s.bind(4, e.last?.offset?.microseconds)
-        let a = AlertColumns(e.alert)
+        s.bind(1, key)
+        s.bind(2, last.map { Int64($0.number) }); s.bind(3, last?.instant.microseconds); s.bind(4, last?.offset?.microseconds)
+        let a = AlertColumns(alert)
         s.bind(5, a.kind); s.bind(6, a.a); s.bind(7, a.b)
         try s.run()
     }
@@ -204,9 +226,29 @@ final class StateStore {
         try s.run()
     }
 
-    func delete(key: String) throws(StoreError) {
+    func delete(key: String, keepUserInfo: Bool) throws(StoreError) {
+        if keepUserInfo {
+            keepInfoStmt.bind(1, key)
+            try keepInfoStmt.run()
+            keptSinceTrim += 1
+            if keptSinceTrim >= Self.recentLimit {
+                keptSinceTrim = 0
+                try db.exec("DELETE FROM recent WHERE rowid NOT IN (SELECT rowid FROM recent ORDER BY rowid DESC LIMIT \(Self.recentLimit))")
+            }
+        }
         deleteStmt.bind(1, key)
         try deleteStmt.run()
+    }
+
+    func apply(_ op: StoreOp) throws(StoreError) {
+        switch op {
+        case .upsert(let row): try save(row)
+        case .delete(let key, let keep): try delete(key: key, keepUserInfo: keep)
+        case .progress(let key, let last, let alert): try saveProgress(key: key, last: last, alert: alert)
+        case .alert(let key, let alert): try saveAlert(key: key, alert)
+        case .pending(let key, let p): try savePending(key: key, p)
+        case .markCancelled(let key): try markCancelled(key: key)
+        }
     }
 
     func markCancelled(key: String) throws(StoreError) {
@@ -214,85 +256,111 @@ final class StateStore {
         try cancelStmt.run()
     }
 
-    // MARK: Load
+    // MARK: Read
 
-    struct Loaded {
-        var entries: [(Scheduler.Entry, PendingDelivery?)] = []
-        /// Rows that could not be turned back into notifications (a zone removed from the system, ...).
-        var problems: [String] = []
-    }
+    static let columns = """
+        key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
+        trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
+        last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due
+        """
+    /// The same columns with the content left out: what start-up needs, and no more.
+    static let scheduleColumns = """
+        key, source, fingerprint, '', '', trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
+        trigger_text, zone, backends, urgency, NULL, NULL, NULL, '', '', missed, max_late,
+        last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due
+        """
 
-    /// Reads every row. The trigger's next occurrence is recomputed by the caller from `last`.
-    func loadAll(zones: ZoneCache) throws(StoreError) -> Loaded {
-        do { return try readAll(zones: zones) } catch {
+    /// Every row without its content. The trigger's next occurrence is recomputed by the caller from `last`.
+    func loadSchedules() throws(StoreError) -> LoadedState {
+        do {
+            let q = try db.prepare("SELECT \(Self.scheduleColumns) FROM notification")
+            var out = LoadedState()
+            while try q.step() {
+                switch decodeRow(q) {
+                case .success(let row): out.rows.append(row)
+                case .failure(let problem): out.problems.append(problem.description)
+                }
+            }
+            return out
+        } catch {
             guard error.code == .corrupt else { throw error }
             throw StoreError(.corrupt, "state database \(path) is damaged (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
         }
     }
 
-    private func readAll(zones: ZoneCache) throws(StoreError) -> Loaded {
-        let q = try db.prepare("""
-            SELECT key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
-              trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
-              last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-              pending_backends, pending_number, pending_instant, pending_offset, pending_due
-            FROM notification
-            """)
-        var out = Loaded()
-        while try q.step() {
-            let key = q.text(0) ?? ""
-            let zoneName = q.text(11) ?? "UTC"
-            guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
-                                                      d: q.int(9), text: q.text(10), zone: zoneName, zones: zones) else {
-                out.problems.append("notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')")
-                continue
-            }
-            let actionsFlat = ListCodec.decode(q.text(17) ?? "") ?? []
-            var actions: [NotificationAction] = []
-            var i = 0
-            while i + 1 < actionsFlat.count { actions.append(NotificationAction(id: actionsFlat[i], label: actionsFlat[i + 1])); i += 2 }
-            let infoFlat = ListCodec.decode(q.text(18) ?? "") ?? []
-            var info: [String: String] = [:]
-            i = 0
-            while i + 1 < infoFlat.count { info[infoFlat[i]] = infoFlat[i + 1]; i += 2 }
-            let urgencyIndex = Int(q.int(13) ?? 1)
-            let missedIndex = Int(q.int(19) ?? 1)
-            let n = Notification(
-                key: key, title: q.text(3) ?? "", body: q.text(4) ?? "", trigger: trigger,
-                backends: q.text(12).flatMap(ListCodec.decode),
-                urgency: Urgency.allCases.indices.contains(urgencyIndex) ? Urgency.allCases[urgencyIndex] : .normal,
-                icon: q.text(14), category: q.text(15), sound: q.text(16), actions: actions, userInfo: info,
-                missed: MissedPolicy.allCases.indices.contains(missedIndex) ? MissedPolicy.allCases[missedIndex] : .fireOnce,
-                maxLate: q.int(20).map { TimeSpan(microseconds: $0) }, timezone: zoneName,
-                source: q.int(1) == 1 ? .config : .runtime, fingerprint: q.text(2) ?? "")
-            var last: Occurrence?
-            if let num = q.int(21), let inst = q.int(22) {
-                last = Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
-                                  offset: q.int(23).map { TimeSpan(microseconds: $0) })
-            }
-            let alert = AlertColumns.decode(kind: q.int(24) ?? 0, a: q.int(25), b: q.int(26))
-            var pending: PendingDelivery?
-            if let list = q.text(28).flatMap(ListCodec.decode), let num = q.int(29), let inst = q.int(30), let due = q.int(32) {
-                pending = PendingDelivery(occurrence: Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
-                                                                 offset: q.int(31).map { TimeSpan(microseconds: $0) }),
-                                          due: Instant(microseconds: due), remaining: list)
-            }
-            let entry = Scheduler.Entry(notification: n, last: last, next: nil, alert: alert, cancelled: q.int(27) == 1)
-            out.entries.append((entry, pending))
+    func read(_ keys: [String]) throws(StoreError) -> [String: Notification] {
+        var out: [String: Notification] = [:]
+        out.reserveCapacity(keys.count)
+        for key in keys {
+            readStmt.bind(1, key)
+            defer { readStmt.reset() }
+            if try readStmt.step(), case .success(let row) = decodeRow(readStmt) { out[key] = row.notification }
         }
         return out
     }
+
+    func userInfo(_ key: String) throws(StoreError) -> [String: String]? {
+        if let n = try read([key])[key] { return n.userInfo }
+        recentStmt.bind(1, key)
+        defer { recentStmt.reset() }
+        guard try recentStmt.step() else { return nil }
+        return Self.pairs(recentStmt.text(0) ?? "").reduce(into: [:]) { $0[$1.0] = $1.1 }
+    }
+
+    private static func pairs(_ text: String) -> [(String, String)] {
+        let flat = ListCodec.decode(text) ?? []
+        return stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }
+    }
+
+    private func decodeRow(_ q: SQLiteStatement) -> Result<StoredNotification, RowProblem> {
+        let key = q.text(0) ?? ""
+        let zoneName = q.text(11) ?? "UTC"
+        guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
+                                                  d: q.int(9), text: q.text(10), zone: zoneName, zones: zones) else {
+            return .failure(RowProblem(description: "notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')"))
+        }
+        let actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
+        var info: [String: String] = [:]
+        for (k, v) in Self.pairs(q.text(18) ?? "") { info[k] = v }
+        let n = Notification(
+            key: key, title: q.text(3) ?? "", body: q.text(4) ?? "", trigger: trigger,
+            backends: q.text(12).flatMap(ListCodec.decode),
+            urgency: q.text(13).flatMap(Urgency.init(rawValue:)) ?? .normal,
+            icon: q.text(14), category: q.text(15), sound: q.text(16), actions: actions, userInfo: info,
+            missed: q.text(19).flatMap(MissedPolicy.init(rawValue:)) ?? .fireOnce,
+            maxLate: q.int(20).map { TimeSpan(microseconds: $0) }, timezone: zoneName,
+            source: q.int(1) == 1 ? .config : .runtime, fingerprint: q.text(2) ?? "")
+        var last: Occurrence?
+        if let num = q.int(21), let inst = q.int(22) {
+            last = Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
+                              offset: q.int(23).map { TimeSpan(microseconds: $0) })
+        }
+        let alert = AlertColumns.decode(kind: q.int(24) ?? 0, a: q.int(25), b: q.int(26))
+        var pending: PendingDelivery?
+        if let list = q.text(28).flatMap(ListCodec.decode), let num = q.int(29), let inst = q.int(30), let due = q.int(32) {
+            pending = PendingDelivery(occurrence: Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
+                                                             offset: q.int(31).map { TimeSpan(microseconds: $0) }),
+                                      due: Instant(microseconds: due), remaining: list)
+        }
+        return .success(StoredNotification(notification: n, last: last, alert: alert, cancelled: q.int(27) == 1, pending: pending))
+    }
 }
 
+/// A row that cannot be read back (its zone is gone from the system, ...).
+struct RowProblem: Error, CustomStringConvertible { var description: String }
+
 /// Zone rules by name, loaded once each: a million notifications in one zone share one table.
-final class ZoneCache: @unchecked Sendable {
+/// Shared by the center (resolving requests) and the store thread (decoding rows), hence the lock.
+final class ZoneCache: Sendable {
     let directory: ZoneInfoDirectory
-    private var cache: [String: TimeZoneRules] = [:]
+    private let cache = Mutex<[String: TimeZoneRules]>([:])
     init(directory: ZoneInfoDirectory) { self.directory = directory }
     func rules(_ name: String) throws(TimeSyntaxError) -> TimeZoneRules {
-        if let r = cache[name] { return r }
+        if let r = cache.withLock({ $0[name] }) { return r }
         let r = try directory.rules(named: name)
-        cache[name] = r
+        cache.withLock { $0[name] = r }
         return r
     }
 }

@@ -1,0 +1,183 @@
+import Logging
+import TocsinConfig
+import TocsinTime
+
+/// Group commit: how requests, ticks and finished deliveries become batches.
+extension TocsinCenter {
+    enum Request {
+        case schedule(Notification, replace: Bool)
+        case post(Notification)
+        case cancel(String)
+        case cancelAll
+        case acknowledge(String)
+        case snooze(String, TimeSpan)
+        /// nil backends: keep the running ones (start-up); otherwise swap them once durable.
+        case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?)
+    }
+
+    enum Reply: Sendable {
+        case key(String), bool(Bool), count(Int), instant(Instant), report(ReloadReport)
+        var key: String { if case .key(let k) = self { return k }; return "" }
+        var bool: Bool { if case .bool(let b) = self { return b }; return false }
+        var count: Int { if case .count(let n) = self { return n }; return 0 }
+        var instant: Instant { if case .instant(let i) = self { return i }; return Instant(microseconds: 0) }
+        var report: ReloadReport { if case .report(let r) = self { return r }; return ReloadReport() }
+    }
+
+    enum Work {
+        case call(Request, CheckedContinuation<Result<Reply, CenterError>, Never>)
+        case tick(WakeReason, CheckedContinuation<Void, Never>)
+        case finished(key: String, occurrence: Occurrence, backend: String)
+    }
+
+    func submit(_ request: Request) async throws(CenterError) -> Reply {
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
+            queued.append(.call(request, c))
+            startDraining()
+        }
+        return try result.get()
+    }
+
+    /// One drain at a time: what arrives while it commits waits in `queued` for the next batch.
+    func startDraining() {
+        guard !committing else { return }
+        committing = true
+        Task { await self.drain() }
+    }
+
+    private func drain() async {
+        while !queued.isEmpty {
+            let work = queued
+            queued = []
+            await runBatch(work)
+        }
+        committing = false
+        rearm()
+    }
+
+    private func runBatch(_ work: [Work]) async {
+        let now = clock.now()
+        // Time and finished deliveries are facts, not requests: they are not rolled back.
+        var facts: [MachineAction] = []
+        var tickWaiters: [CheckedContinuation<Void, Never>] = []
+        var finished = 0
+        for w in work {
+            switch w {
+            case .tick(let reason, let c):
+                tickWaiters.append(c)
+                if reason == .clockChanged { logger.info("wall clock changed or system resumed; re-evaluating the schedule") }
+            case .finished(let key, let occurrence, let backend):
+                finished += 1
+                machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts)
+            case .call: break
+            }
+        }
+        if started && !tickWaiters.isEmpty { machine.advance(to: now, into: &facts) }
+
+        machine.beginRecording()
+        var calls: [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])] = []
+        var fresh: [String: Notification] = [:]
+        var swapTo: [any DeliveryBackend]?
+        for case .call(let request, let c) in work {
+            var actions: [MachineAction] = []
+            do throws(CenterError) {
+                let reply = try apply(request, now: now, into: &actions, fresh: &fresh, swapTo: &swapTo)
+                calls.append((c, .success(reply), actions))
+            } catch {
+                calls.append((c, .failure(error), []))
+            }
+        }
+        var ops: [StoreOp] = []
+        for case .persist(let op) in facts { ops.append(op) }
+        for (_, _, actions) in calls { for case .persist(let op) in actions { ops.append(op) } }
+        var reading: [String] = []
+        for case .deliver(let d) in facts where fresh[d.key] == nil { reading.append(d.key) }
+
+        do {
+            var contents = try await store.commit(ops, reading: reading)
+            machine.endRecording()
+            if let swapTo { await setBackends(swapTo) }
+            contents.merge(fresh) { a, _ in a }
+            perform(facts, contents: contents)
+            for (c, result, actions) in calls {
+                perform(actions, contents: fresh)
+                c.resume(returning: result)
+            }
+        } catch {
+            machine.rollback()
+            logger.error("could not save a batch of changes; its requests fail and nothing of them was changed: \(error.message)")
+            // Claimed firings are delivered anyway: a restart may deliver them again, never lose them.
+            if !reading.isEmpty { logger.error("could not record firings; delivering anyway") }
+            perform(facts, contents: (try? await store.notifications(reading)) ?? [:])
+            for (c, result, _) in calls {
+                if case .failure = result { c.resume(returning: result); continue }
+                c.resume(returning: .failure(CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")))
+            }
+        }
+        for _ in 0..<finished { deliveryDone() }
+        for c in tickWaiters { c.resume() }
+    }
+
+    private func apply(_ request: Request, now: Instant, into out: inout [MachineAction],
+                       fresh: inout [String: Notification], swapTo: inout [any DeliveryBackend]?) throws(CenterError) -> Reply {
+        switch request {
+        case .schedule(let n, let replace):
+            return .key(try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, into: &out))
+        case .post(let n):
+            fresh[n.key] = n
+            return .key(machine.post(n, now: now, into: &out))
+        case .cancel(let key): return .bool(machine.cancel(key, into: &out))
+        case .cancelAll: return .count(machine.cancelAll(into: &out))
+        case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))
+        case .snooze(let key, let d): return .instant(try machine.snooze(key, for: d, now: now, into: &out))
+        case .config(let list, let newBackends):
+            if let newBackends {
+                machine.setBackends(newBackends.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
+                swapTo = newBackends
+            }
+            let report = machine.applyConfig(list, now: now, into: &out)
+            for key in report.skipped {
+                logger.warning("config notification never fires: its time is in the past", metadata: ["key": "\(key)"])
+            }
+            return .report(report)
+        }
+    }
+
+    /// Performs what a durable batch decided, in order: withdrawals, events and deliveries.
+    private func perform(_ actions: [MachineAction], contents: [String: Notification]) {
+        var firings: [Firing] = []
+        for a in actions {
+            switch a {
+            case .persist: continue
+            case .deliver(let d):
+                guard let n = contents[d.key] else {
+                    logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
+                    continue
+                }
+                let f = firing(d, n)
+                emit(.fired(f, backends: d.targets))
+                firings.append(f)
+            case .withdraw(let key, let names, let reason):
+                withdraw(key: key, from: names, reason: reason)
+            case .emit(let event):
+                switch event {
+                case .missed(let key, let due, let count):
+                    logger.notice("missed firing(s) skipped", metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "count": "\(count)"])
+                case .unanswered(let key, let rings):
+                    logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
+                default: break
+                }
+                emit(event)
+            }
+        }
+        if !firings.isEmpty { dispatch(firings) }
+    }
+
+    func firing(_ d: PlannedDelivery, _ n: Notification) -> Firing {
+        var f = Firing(notification: n, occurrence: d.occurrence, due: d.due, fired: d.fired, reason: d.reason)
+        f.backends = d.targets
+        f.isAlarm = d.isAlarm
+        f.ring = d.ring
+        return f
+    }
+}

@@ -1,0 +1,99 @@
+import TocsinConfig
+import TocsinTime
+
+/// Turns a request (`NotificationSpec`, from the config file or D-Bus) into a `Notification`:
+/// the zone looked up, relative and local times made absolute, the backends checked. The one
+/// place where zone names and backend names of a request are validated.
+struct SpecResolver: Sendable {
+    let zones: ZoneCache
+    let defaultZone: TimeZoneRules
+    let defaultMissed: MissedPolicy
+    let defaultMaxLate: TimeSpan?
+
+    func resolve(_ spec: NotificationSpec, source: NotificationSource, now: Instant,
+                 backendNames known: [String]) throws(CenterError) -> Notification {
+        let zone: TimeZoneRules
+        if let name = spec.timezone {
+            do { zone = try zones.rules(name) } catch {
+                throw CenterError(.invalidTrigger, "unknown time zone '\(name)'", field: "timezone")
+            }
+        } else {
+            zone = defaultZone
+        }
+        func instant(_ v: TimeValue) -> Instant {
+            switch v {
+            case .instant(let i): return i
+            case .local(let c): return Timestamp.instant(of: c, in: zone)
+            case .relative(let d): return now + d
+            }
+        }
+        let trigger: Trigger
+        switch spec.trigger {
+        case .at(let v): trigger = .at(instant(v))
+        case .after(let d):
+            guard d.microseconds > 0 else { throw CenterError(.invalidTrigger, "'after' must be positive", field: "after") }
+            trigger = .at(now + d)
+        case .every(let p, let count, let starting, let until):
+            guard p.microseconds > 0 else { throw CenterError(.invalidTrigger, "'every' must be positive; an interval of 0 is refused", field: "every") }
+            trigger = .every(period: p, starting: starting.map(instant) ?? now + p, count: count, until: until.map(instant))
+        case .onCalendar(let c):
+            var z = zone
+            if let own = c.timeZoneName {
+                do { z = try zones.rules(own) } catch {
+                    throw CenterError(.invalidTrigger, "unknown time zone '\(own)' in 'on_calendar'", field: "on_calendar")
+                }
+            }
+            trigger = .calendar(c, zone: z)
+        case .remindBefore(let event, let offsets):
+            trigger = .remindBefore(event: instant(event), offsets: offsets)
+        }
+        if let names = spec.backends {
+            for b in names where !known.contains(b) {
+                var message = "unknown backend '\(b)'"
+                if let s = Suggestion.closest(to: b, among: known) { message += "; did you mean '\(s)'?" }
+                message += " (configured: \(known.joined(separator: ", ")))"
+                throw CenterError(.unknownBackend, message, field: "backends")
+            }
+        }
+        return Notification(
+            key: spec.key ?? Self.generatedKey(), title: spec.title, body: spec.body, trigger: trigger,
+            backends: spec.backends, urgency: spec.urgency, icon: spec.icon, category: spec.category, sound: spec.sound,
+            actions: spec.actions, userInfo: spec.userInfo, missed: spec.missed ?? defaultMissed,
+            maxLate: spec.maxLate ?? defaultMaxLate, timezone: zone.identifier, source: source,
+            fingerprint: source == .config ? Self.fingerprint(spec) : "")
+    }
+
+    /// A random (version 4) UUID: unique across restarts and machines without any state.
+    static func generatedKey() -> String {
+        var g = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &g) }
+        bytes[6] = bytes[6] & 0x0f | 0x40
+        bytes[8] = bytes[8] & 0x3f | 0x80
+        let hex = Array("0123456789abcdef")
+        var out = ""
+        out.reserveCapacity(36)
+        for (i, b) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append("-") }
+            out.append(hex[Int(b >> 4)])
+            out.append(hex[Int(b & 0xf)])
+        }
+        return out
+    }
+
+    /// A stable digest of a definition as written (positions excluded), so moving an entry in the
+    /// file or reformatting it does not count as a change.
+    static func fingerprint(_ s: NotificationSpec) -> String {
+        var parts: [String] = [s.key ?? "", s.title, s.body, "\(s.trigger)", s.backends.map { $0.joined(separator: "\u{1}") } ?? "*",
+                               s.urgency.rawValue, s.icon ?? "", s.category ?? "", s.sound ?? "",
+                               s.actions.map { "\($0.id)=\($0.label)" }.joined(separator: "\u{1}"),
+                               s.userInfo.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{1}"),
+                               s.missed?.rawValue ?? "", s.maxLate.map { "\($0.microseconds)" } ?? "", s.timezone ?? ""]
+        parts = parts.map { "\($0.utf8.count):\($0)" }
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in parts.joined().utf8 {
+            h ^= UInt64(b)
+            h = h &* 0x0000_0100_0000_01b3
+        }
+        return String(h, radix: 16)
+    }
+}

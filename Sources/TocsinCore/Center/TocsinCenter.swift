@@ -1,0 +1,287 @@
+import Logging
+import TocsinConfig
+import TocsinTime
+
+/// Settings of the center that come from `[daemon]` and the command line.
+public struct CenterOptions: Sendable {
+    public var maxPending: Int = 1_000_000
+    public var defaultMissed: MissedPolicy = .fireOnce
+    public var defaultMaxLate: TimeSpan?
+    /// The zone of notifications that name none.
+    public var defaultZone: TimeZoneRules
+    public var zones: ZoneInfoDirectory
+    public var delivery = DeliveryPolicy()
+    public var defaultSnooze: TimeSpan = .minutes(5)
+    public var limits = SpecLimits()
+
+    public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
+        self.defaultZone = defaultZone
+        self.zones = zones
+    }
+}
+
+/// The keyed notification center: the I/O shell that executes what `NotificationMachine` decides.
+///
+/// Requests are applied to the machine as they arrive and collected into a batch; one store
+/// transaction commits the batch (group commit), and only then are its callers answered and its
+/// withdrawals, deliveries and events performed. Requests that arrive while a commit is in flight
+/// wait for the next batch. A commit that fails rolls the machine back to the state before the
+/// batch and fails exactly the calls in it.
+public actor TocsinCenter {
+    public let options: CenterOptions
+    let clock: any TocsinClock
+    private let timer: (any WakeupTimer)?
+    let store: any NotificationStore
+    private let resolver: SpecResolver
+    var logger: Logger
+    var machine = NotificationMachine()
+    var backends: [String: any DeliveryBackend] = [:]
+    var started = false
+    private var subscribers: [Int: AsyncStream<CenterEvent>.Continuation] = [:]
+    private var nextSubscriber = 0
+    var queued: [Work] = []
+    var committing = false
+    var inFlight = 0
+    var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiter = 0
+    /// Per (key, backend) delivery queues: see `CenterDelivery.swift`.
+    var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]
+    var queueCounter = 0
+
+    /// Opens the SQLite state in `stateDirectory`; throws when it cannot be opened or is damaged.
+    public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
+                timer: (any WakeupTimer)?, logger: Logger) throws(CenterError) {
+        let store: SQLiteStore
+        do { store = try SQLiteStore(directory: stateDirectory, zones: options.zones) } catch {
+            throw CenterError(.storage, error.message)
+        }
+        self.init(options: options, store: store, clock: clock, timer: timer, logger: logger)
+    }
+
+    public init(options: CenterOptions, store: any NotificationStore, clock: any TocsinClock,
+                timer: (any WakeupTimer)?, logger: Logger) {
+        self.options = options
+        self.clock = clock
+        self.timer = timer
+        self.logger = logger
+        self.store = store
+        resolver = SpecResolver(zones: ZoneCache(directory: options.zones), defaultZone: options.defaultZone,
+                                defaultMissed: options.defaultMissed, defaultMaxLate: options.defaultMaxLate)
+    }
+
+    // MARK: Lifecycle
+
+    /// Installs the backends, loads the persisted state, re-delivers what a crash interrupted, and
+    /// handles what fell due while the daemon was down (by each notification's missed policy).
+    public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
+        await setBackends(list)
+        let loaded: LoadedState
+        do { loaded = try await store.load() } catch { throw CenterError(.storage, error.message) }
+        for p in loaded.problems { logger.error("\(p)") }
+        for row in loaded.rows { machine.restore(row) }
+        started = true
+        let recovered = machine.recovered(now: clock.now())
+        if !recovered.isEmpty {
+            let rows = (try? await store.notifications(recovered.map(\.key))) ?? [:]
+            for d in recovered {
+                logger.notice("re-delivering a firing interrupted by a restart", metadata: ["key": "\(d.key)"])
+                guard let n = rows[d.key] else { continue }
+                dispatch([firing(d, n)])
+            }
+        }
+        await tick(.due)
+    }
+
+    /// Replaces the backend instances (config reload); firings in flight keep their old instances.
+    public func setBackends(_ list: [any DeliveryBackend]) async {
+        let old = backends
+        backends = [:]
+        for b in list { backends[b.name] = b }
+        machine.setBackends(list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
+        let sink = CenterSink(center: self)
+        for b in list { await b.start(events: sink) }
+        for (name, b) in old where backends[name] == nil { await b.shutdown() }
+    }
+
+    public var backendNames: [String] { machine.backendNames }
+    public var defaultTargets: [String] { machine.defaultTargets }
+
+    /// Waits on the wake-up timer and fires what is due, until the timer closes.
+    public func run() async {
+        guard let timer else { return }
+        rearm()
+        for await reason in timer.wakeups { await tick(reason) }
+    }
+
+    /// Stops firing, waits up to `grace` for deliveries in flight (so a claimed firing is not cut
+    /// off half-way), then shuts the backends down.
+    public func shutdown(grace: Duration = .seconds(2)) async {
+        timer?.close()
+        started = false
+        if inFlight > 0 {
+            await waitForDeliveries(atMost: grace)
+            if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
+        }
+        for name in machine.backendNames { await backends[name]?.shutdown() }
+        for c in subscribers.values { c.finish() }
+        subscribers = [:]
+    }
+
+    // MARK: Events
+
+    public func events() -> AsyncStream<CenterEvent> {
+        let (stream, cont) = AsyncStream.makeStream(of: CenterEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let id = nextSubscriber
+        nextSubscriber += 1
+        subscribers[id] = cont
+        cont.onTermination = { [weak self] _ in
+            guard let self else { return }
+            Task { await self.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ id: Int) { subscribers[id] = nil }
+
+    func emit(_ e: CenterEvent) {
+        for c in subscribers.values { c.yield(e) }
+    }
+
+    // MARK: Requests
+
+    /// Adds a notification, or replaces the one with the same key (unless `spec.replace` is false,
+    /// which keeps the existing one and returns its key).
+    @discardableResult
+    public func schedule(_ spec: NotificationSpec) async throws(CenterError) -> String {
+        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
+        return try await submit(.schedule(n, replace: spec.replace)).key
+    }
+
+    /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
+    @discardableResult
+    public func postNow(_ spec: NotificationSpec) async throws(CenterError) -> String {
+        let now = clock.now()
+        var n = try resolver.resolve(spec, source: .runtime, now: now, backendNames: machine.backendNames)
+        n.trigger = .at(now)
+        return try await submit(.post(n)).key
+    }
+
+    /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
+    /// for as long as its definition in the file is unchanged; editing it there brings it back.
+    @discardableResult
+    public func cancel(_ key: String) async throws(CenterError) -> Bool {
+        try await submit(.cancel(key)).bool
+    }
+
+    /// Cancels every pending notification; returns how many.
+    @discardableResult
+    public func cancelAll() async throws(CenterError) -> Int {
+        try await submit(.cancelAll).count
+    }
+
+    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
+    @discardableResult
+    public func acknowledge(_ key: String) async throws(CenterError) -> Bool {
+        try await submit(.acknowledge(key)).bool
+    }
+
+    /// Silences a notification now and delivers its last firing again after `duration`.
+    @discardableResult
+    public func snooze(_ key: String, for duration: TimeSpan?) async throws(CenterError) -> Instant {
+        try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
+    }
+
+    /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
+    /// Nothing changes when any entry is invalid or the transaction cannot be committed.
+    @discardableResult
+    public func applyConfig(_ specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
+        let list = try resolveConfig(specs, backendNames: machine.backendNames)
+        return try await submit(.config(list, backends: nil)).report
+    }
+
+    /// A config reload: the new backends and notifications together. The notifications are
+    /// checked against the new backends and made durable first, so a reload that fails (an
+    /// invalid entry, a full disk) leaves the running backends and schedule exactly as they were.
+    @discardableResult
+    public func reload(backends list: [any DeliveryBackend], specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
+        let resolved = try resolveConfig(specs, backendNames: list.map(\.name))
+        return try await submit(.config(resolved, backends: list)).report
+    }
+
+    private func resolveConfig(_ specs: [NotificationSpec], backendNames: [String]) throws(CenterError) -> [(notification: Notification, fingerprint: String)] {
+        let now = clock.now()
+        var out: [(notification: Notification, fingerprint: String)] = []
+        out.reserveCapacity(specs.count)
+        for spec in specs {
+            let n = try resolver.resolve(spec, source: .config, now: now, backendNames: backendNames)
+            out.append((n, n.fingerprint))
+        }
+        return out
+    }
+
+    /// Fires everything due now. Called by the loop on each wake-up; tests call it after moving a
+    /// virtual clock. Returns once the firings are claimed and handed to their backends.
+    public func tick(_ reason: WakeReason = .due) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            queued.append(.tick(reason, c))
+            startDraining()
+        }
+    }
+
+    // MARK: Reading
+
+    /// Pending notifications, soonest first (ringing ones first of all).
+    public func list() async -> [PendingNotification] {
+        let summaries = machine.activeSummaries()
+        let rows: [String: Notification]
+        do { rows = try await store.notifications(summaries.map(\.key)) } catch {
+            logger.error("could not read notifications: \(error.message)")
+            return []
+        }
+        return summaries.compactMap { s in
+            rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) }
+        }
+    }
+
+    public func lookup(_ key: String) async -> PendingNotification? {
+        guard let s = machine.summary(key), let n = try? await store.notifications([key])[key] else { return nil }
+        return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state)
+    }
+
+    public var activeCount: Int { machine.activeCount }
+
+    /// Which of `keys` are no longer pending (fired and finished, cancelled, replaced by a
+    /// config entry...): one actor hop for a whole batch, for the gateway's per-client quota.
+    public func inactiveKeys(among keys: some Sequence<String>) -> Set<String> {
+        var out = Set<String>()
+        for k in keys where !machine.isActive(k) { out.insert(k) }
+        return out
+    }
+
+    /// The instant of the next wake-up (for tests and `next`-style previews).
+    public func nextDeadline() -> Instant? { machine.nextDeadline() }
+
+    func rearm() { timer?.arm(at: machine.nextDeadline()) }
+
+    fileprivate func handle(_ event: BackendEvent) async {
+        do throws(CenterError) {
+            switch event {
+            case .acknowledge(let key): try await acknowledge(key)
+            case .snooze(let key, let d): try await snooze(key, for: d)
+            case .actionInvoked(let key, let action):
+                let info = (try? await store.userInfo(key)) ?? nil
+                emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
+            }
+        } catch {
+            logger.warning("backend event could not be applied: \(error.message)")
+        }
+    }
+}
+
+/// Hands backend events to the center without making backends depend on it.
+private struct CenterSink: BackendEventSink {
+    let center: TocsinCenter
+    func send(_ event: BackendEvent) {
+        Task { await center.handle(event) }
+    }
+}

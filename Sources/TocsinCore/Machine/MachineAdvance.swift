@@ -1,0 +1,128 @@
+import TocsinConfig
+import TocsinTime
+
+/// Time passing, and deliveries finishing: the transitions the clock and the backends drive.
+extension NotificationMachine {
+    /// Claims everything due at `now`, in due order: firings, ends of snoozes, alarm rings and
+    /// alarms left unanswered. Repeating triggers continue after `now` once caught up, lazily.
+    public mutating func advance(to now: Instant, into out: inout [MachineAction]) {
+        while true {
+            let due = popDue(now)
+            if due.isEmpty { return }
+            for key in due { advance(key, now: now, into: &out) }
+        }
+    }
+
+    private mutating func advance(_ key: String, now: Instant, into out: inout [MachineAction]) {
+        guard var e = entry(key) else { return }
+        var claimed: [PlannedDelivery] = []
+        let ring = ringPolicy(e)
+        if case .snoozed(let until) = e.alert, until <= now {
+            e.alert = .idle
+            if let occ = occurrence(e.last, of: e) {
+                claimed.append(planned(e, occ, due: until, now: now, reason: .snoozeEnded, alarm: ring != nil))
+            }
+        }
+        if case .ringing(let since, let rings) = e.alert, let ring, let occ = occurrence(e.last, of: e) {
+            let every = ring.every.microseconds
+            if since.microseconds &+ every &* Int64(rings) <= now.microseconds {
+                // The ring due now; after downtime that may be several rings on.
+                let dueRing = UInt32(clamping: (now - since).microseconds / every + 1)
+                if dueRing > ring.maxRings {
+                    e.alert = .unanswered(rings: rings)
+                    out.append(.emit(.unanswered(key: key, rings: rings)))
+                    out.append(.withdraw(key: key, backends: targets(e), reason: .unanswered))
+                } else {
+                    e.alert = .ringing(since: since, rings: dueRing)
+                    var d = PlannedDelivery(key: key, occurrence: occ, due: since + TimeSpan(microseconds: every &* Int64(dueRing - 1)),
+                                            fired: now, reason: .ring, targets: ringers(e), isAlarm: true)
+                    d.ring = dueRing
+                    out.append(.deliver(d))
+                }
+            }
+        }
+        if let occ = occurrence(e.next, of: e), occ.instant <= now {
+            handleDue(&e, occ, now: now, alarm: ring != nil, claimed: &claimed, into: &out)
+        }
+        if !claimed.isEmpty, ring != nil {
+            // A new firing (or the end of a snooze) starts ringing afresh.
+            e.alert = .ringing(since: now, rings: 1)
+        }
+        put(e)
+        let to = targets(e)
+        for d in claimed {
+            if !to.isEmpty { setInDelivery(key, PendingDelivery(occurrence: d.occurrence, due: d.due, remaining: to)) }
+            out.append(.deliver(d))
+        }
+        out.append(.persist(.progress(key: key, last: occurrence(e.last, of: e), alert: e.alert)))
+        out.append(.persist(.pending(key: key, inDelivery[key])))
+        cleanUpIfDone(key, into: &out)
+    }
+
+    private func planned(_ e: Entry, _ occ: Occurrence, due: Instant, now: Instant, reason: FiringReason,
+                         alarm: Bool) -> PlannedDelivery {
+        PlannedDelivery(key: e.key, occurrence: occ, due: due, fired: now, reason: reason, targets: targets(e), isAlarm: alarm)
+    }
+
+    private func handleDue(_ e: inout Entry, _ occ: Occurrence, now: Instant, alarm: Bool,
+                           claimed: inout [PlannedDelivery], into out: inout [MachineAction]) {
+        let trigger = triggers.expand(e.trigger)
+        if now - occ.instant <= Self.lateTolerance {
+            claimed.append(planned(e, occ, due: occ.instant, now: now, reason: .scheduled, alarm: alarm))
+            e.last = PackedOccurrence(occ)
+            e.next = PackedOccurrence(trigger.next(after: occ.instant, previous: occ))
+            return
+        }
+        // Missed: collect what fell due meanwhile, lazily and bounded.
+        var missed = [occ]
+        var cursor = occ
+        var overflow = false
+        var following = trigger.next(after: cursor.instant, previous: cursor)
+        while let n = following, n.instant <= now {
+            if missed.count >= Self.catchUpLimit { overflow = true; break }
+            missed.append(n)
+            cursor = n
+            following = trigger.next(after: cursor.instant, previous: cursor)
+        }
+        if overflow {
+            // Skip the rest in one step: continue from now.
+            following = trigger.next(after: now, previous: cursor)
+        }
+        let maxLate: TimeSpan? = e.maxLate == .min ? nil : TimeSpan(microseconds: e.maxLate)
+        let eligible = missed.filter { maxLate == nil || now - $0.instant <= maxLate! }
+        let deliver: ArraySlice<Occurrence>
+        switch e.missed {
+        case .skip: deliver = []
+        case .fireOnce: deliver = eligible.suffix(1)
+        case .fireAll: deliver = eligible.suffix(Self.fireAllLimit)
+        }
+        let delivered = Set(deliver.map(\.instant))
+        if let firstSkipped = missed.first(where: { !delivered.contains($0.instant) }) {
+            out.append(.emit(.missed(key: e.key, due: firstSkipped.instant, count: missed.count - deliver.count)))
+        }
+        for o in deliver {
+            claimed.append(planned(e, o, due: o.instant, now: now, reason: .late, alarm: alarm))
+        }
+        e.last = PackedOccurrence(cursor)
+        e.next = PackedOccurrence(following)
+    }
+
+    /// One backend finished (or gave up on) a claimed firing: once all have, the claim is done.
+    public mutating func deliveryFinished(key: String, occurrence: Occurrence, backend: String,
+                                          into out: inout [MachineAction]) {
+        guard var p = inDelivery[key], p.occurrence == occurrence else { return }
+        p.remaining.removeAll { $0 == backend }
+        setInDelivery(key, p.remaining.isEmpty ? nil : p)
+        out.append(.persist(.pending(key: key, inDelivery[key])))
+        cleanUpIfDone(key, into: &out)
+    }
+
+    /// The delivery a crash interrupted, to be handed to its remaining backends again.
+    public func recovered(now: Instant) -> [PlannedDelivery] {
+        inDelivery.keys.sorted().compactMap { key in
+            guard let p = inDelivery[key], let e = entry(key) else { return nil }
+            return PlannedDelivery(key: key, occurrence: p.occurrence, due: p.due, fired: now, reason: .recovered,
+                                   targets: p.remaining, isAlarm: ringPolicy(e) != nil)
+        }
+    }
+}

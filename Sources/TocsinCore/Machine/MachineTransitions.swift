@@ -1,0 +1,210 @@
+import TocsinConfig
+import TocsinTime
+
+/// What a config reload did.
+public struct ReloadReport: Hashable, Sendable {
+    public var added: [String] = []
+    public var changed: [String] = []
+    public var removed: [String] = []
+    public var unchanged: [String] = []
+    /// Entries whose trigger never fires again (an `at` in the past): reported, not delivered.
+    public var skipped: [String] = []
+    public init() {}
+}
+
+/// The requests a client makes, as transitions. Each either throws (and changes nothing) or
+/// changes the state and appends what must be persisted, withdrawn and emitted.
+extension NotificationMachine {
+    mutating func makeEntry(_ n: Notification) -> Entry {
+        Entry(key: n.key, trigger: triggers.compact(n.trigger), maxLate: n.maxLate?.microseconds ?? .min,
+              route: route(for: n.backends), missed: n.missed, isConfig: n.source == .config)
+    }
+
+    /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
+    /// is still active: then it is kept and its key returned). `maxPending` bounds the active count.
+    public mutating func schedule(_ n: Notification, replace: Bool, now: Instant, maxPending: Int,
+                                  into out: inout [MachineAction]) throws(CenterError) -> String {
+        let existing = entry(n.key)
+        if let existing, existing.isActive, !replace { return n.key }
+        guard let next = n.trigger.next(after: now, previous: nil) else { throw Self.neverFires(n.trigger) }
+        if !(existing?.isActive ?? false), activeCount >= maxPending {
+            throw CenterError(.quotaExceeded, "\(activeCount) notifications are pending, the limit ([daemon] max_pending) is \(maxPending); cancel some first")
+        }
+        var e = makeEntry(n)
+        e.next = PackedOccurrence(next)
+        out.append(.persist(.upsert(StoredNotification(notification: n))))
+        if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
+        if let existing, existing.isActive { out.append(.withdraw(key: n.key, backends: targets(existing), reason: .replaced)) }
+        put(e)
+        return n.key
+    }
+
+    /// Delivers `n` now without a trigger; the key stays tracked so an alarm can be acknowledged.
+    public mutating func post(_ n: Notification, now: Instant, into out: inout [MachineAction]) -> String {
+        let occ = Occurrence(instant: now, number: 1)
+        var e = makeEntry(n)
+        e.last = PackedOccurrence(occ)
+        let ring = ringPolicy(e)
+        if ring != nil { e.alert = .ringing(since: now, rings: 1) }
+        let to = targets(e)
+        let pend = to.isEmpty ? nil : PendingDelivery(occurrence: occ, due: now, remaining: to)
+        out.append(.persist(.upsert(StoredNotification(notification: n, last: occ, alert: e.alert, pending: pend))))
+        // No withdraw of a replaced one: the delivery replaces its popup by key, and a withdraw
+        // racing with it could close the new popup.
+        put(e)
+        setInDelivery(n.key, pend)
+        out.append(.deliver(PlannedDelivery(key: n.key, occurrence: occ, due: now, fired: now, reason: .postNow,
+                                            targets: to, isAlarm: ring != nil)))
+        cleanUpIfDone(n.key, into: &out)
+        return n.key
+    }
+
+    /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
+    /// for as long as its definition in the file is unchanged; editing it there brings it back.
+    public mutating func cancel(_ key: String, into out: inout [MachineAction]) -> Bool {
+        guard var e = entry(key), e.isActive else { return false }
+        if e.isConfig {
+            out.append(.persist(.markCancelled(key: key)))
+            e.cancelled = true
+            e.alert = .idle
+            put(e)
+        } else {
+            out.append(.persist(.delete(key: key, keepUserInfo: false)))
+            remove(key)
+        }
+        if inDelivery[key] != nil { setInDelivery(key, nil) }
+        out.append(.withdraw(key: key, backends: targets(e), reason: .cancelled))
+        out.append(.emit(.cancelled(key: key)))
+        return true
+    }
+
+    public mutating func cancelAll(into out: inout [MachineAction]) -> Int {
+        var keys: [String] = []
+        for (i, e) in slots.enumerated() where live[i] && e.isActive {
+            keys.append(e.key)
+        }
+        keys.sort()
+        var n = 0
+        for k in keys where cancel(k, into: &out) { n += 1 }
+        return n
+    }
+
+    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
+    public mutating func acknowledge(_ key: String, into out: inout [MachineAction]) throws(CenterError) -> Bool {
+        guard var e = entry(key), !e.cancelled else {
+            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+        }
+        if case .idle = e.alert { return false }
+        out.append(.persist(.alert(key: key, .idle)))
+        e.alert = .idle
+        put(e)
+        out.append(.withdraw(key: key, backends: targets(e), reason: .acknowledged))
+        out.append(.emit(.acknowledged(key: key)))
+        cleanUpIfDone(key, into: &out)
+        return true
+    }
+
+    /// Silences a notification now and delivers its last firing again at `now + duration`.
+    public mutating func snooze(_ key: String, for duration: TimeSpan, now: Instant,
+                                into out: inout [MachineAction]) throws(CenterError) -> Instant {
+        guard var e = entry(key), !e.cancelled else {
+            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+        }
+        guard !e.last.isNone else {
+            throw CenterError(.invalidArguments, "notification '\(key)' has not fired yet; there is nothing to snooze", field: "key")
+        }
+        guard duration.microseconds > 0 else {
+            throw CenterError(.invalidArguments, "snooze duration must be positive", field: "duration")
+        }
+        let until = now + duration
+        out.append(.persist(.alert(key: key, .snoozed(until: until))))
+        e.alert = .snoozed(until: until)
+        put(e)
+        out.append(.withdraw(key: key, backends: targets(e), reason: .snoozed))
+        out.append(.emit(.snoozed(key: key, until: until)))
+        return until
+    }
+
+    /// Replaces every config-defined notification (cancel-before-schedule). Unchanged definitions
+    /// (same `fingerprint`) keep their state and do not re-fire; runtime ones are untouched.
+    public mutating func applyConfig(_ list: [(notification: Notification, fingerprint: String)], now: Instant,
+                                     into out: inout [MachineAction]) -> ReloadReport {
+        var report = ReloadReport()
+        let wanted = Set(list.map(\.notification.key))
+        var removed: [String] = []
+        for (i, e) in slots.enumerated() where live[i] {
+            if e.isConfig && !wanted.contains(e.key) { removed.append(e.key) }
+        }
+        removed.sort()
+        report.removed = removed
+        for key in removed {
+            guard let e = entry(key) else { continue }
+            out.append(.persist(.delete(key: key, keepUserInfo: false)))
+            remove(key)
+            setFingerprint(key, nil)
+            if inDelivery[key] != nil { setInDelivery(key, nil) }
+            if e.isActive {
+                out.append(.withdraw(key: key, backends: targets(e), reason: .cancelled))
+                out.append(.emit(.cancelled(key: key)))
+            }
+        }
+        for (n, fingerprint) in list {
+            let old = entry(n.key)
+            if let old, old.isConfig, fingerprints[n.key] == fingerprint {
+                report.unchanged.append(n.key)
+                continue
+            }
+            if let old {
+                report.changed.append(n.key)
+                if old.isActive { out.append(.withdraw(key: n.key, backends: targets(old), reason: .replaced)) }
+            } else {
+                report.added.append(n.key)
+            }
+            var e = makeEntry(n)
+            let next = n.trigger.next(after: now, previous: nil)
+            if next == nil { report.skipped.append(n.key) }
+            e.next = PackedOccurrence(next)
+            out.append(.persist(.upsert(StoredNotification(notification: n))))
+            if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
+            put(e)
+            setFingerprint(n.key, fingerprint)
+        }
+        return report
+    }
+
+    /// Puts a stored row back, as at start-up: the next occurrence is recomputed from the last one.
+    public mutating func restore(_ row: StoredNotification) {
+        var e = makeEntry(row.notification)
+        e.last = PackedOccurrence(row.last)
+        e.alert = row.alert
+        e.cancelled = row.cancelled
+        if !row.cancelled {
+            let origin = Instant(microseconds: Int64.min / 2)
+            e.next = PackedOccurrence(row.notification.trigger.next(after: row.last?.instant ?? origin, previous: row.last))
+        }
+        put(e)
+        if row.notification.source == .config { setFingerprint(e.key, row.notification.fingerprint) }
+        if let p = row.pending { setInDelivery(e.key, p) }
+    }
+
+    /// A runtime notification with nothing left to fire, ring or deliver is forgotten (its
+    /// user_info kept by the store for late popup clicks).
+    mutating func cleanUpIfDone(_ key: String, into out: inout [MachineAction]) {
+        guard let e = entry(key), !e.isConfig, !e.isActive, inDelivery[key] == nil else { return }
+        out.append(.persist(.delete(key: key, keepUserInfo: true)))
+        remove(key)
+    }
+
+    static func neverFires(_ t: Trigger) -> CenterError {
+        switch t {
+        case .at:
+            return CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at")
+        case .remindBefore:
+            return CenterError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before")
+        case .every:
+            return CenterError(.invalidTrigger, "'every' never fires: 'until' is before the first firing or 'count' is used up", field: "every")
+        case .calendar(let c, _):
+            return CenterError(.invalidTrigger, "'on_calendar' expression '\(c.normalized)' never elapses again", field: "on_calendar")
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import HeapModule
+import TocsinConfig
+import TocsinTime
+
+/// What the center must do after an input, in order. The machine decides; the center performs.
+public enum MachineAction: Hashable, Sendable {
+    /// Part of the batch that must be durable before anything below is performed or replied.
+    case persist(StoreOp)
+    /// Hand a claimed firing to its backends (the center reads its content from the store).
+    case deliver(PlannedDelivery)
+    case withdraw(key: String, backends: [String], reason: WithdrawReason)
+    /// A lifecycle event for subscribers (cancelled, acknowledged, snoozed, missed, unanswered).
+    case emit(CenterEvent)
+}
+
+/// A firing the machine has claimed, without its content.
+public struct PlannedDelivery: Hashable, Sendable {
+    public var key: String
+    public var occurrence: Occurrence
+    public var due: Instant
+    public var fired: Instant
+    public var reason: FiringReason
+    public var targets: [String]
+    public var isAlarm: Bool
+    public var ring: UInt32 = 1
+}
+
+/// A configured backend as the machine sees it: its name, and how it rings if it is an alarm.
+public struct BackendInfo: Hashable, Sendable {
+    public var name: String
+    public var ringPolicy: RingPolicy?
+    public init(name: String, ringPolicy: RingPolicy? = nil) { self.name = name; self.ringPolicy = ringPolicy }
+}
+
+/// The notification machine: every transition of every notification, as a pure function of
+/// its inputs and the instant it is given. It reads no clock, does no I/O and keeps no content
+/// (titles, bodies, actions and user_info live in the store): per notification it holds the key,
+/// a compact trigger, the next and last occurrence and the alert state, about 100 bytes.
+///
+/// Inputs are the mutating methods (schedule, post, cancel, acknowledge, snooze, config, advance,
+/// deliveryFinished); each appends `MachineAction`s. While `recording`, every change keeps its
+/// pre-image, so a batch whose commit failed is rolled back exactly (`rollback()`).
+public struct NotificationMachine: Sendable {
+    /// A firing handled later than this after its due time counts as missed and follows the missed policy.
+    public static let lateTolerance = TimeSpan.seconds(2)
+    /// At most this many missed occurrences are examined one by one after downtime; the rest are
+    /// skipped in one step, so a week-long suspend of a per-second trigger costs nothing.
+    public static let catchUpLimit = 1000
+    /// `fire-all` delivers at most this many late firings per notification per catch-up.
+    public static let fireAllLimit = 100
+
+    struct Entry: Sendable {
+        var key: String
+        var trigger: CompactTrigger
+        var next = PackedOccurrence.none
+        var last = PackedOccurrence.none
+        var alert: AlertState = .idle
+        /// `Int64.min`: none.
+        var maxLate: Int64 = .min
+        /// Index into `routes`; -1: the default targets.
+        var route: Int32 = -1
+        var missed: MissedPolicy = .fireOnce
+        var isConfig = false
+        var cancelled = false
+        var generation: UInt32 = 0
+
+        var isActive: Bool {
+            guard !cancelled else { return false }
+            if !next.isNone { return true }
+            if case .idle = alert { return false }
+            return true
+        }
+    }
+
+    private struct QueueItem: Comparable {
+        var instant: Int64
+        var slot: Int32
+        var generation: UInt32
+        static func < (a: QueueItem, b: QueueItem) -> Bool {
+            a.instant != b.instant ? a.instant < b.instant : a.slot < b.slot
+        }
+    }
+
+    enum Undo: Sendable {
+        case entry(String, Entry?)
+        case fingerprint(String, String?)
+        case inDelivery(String, PendingDelivery?)
+        case backends([BackendInfo])
+    }
+
+    var slots: ContiguousArray<Entry> = []
+    var live: [Bool] = []
+    private var freeSlots: [Int32] = []
+    private var index: [String: Int32] = [:]
+    private var queue = Heap<QueueItem>()
+    private var generation: UInt32 = 0
+    var triggers = TriggerTable()
+    private var routes: [[String]] = []
+    private var routeRows: [[String]: Int32] = [:]
+    public private(set) var backends: [BackendInfo] = []
+    /// Definitions of config entries as written, so an unchanged one keeps its state on reload.
+    private(set) var fingerprints: [String: String] = [:]
+    /// Claimed firings not yet confirmed by every backend.
+    public private(set) var inDelivery: [String: PendingDelivery] = [:]
+    /// Notifications with something left to do, kept as a counter so the quota check is O(1).
+    public private(set) var activeCount = 0
+    private var undoLog: [Undo]?
+
+    public init() {}
+
+    public var count: Int { index.count }
+
+    // MARK: Storage
+
+    func entry(_ key: String) -> Entry? { index[key].map { slots[Int($0)] } }
+
+    mutating func put(_ e: Entry) {
+        var e = e
+        generation &+= 1
+        e.generation = generation
+        let slot: Int32
+        if let s = index[e.key] {
+            slot = s
+            let old = slots[Int(s)]
+            undoLog?.append(.entry(e.key, old))
+            if old.isActive { activeCount -= 1 }
+            slots[Int(s)] = e
+        } else {
+            undoLog?.append(.entry(e.key, nil))
+            if let s = freeSlots.popLast() {
+                slot = s
+                slots[Int(s)] = e
+                live[Int(s)] = true
+            } else {
+                slot = Int32(slots.count)
+                slots.append(e)
+                live.append(true)
+            }
+            index[e.key] = slot
+        }
+        if e.isActive { activeCount += 1 }
+        if let t = wakeAt(e) { queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
+        compactQueueIfNeeded()
+    }
+
+    mutating func remove(_ key: String) {
+        guard let s = index.removeValue(forKey: key) else { return }
+        let old = slots[Int(s)]
+        undoLog?.append(.entry(key, old))
+        if old.isActive { activeCount -= 1 }
+        slots[Int(s)] = Entry(key: "", trigger: CompactTrigger(kind: .at))
+        live[Int(s)] = false
+        freeSlots.append(s)
+        compactQueueIfNeeded()
+    }
+
+    mutating func setFingerprint(_ key: String, _ f: String?) {
+        undoLog?.append(.fingerprint(key, fingerprints[key]))
+        fingerprints[key] = f
+    }
+
+    mutating func setInDelivery(_ key: String, _ p: PendingDelivery?) {
+        let old = p == nil ? inDelivery.removeValue(forKey: key) : inDelivery.updateValue(p!, forKey: key)
+        undoLog?.append(.inDelivery(key, old))
+    }
+
+    // MARK: Undo
+
+    /// Starts keeping pre-images of every change, for `rollback`.
+    public mutating func beginRecording() { undoLog = [] }
+
+    /// The batch is durable: forget the pre-images.
+    public mutating func endRecording() { undoLog = nil }
+
+    /// Undoes every change since `beginRecording`, newest first.
+    public mutating func rollback() {
+        guard let log = undoLog else { return }
+        undoLog = nil
+        for u in log.reversed() {
+            switch u {
+            case .entry(let key, let e):
+                if let e { put(e) } else { remove(key) }
+            case .fingerprint(let key, let f): fingerprints[key] = f
+            case .inDelivery(let key, let p): inDelivery[key] = p
+            case .backends(let b): backends = b
+            }
+        }
+    }
+
+    // MARK: Backends and routes
+
+    public mutating func setBackends(_ list: [BackendInfo]) {
+        undoLog?.append(.backends(backends))
+        backends = list
+    }
+
+    public var backendNames: [String] { backends.map(\.name) }
+
+    /// A notification without `backends` goes to every backend except alarms: ringing is opt-in,
+    /// so adding an alarm to a config never makes ordinary reminders ring.
+    public var defaultTargets: [String] { backends.filter { $0.ringPolicy == nil }.map(\.name) }
+
+    mutating func route(for names: [String]?) -> Int32 {
+        guard let names else { return -1 }
+        if let r = routeRows[names] { return r }
+        let r = Int32(routes.count)
+        routes.append(names)
+        routeRows[names] = r
+        return r
+    }
+
+    func targets(_ e: Entry) -> [String] { e.route < 0 ? defaultTargets : routes[Int(e.route)] }
+
+    func explicitBackends(_ e: Entry) -> [String]? { e.route < 0 ? nil : routes[Int(e.route)] }
+
+    /// The ring policy of the first alarm backend the notification goes to, if any.
+    func ringPolicy(_ e: Entry) -> RingPolicy? {
+        for name in targets(e) {
+            if let r = backends.first(where: { $0.name == name })?.ringPolicy { return r }
+        }
+        return nil
+    }
+
+    func ringers(_ e: Entry) -> [String] {
+        targets(e).filter { name in backends.contains { $0.name == name && $0.ringPolicy != nil } }
+    }
+
+    // MARK: Reading
+
+    func occurrence(_ p: PackedOccurrence, of e: Entry) -> Occurrence? {
+        guard !p.isNone else { return nil }
+        return Occurrence(instant: Instant(microseconds: p.instant), number: p.number,
+                          offset: triggers.offset(e.trigger, number: p.number))
+    }
+
+    /// The earliest instant at which the machine has work for this entry.
+    func wakeAt(_ e: Entry) -> Int64? {
+        guard !e.cancelled else { return nil }
+        var t: Int64? = e.next.isNone ? nil : e.next.instant
+        if case .snoozed(let until) = e.alert { t = min(t ?? .max, until.microseconds) }
+        if case .ringing(let since, let rings) = e.alert, let ring = ringPolicy(e) {
+            let next = since.microseconds &+ ring.every.microseconds &* Int64(rings)
+            t = min(t ?? .max, next)
+        }
+        return t
+    }
+
+    public func isActive(_ key: String) -> Bool { entry(key)?.isActive ?? false }
+
+    /// What `List` shows of one notification, without its content.
+    public struct Summary: Hashable, Sendable {
+        public var key: String
+        public var nextFire: Instant?
+        public var state: AlertState
+    }
+
+    public func summary(_ key: String) -> Summary? {
+        guard let e = entry(key), e.isActive else { return nil }
+        return Summary(key: key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert)
+    }
+
+    /// Active notifications, soonest first (ringing ones, which have no next instant, first of all).
+    public func activeSummaries() -> [Summary] {
+        var out: [Summary] = []
+        out.reserveCapacity(activeCount)
+        for (i, e) in slots.enumerated() where live[i] && e.isActive {
+            out.append(Summary(key: e.key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert))
+        }
+        out.sort { a, b in
+            switch (a.nextFire, b.nextFire) {
+            case (nil, nil): return a.key < b.key
+            case (nil, _): return true
+            case (_, nil): return false
+            case (let x?, let y?): return x != y ? x < y : a.key < b.key
+            }
+        }
+        return out
+    }
+
+    /// The instant the loop must wake at, nil when nothing is scheduled.
+    public mutating func nextDeadline() -> Instant? {
+        while let top = queue.min {
+            if isCurrent(top) { return Instant(microseconds: top.instant) }
+            _ = queue.popMin()
+        }
+        return nil
+    }
+
+    private func isCurrent(_ item: QueueItem) -> Bool {
+        live[Int(item.slot)] && slots[Int(item.slot)].generation == item.generation
+    }
+
+    /// Pops every current queue item due at `now`, as keys in (instant, key) order.
+    mutating func popDue(_ now: Instant) -> [String] {
+        var due: [(Int64, String)] = []
+        while let top = queue.min, top.instant <= now.microseconds {
+            _ = queue.popMin()
+            if isCurrent(top) { due.append((top.instant, slots[Int(top.slot)].key)) }
+        }
+        due.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1 < $1.1 }
+        return due.map(\.1)
+    }
+
+    /// Stale queue items (from replaced or removed entries) are dropped in one rebuild when they
+    /// outnumber live ones, keeping memory proportional to what is scheduled.
+    private mutating func compactQueueIfNeeded() {
+        guard queue.count > 2 * index.count + 1024 else { return }
+        var items: [QueueItem] = []
+        items.reserveCapacity(index.count)
+        for (i, e) in slots.enumerated() where live[i] {
+            if let t = wakeAt(e) { items.append(QueueItem(instant: t, slot: Int32(i), generation: e.generation)) }
+        }
+        queue = Heap(items)
+    }
+}

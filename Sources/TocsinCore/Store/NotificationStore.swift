@@ -1,0 +1,64 @@
+import TocsinConfig
+import TocsinTime
+
+/// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
+/// backend. Persisted so a crash in between re-delivers instead of losing it.
+public struct PendingDelivery: Hashable, Sendable {
+    public var occurrence: Occurrence
+    public var due: Instant
+    public var remaining: [String]
+    public init(occurrence: Occurrence, due: Instant, remaining: [String]) {
+        self.occurrence = occurrence; self.due = due; self.remaining = remaining
+    }
+}
+
+/// One notification's row as the store holds it.
+public struct StoredNotification: Hashable, Sendable {
+    public var notification: Notification
+    public var last: Occurrence?
+    public var alert: AlertState
+    public var cancelled: Bool
+    public var pending: PendingDelivery?
+    public init(notification: Notification, last: Occurrence? = nil, alert: AlertState = .idle, cancelled: Bool = false,
+                pending: PendingDelivery? = nil) {
+        self.notification = notification; self.last = last; self.alert = alert
+        self.cancelled = cancelled; self.pending = pending
+    }
+}
+
+/// One change to the durable state. The machine emits these; the center commits a batch of them
+/// in one transaction.
+public enum StoreOp: Hashable, Sendable {
+    case upsert(StoredNotification)
+    /// `keepUserInfo`: remember its user_info, so a popup clicked after the notification finished
+    /// still hands it back with `ActionInvoked`.
+    case delete(key: String, keepUserInfo: Bool)
+    case progress(key: String, last: Occurrence?, alert: AlertState)
+    case alert(key: String, AlertState)
+    case pending(key: String, PendingDelivery?)
+    case markCancelled(key: String)
+}
+
+/// What start-up needs to rebuild the schedule: rows whose content (title, body, actions,
+/// user_info) may be left empty by the store, since the machine never keeps it.
+public struct LoadedState: Sendable {
+    public var rows: [StoredNotification] = []
+    /// Rows that could not be turned back into notifications (a zone removed from the system, ...).
+    public var problems: [String] = []
+    public init() {}
+}
+
+/// The durable state behind the center. `commit` applies a whole batch atomically: when it
+/// throws, none of the batch is stored. Implementations serialise their calls (the SQLite one
+/// runs them on its own thread, in order), so a read issued after a commit sees it.
+public protocol NotificationStore: Sendable {
+    /// Every row, content optional.
+    func load() async throws(StoreError) -> LoadedState
+    /// Applies `ops` in one transaction; then returns the full rows of `reading` that exist.
+    func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification]
+    /// The full rows of `keys` that exist.
+    func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification]
+    /// The user_info of a notification, pending or recently finished.
+    func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
+    func close() async
+}

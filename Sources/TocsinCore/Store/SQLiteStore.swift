@@ -1,0 +1,134 @@
+import CTocsinSystem
+import Synchronization
+import TocsinTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The SQLite store, run on a thread of its own.
+///
+/// An fsync'd commit takes milliseconds; done on the center's executor it would stop every other
+/// request for that long. Here the center hands a batch over and goes on collecting the next one
+/// while this thread commits (group commit). Jobs run strictly in order, so a read issued after a
+/// commit sees it. The thread sleeps in poll(2) on an eventfd with no timeout: idle, it never wakes.
+public final class SQLiteStore: NotificationStore {
+    private let worker: StoreThread
+    public let path: String
+
+    /// Opens (creating if needed) `directory/state.sqlite3`; see `StateStore` for the checks.
+    public init(directory: String, zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(StoreError) {
+        let store = try StateStore(directory: directory, zones: ZoneCache(directory: zones))
+        path = store.path
+        do {
+            worker = try StoreThread(store)
+        } catch {
+            throw StoreError(.cannotOpen, "cannot start the store thread: \(error)")
+        }
+    }
+
+    public func load() async throws(StoreError) -> LoadedState {
+        try await worker.run { s throws(StoreError) in try s.loadSchedules() }
+    }
+
+    public func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification] {
+        try await worker.run { s throws(StoreError) in
+            if !ops.isEmpty {
+                try s.transaction { () throws(StoreError) in for op in ops { try s.apply(op) } }
+            }
+            // The batch is durable; a failed read must not make it look as if it were not.
+            return reading.isEmpty ? [:] : ((try? s.read(reading)) ?? [:])
+        }
+    }
+
+    public func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification] {
+        try await worker.run { s throws(StoreError) in try s.read(keys) }
+    }
+
+    public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
+        try await worker.run { s throws(StoreError) in try s.userInfo(key) }
+    }
+
+    public func close() async { worker.stop() }
+
+    deinit { worker.stop() }
+}
+
+/// The thread that owns the `StateStore`.
+///
+/// `@unchecked Sendable`: `store` is touched only by the thread (thread confinement); the job
+/// list is behind `jobs`' mutex.
+final class StoreThread: @unchecked Sendable {
+    typealias Job = @Sendable (StateStore) -> Void
+    private let store: StateStore
+    private let jobs = Mutex<(queue: [Job], stopped: Bool)>(([], false))
+    private let wakeFD: Int32
+    private let thread = Mutex<pthread_t?>(nil)
+
+    struct StartError: Error, CustomStringConvertible { var description: String }
+
+    init(_ store: StateStore) throws(StartError) {
+        self.store = store
+        wakeFD = tocsin_eventfd_create()
+        guard wakeFD >= 0 else { throw StartError(description: String(cString: strerror(errno))) }
+        let box = Unmanaged.passRetained(self)
+        var t = pthread_t()
+        let rc = pthread_create(&t, nil, storeThreadMain, box.toOpaque())
+        guard rc == 0 else {
+            box.release()
+            throw StartError(description: "pthread_create: \(rc)")
+        }
+        thread.withLock { $0 = t }
+    }
+
+    deinit { Glibc.close(wakeFD) }
+
+    /// Runs `body` on the store thread and returns its result.
+    func run<T: Sendable>(_ body: @escaping @Sendable (StateStore) throws(StoreError) -> T) async throws(StoreError) -> T {
+        let result: Result<T, StoreError> = await withCheckedContinuation { c in
+            let accepted = jobs.withLock { j -> Bool in
+                if j.stopped { return false }
+                j.queue.append { s in
+                    do throws(StoreError) { c.resume(returning: .success(try body(s))) } catch { c.resume(returning: .failure(error)) }
+                }
+                return true
+            }
+            if accepted {
+                _ = tocsin_eventfd_signal(wakeFD)
+            } else {
+                c.resume(returning: .failure(StoreError(.failed, "the state database is closed")))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Finishes the queued jobs, then ends the thread; later jobs fail.
+    func stop() {
+        jobs.withLock { $0.stopped = true }
+        _ = tocsin_eventfd_signal(wakeFD)
+        guard let t = thread.withLock({ t -> pthread_t? in let v = t; t = nil; return v }) else { return }
+        if pthread_equal(t, pthread_self()) != 0 { pthread_detach(t) } else { pthread_join(t, nil) }
+    }
+
+    fileprivate func main() {
+        var pfd = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+        while true {
+            let (batch, stopped) = jobs.withLock { j -> ([Job], Bool) in
+                let q = j.queue
+                j.queue = []
+                return (q, j.stopped)
+            }
+            for job in batch { job(store) }
+            if stopped && batch.isEmpty { return }
+            if !batch.isEmpty { continue }
+            pfd.revents = 0
+            if poll(&pfd, 1, -1) > 0 { _ = tocsin_eventfd_drain(wakeFD) }
+        }
+    }
+}
+
+private func storeThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let arg else { return nil }
+    let worker = Unmanaged<StoreThread>.fromOpaque(arg).takeRetainedValue()
+    worker.main()
+    return nil
+}

@@ -1,0 +1,231 @@
+import Testing
+import TocsinConfig
+@testable import TocsinCore
+import TocsinTime
+
+/// The notification machine alone: inputs and chosen instants in, actions out. No clock, no
+/// store, no tasks: every transition is asserted as the actions it returns.
+@Suite("Notification machine")
+struct MachineTests {
+    static let alarm = RingPolicy(every: .seconds(60), maxRings: 3)
+
+    func note(_ key: String, _ trigger: Trigger, missed: MissedPolicy = .fireOnce, backends: [String]? = nil,
+              source: NotificationSource = .runtime) -> Notification {
+        Notification(key: key, title: key, trigger: trigger, backends: backends, missed: missed, source: source)
+    }
+
+    func machine(_ backends: [BackendInfo] = [BackendInfo(name: "spy")]) -> NotificationMachine {
+        var m = NotificationMachine()
+        m.setBackends(backends)
+        return m
+    }
+
+    func delivered(_ actions: [MachineAction]) -> [String] {
+        actions.compactMap { if case .deliver(let d) = $0 { return "\(d.key)#\(d.occurrence.number):\(d.reason.rawValue)" } else { return nil } }
+    }
+
+    func persisted(_ actions: [MachineAction]) -> [StoreOp] {
+        actions.compactMap { if case .persist(let op) = $0 { return op } else { return nil } }
+    }
+
+    func events(_ actions: [MachineAction]) -> [CenterEvent] {
+        actions.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
+    }
+
+    func withdrawals(_ actions: [MachineAction]) -> [String] {
+        actions.compactMap { if case .withdraw(let k, let b, let r) = $0 { return "\(k)@\(b.joined(separator: ",")):\(r.rawValue)" } else { return nil } }
+    }
+
+    @discardableResult
+    func schedule(_ m: inout NotificationMachine, _ n: Notification, now: Instant = t0) throws -> [MachineAction] {
+        var out: [MachineAction] = []
+        _ = try m.schedule(n, replace: true, now: now, maxPending: 100, into: &out)
+        return out
+    }
+
+    func advance(_ m: inout NotificationMachine, to now: Instant) -> [MachineAction] {
+        var out: [MachineAction] = []
+        m.advance(to: now, into: &out)
+        return out
+    }
+
+    @Test("schedule persists the row; a replace withdraws the old one; due order is (instant, key)")
+    func scheduleAndOrder() throws {
+        var m = machine()
+        let first = try schedule(&m, note("b", .at(t0 + .seconds(20))))
+        #expect(persisted(first) == [.upsert(StoredNotification(notification: note("b", .at(t0 + .seconds(20)))))])
+        try schedule(&m, note("c", .at(t0 + .seconds(10))))
+        let replaced = try schedule(&m, note("a", .at(t0 + .seconds(10))))
+        #expect(withdrawals(replaced).isEmpty)
+        let again = try schedule(&m, note("c", .at(t0 + .seconds(20))))
+        #expect(withdrawals(again) == ["c@spy:replaced"])
+        #expect(m.nextDeadline() == t0 + .seconds(10))
+        #expect(advance(&m, to: t0 + .seconds(9)).isEmpty)
+        let a = advance(&m, to: t0 + .seconds(10)) + advance(&m, to: t0 + .seconds(20))
+        #expect(delivered(a) == ["a#1:scheduled", "b#1:scheduled", "c#1:scheduled"])
+        #expect(m.inDelivery.keys.sorted() == ["a", "b", "c"])
+        #expect(m.nextDeadline() == nil)
+        #expect(m.activeCount == 0)
+    }
+
+    @Test("a finished delivery clears the claim and forgets a runtime notification, keeping its user_info")
+    func finishAndCleanUp() throws {
+        var m = machine([BackendInfo(name: "x"), BackendInfo(name: "y")])
+        try schedule(&m, note("k", .at(t0 + .seconds(1))))
+        let a = advance(&m, to: t0 + .seconds(1))
+        guard case .deliver(let d)? = a.first(where: { if case .deliver = $0 { return true }; return false }) else {
+            Issue.record("no delivery"); return
+        }
+        #expect(d.targets == ["x", "y"])
+        var out: [MachineAction] = []
+        m.deliveryFinished(key: "k", occurrence: d.occurrence, backend: "x", into: &out)
+        #expect(persisted(out) == [.pending(key: "k", PendingDelivery(occurrence: d.occurrence, due: d.due, remaining: ["y"]))])
+        out = []
+        m.deliveryFinished(key: "k", occurrence: d.occurrence, backend: "y", into: &out)
+        #expect(persisted(out) == [.pending(key: "k", nil), .delete(key: "k", keepUserInfo: true)])
+        #expect(m.count == 0)
+    }
+
+    @Test("an endless repeat is one queue entry, advanced one occurrence at a time")
+    func lazyRepeat() throws {
+        var m = machine()
+        try schedule(&m, note("tick", .every(period: .seconds(1), starting: t0 + .seconds(1), count: nil, until: nil)))
+        for i in 1...1000 {
+            let a = advance(&m, to: t0 + .seconds(Int64(i)))
+            #expect(delivered(a) == ["tick#\(i):scheduled"], "step \(i)")
+            if delivered(a) != ["tick#\(i):scheduled"] { break }
+        }
+        #expect(m.nextDeadline() == t0 + .seconds(1001))
+        #expect(m.count == 1)
+    }
+
+    /// One row per missed policy: what a month of downtime of a per-second trigger delivers.
+    @Test("a catch-up after long downtime is bounded, follows the policy and continues from now",
+          arguments: [(MissedPolicy.skip, 0), (.fireOnce, 1), (.fireAll, NotificationMachine.fireAllLimit)])
+    func boundedCatchUp(policy: MissedPolicy, deliveries: Int) throws {
+        var m = machine()
+        try schedule(&m, note("tick", .every(period: .seconds(1), starting: t0 + .seconds(1), count: nil, until: nil), missed: policy))
+        let now = t0 + .hours(24 * 30)
+        let a = advance(&m, to: now)
+        #expect(delivered(a).count == deliveries, "policy \(policy)")
+        #expect(delivered(a).allSatisfy { $0.hasSuffix(":late") }, "policy \(policy)")
+        let missed = events(a).compactMap { if case .missed(_, let due, let count) = $0 { return (due, count) } else { return nil } }
+        #expect(missed.count == 1, "policy \(policy)")
+        #expect(missed.first?.0 == t0 + .seconds(1), "policy \(policy)")
+        #expect(missed.first?.1 == NotificationMachine.catchUpLimit - deliveries, "policy \(policy)")
+        #expect(m.nextDeadline() == now + .seconds(1), "policy \(policy)")
+    }
+
+    @Test("cancel: a runtime notification is deleted, a config one marked cancelled; both withdraw and emit")
+    func cancel() throws {
+        var m = machine()
+        try schedule(&m, note("r", .at(t0 + .seconds(10))))
+        var out: [MachineAction] = []
+        _ = m.applyConfig([(note("c", .at(t0 + .seconds(10)), source: .config), "f1")], now: t0, into: &out)
+        out = []
+        #expect(m.cancel("r", into: &out))
+        #expect(m.cancel("c", into: &out))
+        #expect(!m.cancel("r", into: &out))
+        #expect(persisted(out) == [.delete(key: "r", keepUserInfo: false), .markCancelled(key: "c")])
+        #expect(withdrawals(out) == ["r@spy:cancelled", "c@spy:cancelled"])
+        #expect(events(out) == [.cancelled(key: "r"), .cancelled(key: "c")])
+        #expect(m.activeCount == 0)
+        #expect(m.nextDeadline() == nil)
+        out = []
+        let report = m.applyConfig([(note("c", .at(t0 + .seconds(10)), source: .config), "f1")], now: t0, into: &out)
+        #expect(report.unchanged == ["c"], "an unchanged definition stays cancelled")
+        #expect(!m.isActive("c"))
+    }
+
+    @Test("an alarm rings every period until acknowledged; acknowledge withdraws and forgets it")
+    func ringAndAcknowledge() throws {
+        var m = machine([BackendInfo(name: "popup"), BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        try schedule(&m, note("wake", .at(t0 + .seconds(10)), backends: ["popup", "alarm"]))
+        let fired = advance(&m, to: t0 + .seconds(10))
+        #expect(delivered(fired) == ["wake#1:scheduled"])
+        #expect(m.summary("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 1))
+        let ring = advance(&m, to: t0 + .seconds(70))
+        #expect(delivered(ring) == ["wake#1:ring"])
+        if case .deliver(let d)? = ring.first { #expect(d.targets == ["alarm"]); #expect(d.ring == 2) }
+        var out: [MachineAction] = []
+        m.deliveryFinished(key: "wake", occurrence: Occurrence(instant: t0 + .seconds(10), number: 1), backend: "popup", into: &out)
+        m.deliveryFinished(key: "wake", occurrence: Occurrence(instant: t0 + .seconds(10), number: 1), backend: "alarm", into: &out)
+        out = []
+        #expect(try m.acknowledge("wake", into: &out))
+        #expect(persisted(out) == [.alert(key: "wake", .idle), .delete(key: "wake", keepUserInfo: true)])
+        #expect(withdrawals(out) == ["wake@popup,alarm:acknowledged"])
+        #expect(events(out) == [.acknowledged(key: "wake")])
+        #expect(throws: CenterError.self) { try m.acknowledge("wake", into: &out) }
+    }
+
+    @Test("an alarm nobody answers stops after its last ring")
+    func unanswered() throws {
+        var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        try schedule(&m, note("wake", .at(t0 + .seconds(10)), backends: ["alarm"]))
+        _ = advance(&m, to: t0 + .seconds(10))
+        let late = advance(&m, to: t0 + .seconds(10 + 60 * 3))
+        #expect(events(late) == [.unanswered(key: "wake", rings: 1)])
+        #expect(withdrawals(late) == ["wake@alarm:unanswered"])
+        #expect(m.summary("wake")?.state == .unanswered(rings: 1))
+    }
+
+    @Test("snooze silences now and re-delivers the last occurrence when it ends")
+    func snooze() throws {
+        var m = machine()
+        try schedule(&m, note("w", .every(period: .hours(24), starting: t0 + .seconds(10), count: nil, until: nil)))
+        var out: [MachineAction] = []
+        #expect(throws: CenterError.self) { try m.snooze("w", for: .minutes(5), now: t0, into: &out) }
+        _ = advance(&m, to: t0 + .seconds(10))
+        let until = try m.snooze("w", for: .seconds(300), now: t0 + .seconds(20), into: &out)
+        #expect(until == t0 + .seconds(320))
+        #expect(persisted(out) == [.alert(key: "w", .snoozed(until: until))])
+        #expect(m.nextDeadline() == until)
+        let a = advance(&m, to: until)
+        #expect(delivered(a) == ["w#1:snooze-ended"])
+        #expect(m.summary("w")?.state == .idle)
+    }
+
+    @Test("the quota refuses a new key at the limit and changes nothing; a replace still passes")
+    func quota() throws {
+        var m = machine()
+        var out: [MachineAction] = []
+        _ = try m.schedule(note("a", .at(t0 + .seconds(5))), replace: true, now: t0, maxPending: 1, into: &out)
+        out = []
+        #expect(throws: CenterError.self) {
+            _ = try m.schedule(note("b", .at(t0 + .seconds(5))), replace: true, now: t0, maxPending: 1, into: &out)
+        }
+        #expect(out.isEmpty)
+        _ = try m.schedule(note("a", .at(t0 + .seconds(9))), replace: true, now: t0, maxPending: 1, into: &out)
+        #expect(m.summary("a")?.nextFire == t0 + .seconds(9))
+    }
+
+    @Test("rollback restores exactly the state before the recorded batch")
+    func rollback() throws {
+        var m = machine()
+        try schedule(&m, note("keep", .at(t0 + .seconds(10))))
+        try schedule(&m, note("gone", .at(t0 + .seconds(30))))
+        m.beginRecording()
+        try schedule(&m, note("keep", .at(t0 + .seconds(99))))
+        try schedule(&m, note("new", .at(t0 + .seconds(5))))
+        var out: [MachineAction] = []
+        _ = m.cancel("gone", into: &out)
+        m.setBackends([])
+        m.rollback()
+        #expect(m.backendNames == ["spy"])
+        #expect(m.activeSummaries().map(\.key) == ["keep", "gone"])
+        #expect(m.summary("keep")?.nextFire == t0 + .seconds(10))
+        #expect(m.nextDeadline() == t0 + .seconds(10))
+        let fired = advance(&m, to: t0 + .seconds(10)) + advance(&m, to: t0 + .seconds(30))
+        #expect(delivered(fired) == ["keep#1:scheduled", "gone#1:scheduled"])
+    }
+
+    @Test("a post delivers now and stays ringing for an alarm")
+    func post() {
+        var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        var out: [MachineAction] = []
+        _ = m.post(note("now", .at(t0), backends: ["alarm"]), now: t0, into: &out)
+        #expect(delivered(out) == ["now#1:post-now"])
+        #expect(m.summary("now")?.state == .ringing(since: t0, rings: 1))
+        #expect(m.nextDeadline() == t0 + .seconds(60))
+    }
+}
