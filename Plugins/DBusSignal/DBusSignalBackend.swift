@@ -4,8 +4,9 @@ import TocsinCore
 /// `type = "dbus-signal"`: emits the gateway's `Fired` signal for each firing routed here, so
 /// any program can subscribe instead of polling. The daemon hands the factory the function that
 /// emits on the current bus connection; the backend itself knows nothing of connections.
-public struct DBusSignalBackend: DeliveryBackend {
-    public typealias Emit = @Sendable (Firing) throws(DeliveryError) -> Void
+public struct DBusSignalBackend: BatchDeliveryBackend {
+    /// Emits one signal per firing, in order; one result per firing (nil: queued on the bus).
+    public typealias Emit = @Sendable ([Firing]) -> [DeliveryError?]
     public let name: String
     let emit: Emit
 
@@ -15,8 +16,10 @@ public struct DBusSignalBackend: DeliveryBackend {
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
-        try emit(firing)
+        if let error = emit([firing]).first ?? nil { throw error }
     }
+
+    public func deliver(batch: [Firing]) -> [DeliveryError?] { emit(batch) }
 }
 
 public struct DBusSignalBackendFactory: BackendFactory {

@@ -365,6 +365,17 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
+    func send(_ messages: [DBusMessage]) {
+        if loop.isOnLoopThread, let conn {
+            for m in messages { Self.sendNow(conn, m) }
+            return
+        }
+        loop.enqueue { conn in
+            guard let conn else { return }
+            for m in messages { Self.sendNow(conn, m) }
+        }
+    }
+
     @discardableResult
     static func sendNow(_ conn: OpaquePointer, _ message: DBusMessage) -> Bool {
         // libdbus aborts when asked to send descriptors over a transport that cannot carry them.

@@ -247,14 +247,29 @@ public final class BusLink: Sendable {
         }
     }
 
-    /// The emitter the `dbus-signal` backend uses: an unreachable bus is retried like any backend.
-    public func firedEmitter() -> @Sendable (Firing) throws(DeliveryError) -> Void {
-        { [self] firing throws(DeliveryError) in
-            do throws(DBusError) {
-                try emit("Fired", [.string(firing.key), GatewayService.firedInfo(firing, backends: firing.backends)])
-            } catch {
-                throw DeliveryError(error.code == .disconnected ? .unavailable : .permanent, error.message)
+    /// The emitter the `dbus-signal` backend uses: one `Fired` signal per firing, all queued on the
+    /// connection in one pass. An unreachable bus is retried like any backend.
+    public func firedEmitter() -> @Sendable ([Firing]) -> [DeliveryError?] {
+        { [self] firings in
+            guard let c = current else {
+                return firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") }
             }
+            var messages: [DBusMessage] = []
+            messages.reserveCapacity(firings.count)
+            var errors: [DeliveryError?] = []
+            errors.reserveCapacity(firings.count)
+            for f in firings {
+                do {
+                    messages.append(try DBusMessage.signal(
+                        path: Gateway.objectPath, interface: Gateway.interface, member: "Fired",
+                        arguments: [.string(f.key), GatewayService.firedInfo(f, backends: f.backends)]))
+                    errors.append(nil)
+                } catch {
+                    errors.append(DeliveryError(.permanent, "\(error)"))
+                }
+            }
+            c.send(messages)
+            return errors
         }
     }
 }

@@ -96,6 +96,9 @@ extension TocsinCenter {
         do {
             var contents = try await store.commit(ops, reading: reading)
             machine.endRecording()
+            for case .finished(let key, let occurrence, let backend) in work {
+                logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+            }
             if let swapTo { await setBackends(swapTo) }
             contents.merge(fresh) { a, _ in a }
             perform(facts, contents: contents)

@@ -161,7 +161,9 @@ public actor TocsinCenter {
     @discardableResult
     public func postNow(_ spec: NotificationSpec) async throws(CenterError) -> String {
         let now = clock.now()
-        var n = try resolver.resolve(spec, source: .runtime, now: now, backendNames: machine.backendNames)
+        var s = spec
+        s.trigger = .at(.instant(now))
+        var n = try resolver.resolve(s, source: .runtime, now: now, backendNames: machine.backendNames)
         n.trigger = .at(now)
         return try await submit(.post(n)).key
     }
