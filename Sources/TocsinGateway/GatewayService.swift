@@ -15,7 +15,7 @@ public final class GatewayService: Sendable {
     private let center: TocsinCenter
     private let reloader: Reloader
     private let link: BusLink
-    private let quota: ClientQuota
+    private let perClientLimit: Int
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
@@ -23,7 +23,7 @@ public final class GatewayService: Sendable {
         self.center = center
         self.reloader = reload
         self.link = link
-        self.quota = ClientQuota(limit: maxPendingPerClient)
+        self.perClientLimit = max(1, maxPendingPerClient)
     }
 
     // MARK: Interface
@@ -48,14 +48,12 @@ public final class GatewayService: Sendable {
     public var interface: DBusInterface {
         let center = self.center
         let reloader = self.reloader
-        let quota = self.quota
+        let limit = self.perClientLimit
         return DBusInterface(Gateway.interface, methods: [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
-                let key = try await Self.counted(call, key: spec.key, quota: quota, center: center) { () throws(CenterError) in
-                    try await center.schedule(spec)
-                }
-                return [.string(key)]
+                let client = Self.client(call, limit: limit)
+                return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec, client: client) })]
             },
             DBusMethod("Cancel", input: "s", output: "b", inputNames: ["key"], outputNames: ["existed"]) { call in
                 let key = try call.arguments[0].asString()
@@ -72,10 +70,8 @@ public final class GatewayService: Sendable {
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
-                let key = try await Self.counted(call, key: spec.key, quota: quota, center: center) { () throws(CenterError) in
-                    try await center.postNow(spec)
-                }
-                return [.string(key)]
+                let client = Self.client(call, limit: limit)
+                return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec, client: client) })]
             },
             DBusMethod("Acknowledge", input: "s", output: "b", inputNames: ["key"], outputNames: ["was_alerting"]) { call in
                 let key = try call.arguments[0].asString()
@@ -108,36 +104,10 @@ public final class GatewayService: Sendable {
         DBusExportedObject(interfaces: [interface], properties: Properties(center: center))
     }
 
-    /// Runs a call that creates a notification within the caller's quota. A caller at its limit
-    /// first has its finished keys forgotten (asking the center), and is refused only if it is
-    /// still at the limit then. Replacing one of its own notifications adds nothing and is not
-    /// counted.
-    private static func counted(_ call: DBusMethodCall, key requested: String?, quota: ClientQuota, center: TocsinCenter,
-                                _ body: () async throws(CenterError) -> String) async throws(DBusError) -> String {
-        // Peer-to-peer connections have no sender: there is only one client then.
-        guard let client = call.sender?.rawValue else { return try await run(body) }
-        if let requested, quota.owns(client, key: requested) { return try await run(body) }
-        if !quota.reserve(client) {
-            let inactive = await center.inactiveKeys(among: quota.keys(of: client))
-            quota.forget(client, inactive: inactive)
-            guard quota.reserve(client) else {
-                throw DBusError(name: Gateway.ErrorName.quotaExceeded,
-                                message: "client \(client) has \(quota.limit) pending notifications, the limit ([daemon] max_pending_per_client) is \(quota.limit); cancel some first")
-            }
-        }
-        let key: String
-        do { key = try await run(body) } catch {
-            quota.release(client)
-            throw error
-        }
-        quota.commit(client, key: key)
-        if quota.needsPrune(client) {
-            quota.forget(client, inactive: await center.inactiveKeys(among: quota.keys(of: client)))
-        }
-        if quota.needsSweep() {
-            quota.sweep(inactive: await center.inactiveKeys(among: quota.allKeys()))
-        }
-        return key
+    /// The caller, for the per-client quota, which the center counts. Peer-to-peer connections
+    /// have no sender: there is only one client then, and no quota.
+    private static func client(_ call: DBusMethodCall, limit: Int) -> NotificationMachine.Client? {
+        call.sender.map { NotificationMachine.Client(name: $0.rawValue, limit: limit) }
     }
 
     private static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {

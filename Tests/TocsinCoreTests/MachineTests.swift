@@ -220,12 +220,51 @@ struct MachineTests {
     }
 
     @Test("a post delivers now and stays ringing for an alarm")
-    func post() {
+    func post() throws {
         var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
         var out: [MachineAction] = []
-        _ = m.post(note("now", .at(t0), backends: ["alarm"]), now: t0, into: &out)
+        _ = try m.post(note("now", .at(t0), backends: ["alarm"]), now: t0, into: &out)
         #expect(delivered(out) == ["now#1:post-now"])
         #expect(m.summary("now")?.state == .ringing(since: t0, rings: 1))
         #expect(m.nextDeadline() == t0 + .seconds(60))
+    }
+
+    @Test("per-client quota: counted by the machine, a replace of one's own passes, a client with nothing pending is forgotten")
+    func perClientQuota() throws {
+        var m = machine()
+        let a = NotificationMachine.Client(name: ":1.7", limit: 2)
+        let b = NotificationMachine.Client(name: ":1.8", limit: 2)
+        var out: [MachineAction] = []
+        func add(_ key: String, _ c: NotificationMachine.Client, at s: Int64 = 10) throws(CenterError) {
+            _ = try m.schedule(note(key, .at(t0 + .seconds(s))), replace: true, now: t0, maxPending: 100, client: c, into: &out)
+        }
+        try add("a1", a)
+        try add("a2", a)
+        #expect(throws: CenterError.self) { try add("a3", a) }
+        try add("a1", a, at: 20)
+        try add("b1", b)
+        #expect(m.pending(of: ":1.7") == 2)
+        #expect(m.clientCount == 2)
+        _ = m.cancel("a2", into: &out)
+        try add("a3", a)
+        // Firing frees the slot: a one-shot that fired is no longer pending.
+        _ = advance(&m, to: t0 + .seconds(10))
+        #expect(m.pending(of: ":1.7") == 1, "a3 fired, a1 (moved to +20 s) is still pending")
+        #expect(m.pending(of: ":1.8") == 0)
+        #expect(m.clientCount == 1, "a client with nothing pending is forgotten")
+        do throws(CenterError) {
+            try add("b9", b, at: -5)
+            Issue.record("a past time was accepted")
+        } catch {
+            #expect(error.code == .invalidTrigger)
+        }
+        do throws(CenterError) {
+            try add("a4", a)
+            try add("a5", a)
+            Issue.record("a third pending notification was accepted")
+        } catch {
+            #expect(error.code == .quotaExceeded)
+            #expect(error.message.contains("max_pending_per_client"))
+        }
     }
 }

@@ -5,8 +5,8 @@ import TocsinTime
 /// Group commit: how requests, ticks and finished deliveries become batches.
 extension TocsinCenter {
     enum Request {
-        case schedule(Notification, replace: Bool)
-        case post(Notification)
+        case schedule(Notification, replace: Bool, client: NotificationMachine.Client?)
+        case post(Notification, client: NotificationMachine.Client?)
         case cancel(String)
         case cancelAll
         case acknowledge(String)
@@ -124,11 +124,12 @@ extension TocsinCenter {
     private func apply(_ request: Request, now: Instant, into out: inout [MachineAction],
                        fresh: inout [String: Notification], swapTo: inout [any DeliveryBackend]?) throws(CenterError) -> Reply {
         switch request {
-        case .schedule(let n, let replace):
-            return .key(try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, into: &out))
-        case .post(let n):
+        case .schedule(let n, let replace, let client):
+            return .key(try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, client: client, into: &out))
+        case .post(let n, let client):
+            let key = try machine.post(n, now: now, client: client, into: &out)
             fresh[n.key] = n
-            return .key(machine.post(n, now: now, into: &out))
+            return .key(key)
         case .cancel(let key): return .bool(machine.cancel(key, into: &out))
         case .cancelAll: return .count(machine.cancelAll(into: &out))
         case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))

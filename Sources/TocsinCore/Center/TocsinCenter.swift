@@ -152,20 +152,21 @@ public actor TocsinCenter {
     /// Adds a notification, or replaces the one with the same key (unless `spec.replace` is false,
     /// which keeps the existing one and returns its key).
     @discardableResult
-    public func schedule(_ spec: NotificationSpec) async throws(CenterError) -> String {
+    /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
+    public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
-        return try await submit(.schedule(n, replace: spec.replace)).key
+        return try await submit(.schedule(n, replace: spec.replace, client: client)).key
     }
 
     /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
     @discardableResult
-    public func postNow(_ spec: NotificationSpec) async throws(CenterError) -> String {
+    public func postNow(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
         let now = clock.now()
         var s = spec
         s.trigger = .at(.instant(now))
         var n = try resolver.resolve(s, source: .runtime, now: now, backendNames: machine.backendNames)
         n.trigger = .at(now)
-        return try await submit(.post(n)).key
+        return try await submit(.post(n, client: client)).key
     }
 
     /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
@@ -251,6 +252,10 @@ public actor TocsinCenter {
     }
 
     public var activeCount: Int { machine.activeCount }
+
+    /// How many active notifications a client scheduled, and how many clients have any.
+    public func pending(of client: String) -> Int { machine.pending(of: client) }
+    public var clientCount: Int { machine.clientCount }
 
     /// Which of `keys` are no longer pending (fired and finished, cancelled, replaced by a
     /// config entry...): one actor hop for a whole batch, for the gateway's per-client quota.

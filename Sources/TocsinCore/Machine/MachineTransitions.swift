@@ -15,6 +15,25 @@ public struct ReloadReport: Hashable, Sendable {
 /// The requests a client makes, as transitions. Each either throws (and changes nothing) or
 /// changes the state and appends what must be persisted, withdrawn and emitted.
 extension NotificationMachine {
+    /// Who asks, for the per-client quota (`[daemon] max_pending_per_client`).
+    public struct Client: Hashable, Sendable {
+        /// The D-Bus unique name.
+        public var name: String
+        public var limit: Int
+        public init(name: String, limit: Int) { self.name = name; self.limit = limit }
+    }
+
+    /// Replacing one of the client's own active notifications adds nothing and always passes.
+    private func checkQuota(_ client: Client?, replacing existing: Entry?) throws(CenterError) {
+        guard let client else { return }
+        let row = ownerRows[client.name]
+        if let existing, existing.isActive, row != nil, existing.owner == row { return }
+        let used = pending(of: client.name)
+        guard used < client.limit else {
+            throw CenterError(.quotaExceeded, "client \(client.name) has \(used) pending notifications, the limit ([daemon] max_pending_per_client) is \(client.limit); cancel some first")
+        }
+    }
+
     mutating func makeEntry(_ n: Notification) -> Entry {
         Entry(key: n.key, trigger: triggers.compact(n.trigger), maxLate: n.maxLate?.microseconds ?? .min,
               route: route(for: n.backends), missed: n.missed, isConfig: n.source == .config)
@@ -22,7 +41,7 @@ extension NotificationMachine {
 
     /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
     /// is still active: then it is kept and its key returned). `maxPending` bounds the active count.
-    public mutating func schedule(_ n: Notification, replace: Bool, now: Instant, maxPending: Int,
+    public mutating func schedule(_ n: Notification, replace: Bool, now: Instant, maxPending: Int, client: Client? = nil,
                                   into out: inout [MachineAction]) throws(CenterError) -> String {
         let existing = entry(n.key)
         if let existing, existing.isActive, !replace { return n.key }
@@ -30,8 +49,10 @@ extension NotificationMachine {
         if !(existing?.isActive ?? false), activeCount >= maxPending {
             throw CenterError(.quotaExceeded, "\(activeCount) notifications are pending, the limit ([daemon] max_pending) is \(maxPending); cancel some first")
         }
+        try checkQuota(client, replacing: existing)
         var e = makeEntry(n)
         e.next = PackedOccurrence(next)
+        if let client { e.owner = ownerRow(client.name) }
         out.append(.persist(.upsert(StoredNotification(notification: n))))
         if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
         if let existing, existing.isActive { out.append(.withdraw(key: n.key, backends: targets(existing), reason: .replaced)) }
@@ -40,9 +61,12 @@ extension NotificationMachine {
     }
 
     /// Delivers `n` now without a trigger; the key stays tracked so an alarm can be acknowledged.
-    public mutating func post(_ n: Notification, now: Instant, into out: inout [MachineAction]) -> String {
+    public mutating func post(_ n: Notification, now: Instant, client: Client? = nil,
+                              into out: inout [MachineAction]) throws(CenterError) -> String {
+        try checkQuota(client, replacing: entry(n.key))
         let occ = Occurrence(instant: now, number: 1)
         var e = makeEntry(n)
+        if let client { e.owner = ownerRow(client.name) }
         e.last = PackedOccurrence(occ)
         let ring = ringPolicy(e)
         if ring != nil { e.alert = .ringing(since: now, rings: 1) }

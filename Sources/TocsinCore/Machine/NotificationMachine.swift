@@ -63,6 +63,8 @@ public struct NotificationMachine: Sendable {
         var isConfig = false
         var cancelled = false
         var generation: UInt32 = 0
+        /// Row in `owners` of the client that scheduled it (per-client quota); -1: none.
+        var owner: Int32 = -1
 
         var isActive: Bool {
             guard !cancelled else { return false }
@@ -105,6 +107,11 @@ public struct NotificationMachine: Sendable {
     /// Notifications with something left to do, kept as a counter so the quota check is O(1).
     public private(set) var activeCount = 0
     private var undoLog: [Undo]?
+    /// Clients (D-Bus unique names) with active notifications, and how many each has.
+    private var owners: [String] = []
+    var ownerRows: [String: Int32] = [:]
+    private var ownerActive: [Int] = []
+    private var freeOwners: [Int32] = []
 
     public init() {}
 
@@ -123,7 +130,7 @@ public struct NotificationMachine: Sendable {
             slot = s
             let old = slots[Int(s)]
             undoLog?.append(.entry(e.key, old))
-            if old.isActive { activeCount -= 1 }
+            if old.isActive { deactivated(old) }
             slots[Int(s)] = e
         } else {
             undoLog?.append(.entry(e.key, nil))
@@ -138,7 +145,10 @@ public struct NotificationMachine: Sendable {
             }
             index[e.key] = slot
         }
-        if e.isActive { activeCount += 1 }
+        if e.isActive {
+            activeCount += 1
+            if e.owner >= 0 { ownerActive[Int(e.owner)] += 1 }
+        }
         if let t = wakeAt(e) { queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
         compactQueueIfNeeded()
     }
@@ -147,12 +157,43 @@ public struct NotificationMachine: Sendable {
         guard let s = index.removeValue(forKey: key) else { return }
         let old = slots[Int(s)]
         undoLog?.append(.entry(key, old))
-        if old.isActive { activeCount -= 1 }
+        if old.isActive { deactivated(old) }
         slots[Int(s)] = Entry(key: "", trigger: CompactTrigger(kind: .at))
         live[Int(s)] = false
         freeSlots.append(s)
         compactQueueIfNeeded()
     }
+
+    private mutating func deactivated(_ e: Entry) {
+        activeCount -= 1
+        guard e.owner >= 0 else { return }
+        let row = Int(e.owner)
+        ownerActive[row] -= 1
+        if ownerActive[row] == 0 {
+            // A client with nothing pending is forgotten, so clients that come and go do not accumulate.
+            ownerRows[owners[row]] = nil
+            owners[row] = ""
+            freeOwners.append(e.owner)
+        }
+    }
+
+    /// The row of a client, created when it schedules its first notification.
+    mutating func ownerRow(_ name: String) -> Int32 {
+        if let r = ownerRows[name] { return r }
+        let r: Int32
+        if let f = freeOwners.popLast() { r = f; owners[Int(r)] = name; ownerActive[Int(r)] = 0 } else {
+            r = Int32(owners.count)
+            owners.append(name)
+            ownerActive.append(0)
+        }
+        ownerRows[name] = r
+        return r
+    }
+
+    /// How many active notifications `client` scheduled.
+    public func pending(of client: String) -> Int { ownerRows[client].map { ownerActive[Int($0)] } ?? 0 }
+
+    public var clientCount: Int { ownerRows.count }
 
     mutating func setFingerprint(_ key: String, _ f: String?) {
         undoLog?.append(.fingerprint(key, fingerprints[key]))
