@@ -55,7 +55,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
-        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinTime"], swiftSettings: strict),
+        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime"], swiftSettings: strict),
 
         .target(
             name: "TocsinGateway",

@@ -30,6 +30,9 @@ extension TocsinCenter {
         case finished(key: String, occurrence: Occurrence, backend: String)
     }
 
+    /// Requests waiting for the next batch (tests use it to know a batch has formed).
+    var queuedRequests: Int { queued.reduce(0) { n, w in if case .call = w { return n + 1 }; return n } }
+
     func submit(_ request: Request) async throws(CenterError) -> Reply {
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
             queued.append(.call(request, c))
