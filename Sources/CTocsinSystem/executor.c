@@ -145,6 +145,33 @@ int tocsin_block_signals(const int32_t *signals, int count) {
     return pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
+/* The thread whose signalfd takes the trapped signals. A thread that unblocks every signal for a
+ * moment (swift-subprocess's monitor waits in epoll_pwait with an empty mask) can still be handed
+ * a process-directed signal; this handler passes it on to that thread, where it is blocked and
+ * so stays pending for the signalfd. Without it the default action (terminate) would run. */
+static pthread_t trap_thread;
+
+static void forward_signal(int signo) {
+    int saved = errno;
+    pthread_kill(trap_thread, signo);
+    errno = saved;
+}
+
+int tocsin_trap_signals(const int32_t *signals, int count) {
+    sigset_t set;
+    if (fill_set(&set, signals, count) != 0) return -1;
+    trap_thread = pthread_self();
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = forward_signal;
+    action.sa_flags = SA_RESTART;
+    sigfillset(&action.sa_mask);
+    for (int i = 0; i < count; i++)
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    return 0;
+}
+
 int tocsin_signalfd_create(const int32_t *signals, int count) {
     sigset_t set;
     if (fill_set(&set, signals, count) != 0) return -1;

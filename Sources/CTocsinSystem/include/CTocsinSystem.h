@@ -50,6 +50,9 @@ int tocsin_timerfd_create_monotonic(void);
 int tocsin_timerfd_arm_absolute_nsec(int fd, int64_t monotonic_nsec);
 /* Blocks the signals in the calling thread (threads it creates later inherit the mask). */
 int tocsin_block_signals(const int32_t *signals, int count);
+/* Blocks the signals in the calling thread and installs a handler that forwards any copy another
+ * thread receives (with them unblocked) to the calling thread, which reads them from a signalfd. */
+int tocsin_trap_signals(const int32_t *signals, int count);
 int tocsin_signalfd_create(const int32_t *signals, int count);
 /* The next pending signal's number, 0 when none is pending, -1 on error. */
 int tocsin_signalfd_read(int fd);

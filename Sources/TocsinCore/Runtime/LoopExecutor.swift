@@ -65,15 +65,17 @@ public enum LoopExecutor {
         return try outcome.withLock { $0! }.get()
     }
 
-    /// Blocks `numbers` in the calling thread and delivers them through a signalfd watched by the
-    /// loop. Threads inherit the mask of the thread that creates them, so call this on the main
-    /// thread before any other thread exists; a thread created earlier could still take the
-    /// signal's default action. Children spawned with a reset mask (posix_spawn with
-    /// POSIX_SPAWN_SETSIGMASK, as swift-subprocess and the sound plugin do) are unaffected.
+    /// Delivers `numbers` through a signalfd watched by the loop: they are blocked in the calling
+    /// thread, which must be the loop's (inside `runMain`), and reach the stream in order.
     ///
-    /// The signals stay blocked after the stream ends, so a late one is not fatal.
+    /// Call it before other threads exist: threads inherit the mask of their creator. A thread
+    /// that unblocks them anyway (swift-subprocess waits in `epoll_pwait` with an empty mask)
+    /// gets a handler that forwards the signal to the loop thread instead of the default action.
+    /// Children spawned with a reset mask (posix_spawn with POSIX_SPAWN_SETSIGMASK, as
+    /// swift-subprocess and the sound plugin do) are unaffected. The signals stay trapped after the
+    /// stream ends, so a late one is not fatal.
     public static func signals(_ numbers: [Int32]) -> AsyncStream<Int32> {
-        _ = numbers.withUnsafeBufferPointer { tocsin_block_signals($0.baseAddress, Int32($0.count)) }
+        _ = numbers.withUnsafeBufferPointer { tocsin_trap_signals($0.baseAddress, Int32($0.count)) }
         let descriptor = OwnedDescriptor(numbers.withUnsafeBufferPointer {
             tocsin_signalfd_create($0.baseAddress, Int32($0.count))
         }, "signalfd")
