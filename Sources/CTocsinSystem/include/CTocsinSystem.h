@@ -38,8 +38,9 @@ int64_t tocsin_monotonic_msec(void);
  * CLOCK_MONOTONIC nanoseconds. */
 typedef void (*tocsin_job_sink)(void *job);
 typedef void (*tocsin_deadline_sink)(void *job, int64_t monotonic_nsec);
-/* Installs the enqueueGlobal (jobs to `now`), MainExecutor (to `main`) WithDelay and WithDeadline hooks: 0, or -1 if a hook
- * was already taken by someone else (installing again with ours is a no-op). */
+/* Installs the enqueueGlobal (jobs to `now`), MainExecutor (to `main`), WithDelay and WithDeadline
+ * (to `deadline`) hooks: 0, or -1 if a hook was already taken by someone else (installing ours
+ * again is a no-op). */
 int tocsin_executor_install_hooks(tocsin_job_sink now, tocsin_job_sink main, tocsin_deadline_sink deadline);
 /* Runs a global job on the generic executor (swift_job_run). */
 void tocsin_job_run(void *job);
