@@ -8,7 +8,6 @@ import TocsinTime
 import DBus
 import TocsinDBusSignalBackend
 import TocsinGateway
-import UnixSignals
 
 struct DaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,7 +31,9 @@ struct DaemonCommand: AsyncParsableCommand {
         // raise its mmap threshold past such a block and keep the memory in its heap once freed.
         _ = tocsin_malloc_fix_mmap_threshold(128 * 1024)
         // Trap signals first: a SIGTERM that arrives during start-up must stop us cleanly too.
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint, .sighup)
+        // A signalfd on Tocsin's executor loop: swift-service-lifecycle's UnixSignals would start
+        // libdispatch (DispatchSource) and its once-a-second monitor.
+        let signals = LoopExecutor.signals([SIGTERM, SIGINT, SIGHUP])
         let env = ProcessInfo.processInfo.environment
         let loaded = try loadConfig(env)
         let c = loaded.configuration
@@ -92,7 +93,7 @@ struct DaemonCommand: AsyncParsableCommand {
         let systemd = SystemdNotifier(environment: env)
         systemd.ready(status: firstConnection == nil ? "running without a bus connection" : "serving \(Gateway.busName)")
         for await signal in signals {
-            if signal == .sighup {
+            if signal == SIGHUP {
                 systemd.reloading()
                 defer { systemd.ready() }
                 if let problem = await reloadOrDiagnostics(center: center, registry: registry, logger: logger, env: env) {
@@ -100,7 +101,7 @@ struct DaemonCommand: AsyncParsableCommand {
                 }
                 continue
             }
-            logger.info("stopping", metadata: ["signal": "\(signal)"])
+            logger.info("stopping", metadata: ["signal": "\(signal == SIGINT ? "SIGINT" : "SIGTERM")"])
             systemd.stopping()
             break
         }

@@ -1,7 +1,11 @@
 import ArgumentParser
+import TocsinCore
 
+/// A synchronous entry point, so that Tocsin's own global executor is installed before any task
+/// exists and the main thread drives it (`LoopExecutor.runMain`) instead of parking in
+/// `dispatch_main()`: an idle daemon then makes no wake-ups at all (see README, "Idle wake-ups").
 @main
-struct Tocsin: AsyncParsableCommand {
+struct Tocsin: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tocsin",
         abstract: "A notification gateway: schedule notifications, alarms and reminders.",
@@ -10,4 +14,22 @@ struct Tocsin: AsyncParsableCommand {
             AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self,
         ]
     )
+
+    /// What `AsyncParsableCommand.main()` does, with `LoopExecutor.runMain` for the async part.
+    static func main() {
+        LoopExecutor.installAsGlobalExecutor()
+        do {
+            var command = try parseAsRoot()
+            if let asyncCommand = command as? any AsyncParsableCommand {
+                try LoopExecutor.runMain {
+                    var c = asyncCommand
+                    try await c.run()
+                }
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

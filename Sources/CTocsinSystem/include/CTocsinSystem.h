@@ -33,4 +33,28 @@ int tocsin_epoll_remove(int epfd, int fd);
 /* Fills fds/events with up to capacity (max 64) ready descriptors; retries EINTR. */
 int tocsin_epoll_wait(int epfd, int *fds, uint32_t *events, int capacity, int timeout_ms);
 int64_t tocsin_monotonic_msec(void);
+/* Tocsin's global executor (executor.c, LoopExecutor.swift). The hooks hand every job the Swift
+ * runtime enqueues to these plain C callbacks; deadlines arrive already converted to
+ * CLOCK_MONOTONIC nanoseconds. */
+typedef void (*tocsin_job_sink)(void *job);
+typedef void (*tocsin_deadline_sink)(void *job, int64_t monotonic_nsec);
+/* Installs the enqueueGlobal (jobs to `now`), MainExecutor (to `main`), WithDelay and WithDeadline
+ * (to `deadline`) hooks: 0, or -1 if a hook was already taken by someone else (installing ours
+ * again is a no-op). */
+int tocsin_executor_install_hooks(tocsin_job_sink now, tocsin_job_sink main, tocsin_deadline_sink deadline);
+/* Runs a global job on the generic executor (swift_job_run). */
+void tocsin_job_run(void *job);
+int64_t tocsin_monotonic_nsec(void);
+/* A runtime deadline (clock id 1 continuous/BOOTTIME, 2 suspending/MONOTONIC) in MONOTONIC ns. */
+int64_t tocsin_deadline_to_monotonic(int swift_clock, int64_t sec, int64_t nsec);
+int tocsin_timerfd_create_monotonic(void);
+int tocsin_timerfd_arm_absolute_nsec(int fd, int64_t monotonic_nsec);
+/* Blocks the signals in the calling thread (threads it creates later inherit the mask). */
+int tocsin_block_signals(const int32_t *signals, int count);
+/* Blocks the signals in the calling thread and installs a handler that forwards any copy another
+ * thread receives (with them unblocked) to the calling thread, which reads them from a signalfd. */
+int tocsin_trap_signals(const int32_t *signals, int count);
+int tocsin_signalfd_create(const int32_t *signals, int count);
+/* The next pending signal's number, 0 when none is pending, -1 on error. */
+int tocsin_signalfd_read(int fd);
 #endif

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TocsinTesting
+
+/// An idle daemon must not wake up at all: no polling, and no libdispatch monitor (Tocsin runs
+/// its tasks on its own epoll loop, `LoopExecutor`). Counted as the kernel sees it: context
+/// switches of every thread of the process, including threads born during the window.
+@Suite("Idle wake-ups", .serialized)
+struct IdleWakeupTests {
+    static let config = """
+        [daemon]
+        max_pending = 10000
+        max_pending_per_client = 10000
+
+        [backend.events]
+        type = "dbus-signal"
+        """
+
+    /// Context switches (voluntary + involuntary) per thread id.
+    static func switches(of pid: pid_t) -> [String: (comm: String, count: Int)] {
+        var result: [String: (String, Int)] = [:]
+        for tid in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
+            var name = "?"
+            var count = 0
+            for line in status.split(separator: "\n") {
+                if line.hasPrefix("Name:") { name = line.dropFirst(5).trimmingCharacters(in: .whitespaces) }
+                if line.contains("ctxt_switches:"), let n = Int(line.split(separator: "\t").last ?? "") { count += n }
+            }
+            result[tid] = (name, count)
+        }
+        return result
+    }
+
+    @Test("an idle daemon with 1,000 pending notifications makes no wake-ups in 60 s", .timeLimit(.minutes(4)))
+    func idle() async throws {
+        try await withGateway(config: Self.config) { g in
+            // 1,000 far-future notifications through clients we did not write: one gdbus call,
+            // then dbus-python for the rest (one process instead of a thousand).
+            let first = try await g.gdbus("Schedule", "{'key': <'gdbus'>, 'title': <'far'>, 'after': <'400d'>}")
+            #expect(first.status == .exited(0), "\(first.stderrText)")
+            let out = try await g.python("""
+                import dbus
+                bus = dbus.bus.BusConnection(ADDRESS)
+                gw = dbus.Interface(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway'), 'io.github.tocsin.Gateway1')
+                for i in range(999):
+                    gw.Schedule({'key': 'n%d' % i, 'title': 'far %d' % i, 'after': '%dd' % (30 + i % 300)})
+                print(int(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway').Get(
+                    'io.github.tocsin.Gateway1', 'Pending', dbus_interface='org.freedesktop.DBus.Properties')))
+                """)
+            #expect(out.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(out.stdoutText) \(out.stderrText)")
+
+            // Settle: a measurement window, not synchronisation (the replies are all in).
+            try await Task.sleep(for: .seconds(2))
+            let pid = g.process.pid
+            let before = Self.switches(of: pid)
+            var last = before
+            let end = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(100))
+                for (tid, sample) in Self.switches(of: pid) { last[tid] = sample }  // exited threads keep their last sample
+            }
+            let perThread = last.map { tid, s in (tid, s.comm, s.count - (before[tid]?.count ?? 0)) }.filter { $0.2 > 0 }
+            let total = perThread.reduce(0) { $0 + $1.2 }
+            #expect(total <= 1, "\(total) context switches in 60 s: \(perThread.map { "\($0.1)[\($0.0)]=\($0.2)" })")
+            #expect(last.count == before.count, "threads born while idle: \(Set(last.keys).subtracting(before.keys))")
+
+            // The signalfd path still stops the daemon cleanly.
+            g.process.signal(SIGTERM)
+            let status = try await g.process.waitForExit(timeout: .seconds(10))
+            #expect(status == .exited(0))
+            #expect(g.process.stderr.contains("stopping"))
+        }
+    }
+}
