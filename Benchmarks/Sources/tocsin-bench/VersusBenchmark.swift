@@ -87,6 +87,7 @@ struct VersusBenchmark: ParsableCommand {
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAverage())")
         var results: [String: HarnessRun] = [:]
         for (i, step) in plan.enumerated() {
+            fflush(nil)  // progress lines interleave with the harness's stderr even when stdout is a file or pipe
             let run = try runner.run(step, tocsin: tocsinPath)
             results[step.id] = run
             print("[\(i + 1)/\(plan.count)] \(step.id): \(run.progressLine)")
@@ -560,7 +561,7 @@ struct Figure {
         let failures = needs.compactMap { $0?.failure.map { f in f } }
         if !failures.isEmpty {
             mark = .fail
-            reason = "not measured: " + failures.joined(separator: "; ")
+            reason = failures.joined(separator: "; ")
             return
         }
         let (r, pass, why) = compare()
