@@ -7,6 +7,6 @@ struct TocsinBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tocsin-bench",
         abstract: "Tocsin micro-benchmarks (build with -c release).",
-        subcommands: [ParseBenchmark.self, GenerateConfig.self, CoreBenchmark.self, DBusBenchmark.self]
+        subcommands: [ParseBenchmark.self, GenerateConfig.self, CoreBenchmark.self, DBusBenchmark.self, VersusBenchmark.self]
     )
 }

@@ -1,0 +1,615 @@
+import ArgumentParser
+import Foundation
+
+/// `tocsin-bench versus`: Tocsin against the peer gateway (`shared/peer/peer_gateway.py`, APScheduler +
+/// dbus-fast), both measured by `shared/peer/harness.py` on private buses. Runs are interleaved per figure
+/// (peer, then Tocsin) so drift of the shared machine hits both alike; each figure is printed as a ratio
+/// with its goal and a PASS/FAIL mark. A figure that could not be measured (the harness failed, the daemon
+/// died, the run was incomplete) is a FAIL with the reason, never a pass. Exit status 1 if any goal failed.
+struct VersusBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "versus",
+        abstract: "Tocsin against the Python peer gateway through shared/peer/harness.py; ratios against the goals.",
+        discussion: """
+            Needs dbus-daemon and, for the python3 used, `pip install dbus-fast apscheduler==3.11.3`.
+            Takes several minutes with the default sizes (idle alone is 2 x --idle-seconds).
+            """
+    )
+
+    enum Side: String, ExpressibleByArgument, CaseIterable {
+        case peer, tocsin
+    }
+
+    @Option(help: "The tocsin binary (default: ../.build/release/tocsin relative to the Benchmarks package).")
+    var tocsin: String?
+
+    @Option(help: "Directory with peer_gateway.py and harness.py (default: ../../shared/peer relative to the Benchmarks package).")
+    var peerDir: String?
+
+    @Option(help: "Notifications pending for the scale and latency figures.")
+    var pending = 100_000
+
+    @Option(help: "Notifications due at the same instant in the latency figure.")
+    var burst = 1_000
+
+    @Option(help: "Length of each idle measurement, in seconds.")
+    var idleSeconds = 60
+
+    @Option(help: "Notifications pending during the idle measurement.")
+    var idlePending = 10_000
+
+    @Option(help: "Run only one side (ratios to the other are then not evaluated).")
+    var only: Side?
+
+    @Flag(help: "Also schedule 1,000,000 with Tocsin alone (RSS < 300 MB, scheduled in < 60 s).")
+    var million = false
+
+    @Flag(help: "Also print the collected figures and raw harness results as one JSON object.")
+    var json = false
+
+    @Option(help: "Python interpreter for the harness and the peer.")
+    var python = "python3"
+
+    /// The Benchmarks package directory, from this file's path at build time.
+    private static var packageDirectory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    func validate() throws {
+        guard pending > 0, burst > 0, idleSeconds > 0, idlePending > 0 else {
+            throw ValidationError("--pending, --burst, --idle-seconds and --idle-pending must be positive")
+        }
+    }
+
+    func run() throws {
+        let sides = only.map { [$0] } ?? Side.allCases
+        let peerDir = URL(fileURLWithPath: self.peerDir ?? Self.packageDirectory.appendingPathComponent("../../shared/peer").path)
+            .standardizedFileURL
+        let harness = peerDir.appendingPathComponent("harness.py").path
+        guard FileManager.default.fileExists(atPath: harness),
+              !sides.contains(.peer) || FileManager.default.fileExists(atPath: peerDir.appendingPathComponent("peer_gateway.py").path)
+        else {
+            throw VersusError("no harness.py/peer_gateway.py in \(peerDir.path); pass --peer-dir DIR (the repository's sibling shared/peer)")
+        }
+        let tocsinPath = URL(fileURLWithPath: tocsin ?? Self.packageDirectory.appendingPathComponent("../.build/release/tocsin").path)
+            .standardizedFileURL.path
+        if sides.contains(.tocsin), !FileManager.default.isExecutableFile(atPath: tocsinPath) {
+            throw VersusError("""
+                no tocsin binary at \(tocsinPath).
+                Build it in the repository root with `swift build -c release --product tocsin`, or pass --tocsin PATH.
+                """)
+        }
+        try checkTools(peerDir: peerDir, needPeer: sides.contains(.peer))
+
+        let runner = HarnessRunner(python: python, harness: harness, directory: peerDir)
+        let plan = makePlan(sides: sides)
+        print("versus: \(plan.count) harness runs; tocsin \(sides.contains(.tocsin) ? tocsinPath : "(not run)"); peer \(sides.contains(.peer) ? peerDir.path : "(not run)")")
+        print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAverage())")
+        var results: [String: HarnessRun] = [:]
+        for (i, step) in plan.enumerated() {
+            fflush(nil)  // progress lines interleave with the harness's stderr even when stdout is a file or pipe
+            let run = try runner.run(step, tocsin: tocsinPath)
+            results[step.id] = run
+            print("[\(i + 1)/\(plan.count)] \(step.id): \(run.progressLine)")
+        }
+        let figures = evaluate(results, sides: sides)
+        print("")
+        printTable(figures)
+        if json {
+            printJSON(figures, results: results, tocsinPath: tocsinPath, peerDir: peerDir.path)
+        }
+        if figures.contains(where: { $0.mark == .fail }) {
+            throw ExitCode(1)
+        }
+    }
+
+    // MARK: Plan
+
+    /// Interleaved per figure: the bus reference, then peer and Tocsin back to back for each test.
+    private func makePlan(sides: [Side]) -> [HarnessStep] {
+        var plan: [HarnessStep] = []
+        if sides.contains(.tocsin) {
+            plan.append(HarnessStep(test: "ping", side: nil, arguments: ["ping", "--calls", "\(max(50_000, min(pending, 100_000)))"]))
+        }
+        for side in sides {
+            plan.append(HarnessStep(test: "scale", side: side, arguments: ["scale", "--pending", "\(pending)"]))
+        }
+        for side in sides {
+            plan.append(HarnessStep(test: "latency", side: side, arguments: ["latency", "--pending", "\(pending)", "--burst", "\(burst)"]))
+        }
+        for side in sides {
+            plan.append(HarnessStep(test: "idle", side: side, arguments: ["idle", "--pending", "\(idlePending)", "--seconds", "\(idleSeconds)"]))
+        }
+        for side in sides {
+            plan.append(HarnessStep(test: "check", side: side, arguments: ["check"]))
+        }
+        if million, sides.contains(.tocsin) {
+            // Past 90 s the goal (< 60 s) has failed anyway: stop there rather than wait for the whole million.
+            plan.append(HarnessStep(test: "million", side: .tocsin, arguments: ["scale", "--pending", "1000000", "--timeout", "90"]))
+        }
+        return plan
+    }
+
+    /// Fails early, with the install command, when the harness's Python modules or dbus-daemon are missing.
+    private func checkTools(peerDir: URL, needPeer: Bool) throws {
+        guard findExecutable("dbus-daemon") != nil else {
+            throw VersusError("dbus-daemon is not on PATH (Debian/Ubuntu: apt-get install dbus-daemon)")
+        }
+        let modules = needPeer ? ["dbus_fast", "apscheduler"] : ["dbus_fast"]
+        let probe = """
+            import importlib.util, sys
+            missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]
+            print(sys.executable)
+            print(" ".join(missing))
+            if "apscheduler" in sys.argv[1:] and not missing:
+                import importlib.metadata as md
+                print(md.version("apscheduler"))
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = [python, "-c", probe] + modules
+        let out = Pipe()
+        p.standardOutput = out
+        do {
+            try p.run()
+        } catch {
+            throw VersusError("cannot run \(python): \(error)")
+        }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard p.terminationStatus == 0, lines.count >= 2 else {
+            throw VersusError("`\(python)` did not run (status \(p.terminationStatus)); pass --python PATH")
+        }
+        let missing = lines[1].split(separator: " ").map(String.init)
+        if !missing.isEmpty {
+            let packages = missing.map { $0 == "dbus_fast" ? "dbus-fast" : "apscheduler==3.11.3" }
+            throw VersusError("""
+                Python modules missing for \(lines[0]): \(missing.joined(separator: ", ")).
+                Install them with: \(lines[0]) -m pip install \(packages.joined(separator: " "))
+                """)
+        }
+        if needPeer, lines.count >= 3, !lines[2].isEmpty, lines[2] != "3.11.3" {
+            print("warning: apscheduler \(lines[2]) installed; the peer's reference figures are for 3.11.3 (pip install apscheduler==3.11.3)")
+        }
+    }
+
+    // MARK: Figures
+
+    private func evaluate(_ r: [String: HarnessRun], sides: [Side]) -> [Figure] {
+        let hasPeer = sides.contains(.peer), hasTocsin = sides.contains(.tocsin)
+        var figures: [Figure] = []
+
+        // Schedule rate: Tocsin >= 3x the peer.
+        let sp = r["scale/peer"], st = r["scale/tocsin"]
+        var f = Figure(name: "Schedule calls/s (\(grouped(pending)) pending, 64 in flight)", goal: ">= 3x the peer",
+                       load: loads(sp, st))
+        f.peer = sp.map { $0.rate.map { grouped($0) } ?? "-" } ?? "not run"
+        f.tocsin = st.map { $0.rate.map { grouped($0) } ?? "-" } ?? "not run"
+        f.judge(needs: [hasPeer ? sp : nil, hasTocsin ? st : nil], skip: !(hasPeer && hasTocsin) ? "needs both sides" : nil) {
+            guard let p = sp?.rate, let t = st?.rate, p > 0 else { return (nil, false, "no Schedule rate") }
+            let ratio = t / p
+            return ("\(formatted(ratio, decimals: 2))x", ratio >= 3, nil)
+        }
+        f.values = ["peer_calls_per_s": sp?.rate as Any, "tocsin_calls_per_s": st?.rate as Any]
+        figures.append(f)
+
+        // Schedule rate against the bus's own GetId rate: Tocsin >= 50 %.
+        let ping = r["ping"]
+        let pingRate = ping?.number(["getid", "calls_per_s"])
+        f = Figure(name: "Schedule / bus ping (ping \(pingRate.map { grouped($0) } ?? "-") calls/s)", goal: "tocsin >= 50 %",
+                   load: loads(ping, nil, label: "ping"))
+        if let pingRate, pingRate > 0 {
+            f.peer = sp?.rate.map { "\(formatted(100 * $0 / pingRate, decimals: 1)) %" } ?? (hasPeer ? "-" : "not run")
+            f.tocsin = st?.rate.map { "\(formatted(100 * $0 / pingRate, decimals: 1)) %" } ?? "-"
+        }
+        f.judge(needs: [ping, st], skip: hasTocsin ? nil : "tocsin not run") {
+            guard let p = pingRate, p > 0, let t = st?.rate else { return (nil, false, "no ping or Schedule rate") }
+            return ("\(formatted(100 * t / p, decimals: 1)) %", t / p >= 0.5, nil)
+        }
+        f.values = ["ping_calls_per_s": pingRate as Any]
+        figures.append(f)
+
+        // Memory: Tocsin <= 1/4 of the peer's bytes per pending notification.
+        let bp = sp?.number(["bytes_per_pending"]), bt = st?.number(["bytes_per_pending"])
+        f = Figure(name: "RSS bytes per pending (\(grouped(pending)) pending)", goal: "<= 0.25x the peer", load: loads(sp, st))
+        f.peer = sp.map { _ in bp.map { grouped($0) } ?? "-" } ?? "not run"
+        f.tocsin = st.map { _ in bt.map { grouped($0) } ?? "-" } ?? "not run"
+        f.judge(needs: [hasPeer ? sp : nil, hasTocsin ? st : nil], skip: !(hasPeer && hasTocsin) ? "needs both sides" : nil) {
+            guard let p = bp, let t = bt else { return (nil, false, "no RSS figure") }
+            guard p > 0 else { return (nil, false, "the peer's RSS did not grow (\(grouped(p)) bytes per pending): no ratio") }
+            let ratio = t / p
+            return ("\(formatted(ratio, decimals: 2))x", ratio <= 0.25, nil)
+        }
+        f.values = ["peer_bytes_per_pending": bp as Any, "tocsin_bytes_per_pending": bt as Any]
+        figures.append(f)
+
+        // A million pending, Tocsin only.
+        let m = r["million/tocsin"]
+        f = Figure(name: "1,000,000 pending: RSS, time to schedule", goal: "< 300 MB, < 60 s", load: loads(nil, m))
+        f.peer = "-"
+        let rssMB = m?.number(["rss_kb"]).map { $0 * 1024 / 1e6 }, secs = m?.number(["schedule", "s"])
+        var shown = "-"
+        if let m {
+            shown = "\(rssMB.map { grouped($0) } ?? "-") MB, \(secs.map { formatted($0, decimals: 1) } ?? "-") s"
+            if let done = m.number(["schedule", "calls"]), done < 1_000_000 {
+                shown += " (\(grouped(done)) done)"
+            }
+            f.tocsin = shown
+        }
+        f.judge(needs: [m], skip: million ? (hasTocsin ? nil : "tocsin not run") : "pass --million") {
+            guard let mb = rssMB, let s = secs else { return (nil, false, "no RSS or time") }
+            return (shown, mb < 300 && s < 60, nil)
+        }
+        f.values = ["tocsin_rss_mb": rssMB as Any, "tocsin_seconds": secs as Any]
+        figures.append(f)
+
+        // Burst latency: Tocsin's p99 >= 10x better than the peer's.
+        let lp = r["latency/peer"], lt = r["latency/tocsin"]
+        let pp = lp?.number(["lat_p99_ms"]), pt = lt?.number(["lat_p99_ms"])
+        f = Figure(name: "due -> Fired p99 ms (\(grouped(burst)) due at once, \(grouped(pending)) pending)", goal: ">= 10x better",
+                   load: loads(lp, lt))
+        f.peer = lp.map { _ in pp.map { formatted($0, decimals: 1) } ?? "-" } ?? "not run"
+        f.tocsin = lt.map { _ in pt.map { formatted($0, decimals: 1) } ?? "-" } ?? "not run"
+        f.judge(needs: [hasPeer ? lp : nil, hasTocsin ? lt : nil], skip: !(hasPeer && hasTocsin) ? "needs both sides" : nil) {
+            guard let p = pp, let t = pt else { return (nil, false, "no p99") }
+            guard t > 0 else { return ("inf", true, nil) }
+            let ratio = p / t
+            return ("\(formatted(ratio, decimals: 2))x better", ratio >= 10, nil)
+        }
+        f.values = ["peer_p99_ms": pp as Any, "tocsin_p99_ms": pt as Any]
+        figures.append(f)
+
+        // Idle wakeups: none for Tocsin (the peer's figure is shown for reference).
+        let ip = r["idle/peer"], it = r["idle/tocsin"]
+        let wp = ip?.number(["wakeups_per_min"]), wt = it?.number(["wakeups_per_min"])
+        f = Figure(name: "idle wakeups/min (\(grouped(idlePending)) pending, \(idleSeconds) s)", goal: "tocsin 0", load: loads(ip, it))
+        f.peer = ip.map { _ in wp.map { formatted($0, decimals: 1) } ?? "-" } ?? "not run"
+        f.tocsin = it.map { _ in wt.map { formatted($0, decimals: 1) } ?? "-" } ?? "not run"
+        f.judge(needs: [it], skip: hasTocsin ? nil : "tocsin not run") {
+            guard let t = wt else { return (nil, false, "no wakeup count") }
+            return (formatted(t, decimals: 1), t == 0, nil)
+        }
+        f.values = ["peer_wakeups_per_min": wp as Any, "tocsin_wakeups_per_min": wt as Any]
+        figures.append(f)
+
+        // API smoke test: ok for both (for the side run, with --only).
+        let cp = r["check/peer"], ct = r["check/tocsin"]
+        f = Figure(name: "check (API smoke test)", goal: "ok for both", load: loads(cp, ct))
+        f.peer = cp.map { $0.failure == nil ? "ok" : "FAILED" } ?? "not run"
+        f.tocsin = ct.map { $0.failure == nil ? "ok" : "FAILED" } ?? "not run"
+        f.judge(needs: [cp, ct].filter { $0 != nil }, skip: nil) {
+            (sides.count == 2 ? "ok, ok" : "ok (\(sides[0].rawValue) only)", true, nil)
+        }
+        figures.append(f)
+        return figures
+    }
+
+    /// `other_load_pct` of the runs behind a figure: the rest of the machine's CPU use meanwhile.
+    private func loads(_ peer: HarnessRun?, _ tocsin: HarnessRun?, label: String? = nil) -> String {
+        func pct(_ run: HarnessRun?) -> String { run?.number(["other_load_pct"]).map { grouped($0) } ?? "-" }
+        if let label { return "\(label) \(pct(peer))" }
+        switch (peer, tocsin) {
+        case (nil, nil): return "-"
+        case (_, nil): return "p \(pct(peer))"
+        case (nil, _): return "t \(pct(tocsin))"
+        default: return "p \(pct(peer)) / t \(pct(tocsin))"
+        }
+    }
+
+    // MARK: Output
+
+    private func printTable(_ figures: [Figure]) {
+        let header = ["figure", "peer", "tocsin", "result", "goal", "", "other load %"]
+        let rows = [header] + figures.map { [$0.name, $0.peer, $0.tocsin, $0.result, $0.goal, $0.mark.rawValue, $0.load] }
+        var widths = Array(repeating: 0, count: header.count)
+        for row in rows {
+            for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
+        }
+        let numeric: Set<Int> = [1, 2, 3]
+        for (n, row) in rows.enumerated() {
+            let cells = row.enumerated().map { i, cell in
+                let pad = String(repeating: " ", count: widths[i] - cell.count)
+                return numeric.contains(i) && n > 0 ? pad + cell : cell + pad
+            }
+            print(cells.joined(separator: "  ").trimmingTrailingSpaces())
+        }
+        let notes = figures.filter { $0.reason != nil }
+        if !notes.isEmpty { print("") }
+        for f in notes {
+            print("\(f.mark.rawValue) \(f.name): \(f.reason!)")
+        }
+        let failed = figures.filter { $0.mark == .fail }.count, passed = figures.filter { $0.mark == .pass }.count
+        print("\(passed) passed, \(failed) failed, \(figures.count - passed - failed) skipped")
+    }
+
+    private func printJSON(_ figures: [Figure], results: [String: HarnessRun], tocsinPath: String, peerDir: String) {
+        var runs: [String: Any] = [:]
+        for (id, run) in results {
+            runs[id] = ["result": run.json ?? NSNull(), "failure": run.failure ?? NSNull(), "wall_s": run.seconds] as [String: Any]
+        }
+        let object: [String: Any] = [
+            "date": ISO8601DateFormatter().string(from: Date()),
+            "tocsin": tocsinPath, "peer_dir": peerDir,
+            "options": ["pending": pending, "burst": burst, "idle_seconds": idleSeconds, "idle_pending": idlePending,
+                        "only": only?.rawValue ?? NSNull(), "million": million] as [String: Any],
+            "figures": figures.map { f -> [String: Any] in
+                var o: [String: Any] = ["figure": f.name, "goal": f.goal, "peer": f.peer, "tocsin": f.tocsin, "result": f.result,
+                                        "mark": f.mark.rawValue, "reason": f.reason ?? NSNull()]
+                for (k, v) in f.values { o[k] = (v as? Double).map { $0 as Any } ?? NSNull() }
+                return o
+            },
+            "runs": runs,
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            print("{\"error\": \"figures not serialisable\"}")
+            return
+        }
+        print(String(decoding: data, as: UTF8.self))
+    }
+}
+
+// MARK: - Harness runs
+
+/// One harness invocation: `test` against `side`'s daemon (nil: no daemon, for `ping`).
+struct HarnessStep {
+    var test: String
+    var side: VersusBenchmark.Side?
+    var arguments: [String]
+
+    var id: String { side.map { "\(test)/\($0.rawValue)" } ?? test }
+}
+
+/// The outcome of one harness run: its JSON line, or why there is none or why it does not count.
+struct HarnessRun {
+    var test: String
+    var json: [String: Any]?
+    /// Why this run's figures cannot be trusted (harness failed, daemon died, incomplete...); nil if fine.
+    var failure: String?
+    var seconds: Double
+
+    func number(_ path: [String]) -> Double? {
+        var value: Any? = json
+        for key in path { value = (value as? [String: Any])?[key] }
+        return (value as? NSNumber)?.doubleValue
+    }
+
+    /// Schedule calls/s, for scale runs.
+    var rate: Double? { number(["schedule", "calls_per_s"]) }
+
+    var progressLine: String {
+        var parts: [String] = []
+        if let failure { parts.append("FAILED: \(failure)") }
+        switch test {
+        case "ping":
+            if let x = number(["getid", "calls_per_s"]) { parts.append("GetId \(grouped(x)) calls/s") }
+        case "scale", "million":
+            if let x = rate { parts.append("Schedule \(grouped(x)) calls/s") }
+            if let x = number(["bytes_per_pending"]) { parts.append("\(grouped(x)) B/pending") }
+            if let x = number(["rss_kb"]) { parts.append("RSS \(grouped(x * 1024 / 1e6)) MB") }
+        case "latency":
+            if let x = number(["lat_p50_ms"]), let y = number(["lat_p99_ms"]) {
+                parts.append("p50 \(formatted(x, decimals: 1)) ms, p99 \(formatted(y, decimals: 1)) ms")
+            }
+        case "idle":
+            if let x = number(["wakeups_per_min"]) { parts.append("\(formatted(x, decimals: 1)) wakeups/min") }
+        default:
+            break
+        }
+        if let x = number(["bus_ref_getid_per_s"]) { parts.append("bus ref \(grouped(x)) GetId/s") }
+        if let x = number(["other_load_pct"]) { parts.append("other_load_pct \(formatted(x, decimals: 1))") }
+        parts.append("\(grouped(seconds)) s")
+        return parts.joined(separator: ", ")
+    }
+}
+
+/// Runs harness.py from the peer directory; its stderr (and the daemon's output) streams through.
+struct HarnessRunner {
+    var python: String
+    var harness: String
+    var directory: URL
+    /// A run that takes longer is interrupted (SIGINT, so the harness tears its bus and daemon down).
+    var limit: Double = 1_800
+
+    func run(_ step: HarnessStep, tocsin: String) throws -> HarnessRun {
+        var arguments = [python, harness]
+        var tempDir: URL?
+        switch step.side {
+        case .peer?:
+            arguments += ["--daemon", "\(python) peer_gateway.py"]
+        case .tocsin?:
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("tocsin-versus-\(UUID().uuidString)")
+            let state = dir.appendingPathComponent("state")
+            try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+            let config = dir.appendingPathComponent("perf.toml")
+            try Data("""
+                # Written by `tocsin-bench versus`: lift the quotas one harness client would hit.
+                [daemon]
+                max_pending = 2000000
+                max_pending_per_client = 2000000
+
+                [backend.events]
+                type = "dbus-signal"
+
+                """.utf8).write(to: config)
+            tempDir = dir
+            arguments += ["--daemon", [tocsin, "daemon", "--config", config.path, "--state-dir", state.path].map(shellQuoted).joined(separator: " ")]
+        case nil:
+            break
+        }
+        defer { if let tempDir { try? FileManager.default.removeItem(at: tempDir) } }
+        arguments += step.arguments
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let out = Pipe()
+        process.standardOutput = out  // stderr is inherited: the harness's and the daemon's messages show as they come
+        let start = Date()
+        try process.run()
+        let watchdog = Watchdog(process: process)
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit) { watchdog.fire() }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        watchdog.cancel()
+        let seconds = Date().timeIntervalSince(start)
+
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").last.map(String.init)
+        let json = line.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        var run = HarnessRun(test: step.test, json: json, failure: nil, seconds: seconds)
+        run.failure = diagnose(run, process: process, interrupted: watchdog.fired, step: step)
+        return run
+    }
+
+    /// Why a run does not count, or nil. Checked in order of how much it explains.
+    private func diagnose(_ run: HarnessRun, process: Process, interrupted: Bool, step: HarnessStep) -> String? {
+        if interrupted { return "interrupted after \(Int(limit)) s" }
+        guard let json = run.json else {
+            let how = process.terminationReason == .uncaughtSignal ? "killed by signal" : "exited with status"
+            return "harness \(how) \(process.terminationStatus) without a result (see its stderr above)"
+        }
+        if let error = json["error"] { return "error: \(error)" }
+        if let code = json["daemon_exit_code"], !(code is NSNull) { return "the daemon exited (code \(code)) during the run" }
+        switch run.test {
+        case "scale", "million":
+            let want = Double(step.arguments[step.arguments.firstIndex(of: "--pending")! + 1]) ?? 0
+            let done = run.number(["schedule", "calls"]) ?? 0
+            if done < want {
+                return "only \(grouped(done)) of \(grouped(want)) scheduled in \(grouped(run.number(["schedule", "s"]) ?? 0)) s"
+            }
+        case "latency":
+            let received = run.number(["received"]) ?? 0, burst = run.number(["burst"]) ?? 0
+            if received < burst { return "received \(grouped(received)) of \(grouped(burst)) Fired signals" }
+            if let left = run.number(["pending_left"]), let pending = run.number(["pending"]), left != pending {
+                return "\(grouped(left)) left pending after the burst, expected \(grouped(pending))"
+            }
+        case "check":
+            if (json["ok"] as? NSNumber)?.boolValue != true {
+                let failures = (json["failures"] as? [Any])?.map { "\($0)" }.joined(separator: "; ") ?? "?"
+                return "check failed: \(failures)"
+            }
+        default:
+            break
+        }
+        return nil
+    }
+}
+
+/// Interrupts a harness that overran; SIGINT lets it clean up, SIGTERM 20 s later if it did not.
+private final class Watchdog: @unchecked Sendable {
+    private let lock = NSLock()
+    private let process: Process
+    private var done = false
+    private(set) var fired = false
+
+    init(process: Process) { self.process = process }
+
+    func fire() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !done else { return }
+        fired = true
+        FileHandle.standardError.write(Data("tocsin-bench versus: harness overran, interrupting it\n".utf8))
+        process.interrupt()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 20) { [self] in
+            lock.lock()
+            defer { lock.unlock() }
+            if !done { process.terminate() }
+        }
+    }
+
+    func cancel() {
+        lock.lock()
+        done = true
+        lock.unlock()
+    }
+}
+
+// MARK: - Figures
+
+enum Mark: String {
+    case pass = "PASS", fail = "FAIL", skip = "SKIP"
+}
+
+/// One row of the summary: both sides' values, the compared result, the goal and the mark.
+struct Figure {
+    var name: String
+    var goal: String
+    var load: String
+    var peer = "-"
+    var tocsin = "-"
+    var result = "-"
+    var mark = Mark.fail
+    var reason: String?
+    var values: [String: Any] = [:]
+
+    init(name: String, goal: String, load: String) {
+        self.name = name
+        self.goal = goal
+        self.load = load
+    }
+
+    /// Marks the figure: SKIP with `skip`'s reason; FAIL if any run it needs failed (with that reason);
+    /// else `compare`'s (result, pass, reason).
+    mutating func judge(needs: [HarnessRun?], skip: String?, _ compare: () -> (String?, Bool, String?)) {
+        if let skip {
+            mark = .skip
+            reason = skip
+            return
+        }
+        let failures = needs.compactMap { $0?.failure.map { f in f } }
+        if !failures.isEmpty {
+            mark = .fail
+            reason = failures.joined(separator: "; ")
+            return
+        }
+        let (r, pass, why) = compare()
+        result = r ?? "-"
+        mark = pass ? .pass : .fail
+        reason = why.map { "not measured: \($0)" }
+    }
+}
+
+// MARK: - Helpers
+
+/// A set-up problem (missing binary, module or directory); printed without the usage text.
+struct VersusError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func grouped(_ x: Double) -> String {
+    let n = Int(x.rounded())
+    let digits = String(n.magnitude)
+    var out = ""
+    for (i, c) in digits.enumerated() {
+        if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+        out.append(c)
+    }
+    return n < 0 ? "-" + out : out
+}
+
+func grouped(_ n: Int) -> String { grouped(Double(n)) }
+
+private func shellQuoted(_ s: String) -> String {
+    "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+private func findExecutable(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
+
+private func loadAverage() -> String {
+    guard let s = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "?" }
+    return s.split(separator: " ").prefix(3).joined(separator: " ")
+}
+
+private extension String {
+    func trimmingTrailingSpaces() -> String {
+        var s = self
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}
