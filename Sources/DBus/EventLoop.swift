@@ -73,11 +73,14 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Queues work for the loop thread; runs it inline with a nil connection once the loop is gone.
+    /// Only the job that finds the queue empty writes the eventfd: the loop drains the whole queue
+    /// and re-checks it before sleeping, so a burst of replies costs one wake-up, not one each.
     func enqueue(_ job: @escaping LoopJob) {
+        // The write stays under the lock: shutdown closes the eventfd under it.
         let runNow = shared.withLock { s -> Bool in
             if s.stopped { return true }
+            if s.jobs.isEmpty { _ = tocsin_eventfd_signal(s.eventFD) }
             s.jobs.append(job)
-            _ = tocsin_eventfd_signal(s.eventFD)
             return false
         }
         if runNow { job(nil) }
