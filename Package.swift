@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
@@ -58,7 +59,10 @@ let package = Package(
 
         .target(
             name: "TocsinGateway",
-            dependencies: ["DBus", "TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "DBus", "TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
 
@@ -130,6 +134,8 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore"],
                     swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus"], swiftSettings: strict),
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",
+                                                          "TocsinDBusSignalBackend", .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: strict),
     ]
 )

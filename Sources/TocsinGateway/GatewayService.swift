@@ -14,7 +14,7 @@ public final class GatewayService: Sendable {
 
     private let center: TocsinCenter
     private let reloader: Reloader
-    private let link: BusLink
+    let link: BusLink
     private let perClientLimit: Int
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`.
@@ -147,8 +147,11 @@ public final class GatewayService: Sendable {
 
     /// Turns the center's lifecycle events into signals until the center shuts down.
     /// `Fired` is not among them: it belongs to the `dbus-signal` backend, for the notifications routed to it.
-    public func forwardEvents() async {
-        for await event in await center.events() {
+    public func forwardEvents() async { await forward(await center.events()) }
+
+    /// Forwards a subscription taken earlier (the daemon subscribes before its first tick).
+    public func forward(_ events: AsyncStream<CenterEvent>) async {
+        for await event in events {
             switch event {
             case .fired, .deliveryFailed: continue
             case .actionInvoked(let key, let action, let info):

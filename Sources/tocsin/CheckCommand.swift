@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TocsinConfig
+import TocsinGateway
 import TocsinCore
 import TocsinTime
 
@@ -44,29 +45,6 @@ enum Configs {
 
     static func validate(_ loaded: LoadedConfig, environment: [String: String],
                          earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
-        var diags = earlier
-        let logger = Logs.make(level: .critical, environment: [:])
-        if case .failure(let e) = registry().makeBackends(for: loaded.configuration, file: loaded.file,
-                                                          environment: BackendEnvironment(logger: logger, environment: environment)) {
-            diags += e.diagnostics
-        }
-        let zones = ZoneInfoDirectory()
-        if let tz = loaded.configuration.daemon.timezone, (try? zones.rules(named: tz)) == nil {
-            diags.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1),
-                                    message: "unknown time zone '\(tz)' in [daemon]"))
-        }
-        for n in loaded.configuration.notifications {
-            if let tz = n.timezone, (try? zones.rules(named: tz)) == nil {
-                diags.append(Diagnostic(file: loaded.file, location: n.location,
-                                        message: "unknown time zone '\(tz)' in notification '\(n.key ?? "")'"))
-            }
-            if case .onCalendar(let c) = n.trigger, let tz = c.timeZoneName, (try? zones.rules(named: tz)) == nil {
-                diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
-                                        message: "unknown time zone '\(tz)' in 'on_calendar'"))
-            }
-        }
-        if diags.isEmpty { return .success(loaded) }
-        return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: diags.sorted { $0.location < $1.location },
-                                        source: loaded.source))
+        ConfigValidation.validate(loaded, registry: registry(), environment: environment, earlier: earlier)
     }
 }

@@ -43,7 +43,7 @@ extension TocsinCenter {
 
     /// One drain at a time: what arrives while it commits waits in `queued` for the next batch.
     func startDraining() {
-        guard !committing else { return }
+        guard !committing, loaded else { return }
         committing = true
         Task { await self.drain() }
     }

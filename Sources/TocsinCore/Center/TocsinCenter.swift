@@ -41,6 +41,8 @@ public actor TocsinCenter {
     private var nextSubscriber = 0
     var queued: [Work] = []
     var committing = false
+    /// Requests wait until the persisted state is loaded (the API may be served before that).
+    var loaded = false
     var inFlight = 0
     var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     var nextWaiter = 0
@@ -75,11 +77,13 @@ public actor TocsinCenter {
     /// handles what fell due while the daemon was down (by each notification's missed policy).
     public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
         await setBackends(list)
-        let loaded: LoadedState
-        do { loaded = try await store.load() } catch { throw CenterError(.storage, error.message) }
-        for p in loaded.problems { logger.error("\(p)") }
-        for row in loaded.rows { machine.restore(row) }
+        let state: LoadedState
+        do { state = try await store.load() } catch { throw CenterError(.storage, error.message) }
+        for p in state.problems { logger.error("\(p)") }
+        for row in state.rows { machine.restore(row) }
         started = true
+        loaded = true
+        if !queued.isEmpty { startDraining() }
         let recovered = machine.recovered(now: clock.now())
         if !recovered.isEmpty {
             let rows = (try? await store.notifications(recovered.map(\.key))) ?? [:]
@@ -112,6 +116,9 @@ public actor TocsinCenter {
         rearm()
         for await reason in timer.wakeups { await tick(reason) }
     }
+
+    /// Stops the wake-up timer, so `run` returns; callable from any context.
+    public nonisolated func stopTimer() { timer?.close() }
 
     /// Stops firing, waits up to `grace` for deliveries in flight (so a claimed firing is not cut
     /// off half-way), then shuts the backends down.

@@ -1,0 +1,60 @@
+import DBus
+import Logging
+import ServiceLifecycle
+import TocsinCore
+
+/// The center's events as D-Bus signals, until the center shuts down and ends the stream.
+struct EventForwardingService: Service {
+    let gateway: GatewayService
+    let events: AsyncStream<CenterEvent>
+    func run() async { await gateway.forward(events) }
+}
+
+/// Waits on the wake-up timer and fires what is due. On graceful shutdown the timer stops, then
+/// the center flushes the deliveries in flight and shuts the backends down.
+struct FiringService: Service {
+    let center: TocsinCenter
+    func run() async {
+        await withGracefulShutdownHandler {
+            await center.run()
+        } onGracefulShutdown: {
+            center.stopTimer()
+        }
+        await center.shutdown()
+    }
+}
+
+/// Keeps the D-Bus API up: after the bus goes away, reconnects with bounded backoff and takes
+/// the name back, while the schedule keeps firing.
+struct BusService: Service {
+    let gateway: GatewayService
+    let setup: DaemonSetup
+    let first: DBusConnection?
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { await keepConnected() }
+        gateway.link.current?.close()
+    }
+
+    private func keepConnected() async {
+        let logger = setup.logger
+        if let first {
+            await withTaskCancellationHandler { await first.waitUntilDisconnected() } onCancel: { first.close() }
+            if Task.isCancelled { return }
+            logger.warning("lost the bus connection; reconnecting")
+        }
+        let gateway = self.gateway
+        let reconnector = DBusReconnector(backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(30)),
+                                          connect: setup.connect,
+                                          setup: { c in
+                                              try await c.requestName(Gateway.busName)
+                                              try await gateway.attach(c)
+                                          })
+        for await connection in reconnector.connections() {
+            logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
+            await withTaskCancellationHandler { await connection.waitUntilDisconnected() } onCancel: { connection.close() }
+            if Task.isCancelled { return }
+            logger.warning("lost the bus connection; reconnecting")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import DBus
+import Logging
+import TocsinConfig
+import TocsinCore
+import TocsinTime
+
+/// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
+/// the whole daemon in its own process on a private bus.
+public struct DaemonSetup: Sendable {
+    /// The config as loaded and validated at start.
+    public var config: LoadedConfig
+    /// Reads and validates the config again, for a reload (SIGHUP or D-Bus `Reload`).
+    public var reloadConfig: @Sendable () -> Result<LoadedConfig, ConfigLoadError>
+    /// The backend types the binary links, given the link the `dbus-signal` backend emits on.
+    public var registry: @Sendable (BusLink) -> BackendRegistry
+    /// nil: `[daemon] state_dir`, else `$XDG_STATE_HOME/tocsin`.
+    public var stateDirectory: String?
+    public var connect: @Sendable () async throws -> DBusConnection
+    /// How the bus is named in log lines ("the session bus").
+    public var busDescription: String
+    public var clock: any TocsinClock
+    public var makeTimer: @Sendable () throws -> any WakeupTimer
+    public var logger: Logger
+    public var environment: [String: String]
+    /// Told when the daemon is ready, reloading or stopping (systemd's sd_notify).
+    public var notify: @Sendable (DaemonState) -> Void = { _ in }
+
+    public init(config: LoadedConfig, reloadConfig: @escaping @Sendable () -> Result<LoadedConfig, ConfigLoadError>,
+                registry: @escaping @Sendable (BusLink) -> BackendRegistry, stateDirectory: String?,
+                connect: @escaping @Sendable () async throws -> DBusConnection, busDescription: String,
+                clock: any TocsinClock, makeTimer: @escaping @Sendable () throws -> any WakeupTimer, logger: Logger,
+                environment: [String: String]) {
+        self.config = config; self.reloadConfig = reloadConfig; self.registry = registry
+        self.stateDirectory = stateDirectory; self.connect = connect; self.busDescription = busDescription
+        self.clock = clock; self.makeTimer = makeTimer; self.logger = logger; self.environment = environment
+    }
+
+    /// `$XDG_STATE_HOME/tocsin`, else `~/.local/state/tocsin`.
+    public static func defaultStateDirectory(_ env: [String: String]) -> String {
+        if let x = env["XDG_STATE_HOME"], x.hasPrefix("/") { return x + "/tocsin" }
+        return (env["HOME"] ?? ".") + "/.local/state/tocsin"
+    }
+}
+
+public enum DaemonState: Sendable, Hashable {
+    case ready(status: String)
+    case reloading
+    case stopping
+}
+
+/// Why the daemon could not start.
+public struct DaemonError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Backing: String { case invalidConfig = "invalid-config", storage, nameTaken = "name-taken", setup }
+        private let backing: Backing
+        private init(_ b: Backing) { backing = b }
+        /// The config (or a backend table in it) is invalid; `message` holds the rendered diagnostics.
+        public static let invalidConfig = Code(.invalidConfig)
+        /// The state database cannot be opened or written.
+        public static let storage = Code(.storage)
+        /// Another daemon owns the bus name.
+        public static let nameTaken = Code(.nameTaken)
+        /// The process could not set up a timer or thread.
+        public static let setup = Code(.setup)
+        public var description: String { backing.rawValue }
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    public var description: String { message }
+}
+
+extension CenterOptions {
+    /// The center's options from `[daemon]`: the one place where the config's defaults become
+    /// the engine's. The zone is `[daemon] timezone`, else `$TZ`, else the system's.
+    public init(settings d: DaemonSettings, environment: [String: String], zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(TimeSyntaxError) {
+        var zone = zones.defaultZone(tz: environment["TZ"])
+        if let tz = d.timezone { zone = try zones.rules(named: tz) }
+        self.init(defaultZone: zone, zones: zones)
+        maxPending = d.maxPending
+        defaultMissed = d.missed
+        defaultMaxLate = d.maxLate
+    }
+}
+
+/// Checks a loaded config beyond its syntax: every backend table builds with the linked backend
+/// types, and every zone name exists. `tocsin check`, start-up and reload share it.
+public enum ConfigValidation {
+    public static func validate(_ loaded: LoadedConfig, registry: BackendRegistry, environment: [String: String],
+                                earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
+        var diags = earlier
+        let quiet = Logger(label: "tocsin.check") { _ in SwiftLogNoOpLogHandler() }
+        if case .failure(let e) = registry.makeBackends(for: loaded.configuration, file: loaded.file,
+                                                        environment: BackendEnvironment(logger: quiet, environment: environment)) {
+            diags += e.diagnostics
+        }
+        let zones = ZoneInfoDirectory()
+        func unknown(_ name: String) -> Bool { (try? zones.rules(named: name)) == nil }
+        if let tz = loaded.configuration.daemon.timezone, unknown(tz) {
+            diags.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1),
+                                    message: "unknown time zone '\(tz)' in [daemon]"))
+        }
+        for n in loaded.configuration.notifications {
+            if let tz = n.timezone, unknown(tz) {
+                diags.append(Diagnostic(file: loaded.file, location: n.location,
+                                        message: "unknown time zone '\(tz)' in notification '\(n.key ?? "")'"))
+            }
+            if case .onCalendar(let c) = n.trigger, let tz = c.timeZoneName, unknown(tz) {
+                diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
+                                        message: "unknown time zone '\(tz)' in 'on_calendar'"))
+            }
+        }
+        if diags.isEmpty { return .success(loaded) }
+        return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: diags.sorted { $0.location < $1.location },
+                                        source: loaded.source))
+    }
+}

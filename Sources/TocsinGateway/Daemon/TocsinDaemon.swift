@@ -1,0 +1,172 @@
+import DBus
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TocsinConfig
+import TocsinCore
+import TocsinTime
+
+/// The whole daemon as a library: the composition root that `tocsin daemon` runs, and that tests
+/// run in-process on a private bus.
+///
+/// Start-up is ordered so that nothing emitted at start is lost: the state is opened, the gateway
+/// subscribes to the center's events, the bus connection is made and the API exported, and only
+/// then is the persisted state loaded and the first catch-up tick run (its `Missed` and `Fired`
+/// reach subscribers that were waiting for the daemon). Requests that arrive before the state is
+/// loaded wait for it. `run` then keeps the long-lived parts going as services of one
+/// `ServiceGroup`, and stops them in reverse order.
+public final class TocsinDaemon: Sendable {
+    public let center: TocsinCenter
+    public let gateway: GatewayService
+    public let link: BusLink
+    private let setup: DaemonSetup
+    private let registry: BackendRegistry
+    private let firstConnection: DBusConnection?
+    private let events: AsyncStream<CenterEvent>
+
+    private init(setup: DaemonSetup, center: TocsinCenter, gateway: GatewayService, link: BusLink, registry: BackendRegistry,
+                 firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
+        self.setup = setup; self.center = center; self.gateway = gateway; self.link = link
+        self.registry = registry; self.firstConnection = firstConnection; self.events = events
+    }
+
+    public static func start(_ setup: DaemonSetup) async throws(DaemonError) -> TocsinDaemon {
+        let logger = setup.logger
+        let c = setup.config.configuration
+        let options: CenterOptions
+        do { options = try CenterOptions(settings: c.daemon, environment: setup.environment) } catch {
+            throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
+        }
+        let stateDirectory = setup.stateDirectory ?? c.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(setup.environment)
+        let link = BusLink(logger: logger)
+        let registry = setup.registry(link)
+        let backends = try makeBackends(setup.config, registry: registry, setup: setup)
+        let timer: any WakeupTimer
+        do { timer = try setup.makeTimer() } catch { throw DaemonError(.setup, "\(error)") }
+        let center: TocsinCenter
+        do {
+            center = try TocsinCenter(options: options, stateDirectory: stateDirectory, clock: setup.clock, timer: timer, logger: logger)
+        } catch {
+            timer.close()
+            throw DaemonError(.storage, error.message)
+        }
+        let reloader = Mutex<TocsinDaemon?>(nil)
+        let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient) {
+            guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
+            return await daemon.reload()
+        }
+        let events = await center.events()
+
+        // The first connection decides whether we may run: a name owned by another daemon is fatal.
+        var first: DBusConnection?
+        do {
+            first = try await connectAndServe(gateway, setup: setup)
+        } catch let e as DBusError where e.code == .nameTaken {
+            await center.shutdown()
+            throw DaemonError(.nameTaken, "another Tocsin daemon is running: \(e.message)")
+        } catch {
+            logger.warning("cannot use \(setup.busDescription) (\(error)); firing continues and the D-Bus API comes up when the bus does")
+        }
+        do {
+            try await center.start(backends: backends)
+            let report = try await center.applyConfig(c.notifications)
+            let pending = await center.activeCount
+            logger.info("started", metadata: [
+                "config": "\(setup.config.file)", "state": "\(stateDirectory)", "backends": "\(backends.map(\.name).joined(separator: ","))",
+                "notifications": "\(report.added.count + report.changed.count + report.unchanged.count)",
+                "pending": "\(pending)"])
+        } catch {
+            first?.close()
+            await center.shutdown()
+            throw DaemonError(.storage, error.message)
+        }
+        let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, registry: registry,
+                                  firstConnection: first, events: events)
+        reloader.withLock { $0 = daemon }
+        return daemon
+    }
+
+    /// What the daemon is asked to do while it runs (from signals: SIGHUP, SIGTERM/SIGINT).
+    public enum Control: Sendable { case reload, stop }
+
+    /// Runs until `.stop` arrives (or `controls` ends), then stops gracefully: the bus first, then
+    /// firing (deliveries in flight get their grace period), then the event forwarding.
+    public func run(controls: some AsyncSequence<Control, Never> & Sendable) async {
+        let logger = setup.logger
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [
+            .init(service: EventForwardingService(gateway: gateway, events: events)),
+            .init(service: FiringService(center: center)),
+            .init(service: BusService(gateway: gateway, setup: setup, first: firstConnection)),
+        ], logger: logger))
+        setup.notify(.ready(status: firstConnection == nil ? "running without a bus connection" : "serving \(Gateway.busName)"))
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                do { try await group.run() } catch { logger.error("a service failed: \(error)") }
+            }
+            for await control in controls {
+                if case .reload = control {
+                    if let problem = await reload() {
+                        logger.error("reload failed; keeping the running configuration:\n\(problem)")
+                    }
+                    continue
+                }
+                break
+            }
+            logger.info("stopping")
+            setup.notify(.stopping)
+            await group.triggerGracefulShutdown()
+            await tasks.waitForAll()
+        }
+    }
+
+    /// Reload: a bad config is reported (returned, for the D-Bus error) and the running one kept.
+    public func reload() async -> String? {
+        setup.notify(.reloading)
+        defer { setup.notify(.ready(status: "serving \(Gateway.busName)")) }
+        let logger = setup.logger
+        do {
+            let loaded = try setup.reloadConfig().get()
+            let backends = try Self.makeBackends(loaded, registry: registry, setup: setup)
+            let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
+            logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
+                                               "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
+            return nil
+        } catch let e as ConfigLoadError {
+            logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
+            return e.rendered
+        } catch let e as DaemonError {
+            logger.error("reload failed; keeping the running configuration:\n\(e.message)")
+            return e.message
+        } catch let e as CenterError {
+            logger.error("reload failed; keeping the running configuration: \(e.message)")
+            return e.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    private static func makeBackends(_ loaded: LoadedConfig, registry: BackendRegistry,
+                                     setup: DaemonSetup) throws(DaemonError) -> [any DeliveryBackend] {
+        switch registry.makeBackends(for: loaded.configuration, file: loaded.file,
+                                     environment: BackendEnvironment(logger: setup.logger, environment: setup.environment)) {
+        case .success(let b): return b
+        case .failure(let e):
+            throw DaemonError(.invalidConfig, ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: e.diagnostics,
+                                                              source: loaded.source).rendered)
+        }
+    }
+
+    /// Connects, takes the bus name and serves the gateway object.
+    static func connectAndServe(_ gateway: GatewayService, setup: DaemonSetup) async throws -> DBusConnection {
+        let c = try await setup.connect()
+        do {
+            try await c.requestName(Gateway.busName)
+            try await gateway.attach(c)
+        } catch {
+            c.close()
+            throw error
+        }
+        setup.logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
+        return c
+    }
+}

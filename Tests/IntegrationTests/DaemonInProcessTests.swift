@@ -1,0 +1,126 @@
+import DBus
+import Logging
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinDBusSignalBackend
+import TocsinGateway
+import TocsinTesting
+import TocsinTime
+
+/// The whole daemon (`TocsinDaemon`, what `tocsin daemon` runs) in the test's own process, on a
+/// private bus and a virtual clock, driven by clients we did not write (gdbus, dbus-python).
+@Suite("Daemon in-process")
+struct DaemonInProcessTests {
+    static let t0 = Instant(seconds: 1_772_442_000)
+    static let config = """
+        [daemon]
+        missed = "skip"
+        timezone = "UTC"
+
+        [backend.events]
+        type = "dbus-signal"
+        """
+
+    final class Running: Sendable {
+        let daemon: TocsinDaemon
+        let stop: AsyncStream<TocsinDaemon.Control>.Continuation
+        let task: Task<Void, Never>
+        init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
+            daemon = d; stop = s; task = t
+        }
+        func shutdown() async {
+            stop.yield(.stop)
+            await task.value
+        }
+    }
+
+    static func start(bus: PrivateBus, state: String, clock: VirtualClock) async throws -> Running {
+        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
+        let address = bus.address
+        let setup = DaemonSetup(
+            config: loaded, reloadConfig: { .success(loaded) },
+            registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())]) },
+            stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
+            busDescription: "the test bus", clock: clock, makeTimer: { clock },
+            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, environment: [:])
+        let daemon = try await TocsinDaemon.start(setup)
+        let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
+        let task = Task { await daemon.run(controls: controls) }
+        return Running(daemon, continuation, task)
+    }
+
+    func gdbus(_ bus: PrivateBus, _ method: String, _ args: String...) async throws -> TestProcess.Output {
+        try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", "io.github.tocsin.Gateway",
+                                            "-o", "/io/github/tocsin/Gateway", "-m", "io.github.tocsin.Gateway1.\(method)"] + args)
+    }
+
+    @Test("restarted after downtime: the catch-up's Missed reaches a subscriber that waited for the daemon")
+    func missedAtStartIsSignalled() async throws {
+        try await PrivateBus.with { bus in
+            let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
+            let clock = VirtualClock(now: Self.t0)
+            let first = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
+            let due = Self.t0 + .seconds(60)
+            let scheduled = try await gdbus(bus, "Schedule", "{'key': <'late'>, 'title': <'t'>, 'at': <'@\(due.seconds)'>}")
+            #expect(scheduled.stdoutText.contains("'late'"), "\(scheduled.stderrText)")
+            await first.shutdown()
+
+            // A subscriber that is listening before the daemon comes back.
+            let watcher = try TestProcess("/usr/bin/python3", ["-u", "-c", """
+                import dbus, dbus.mainloop.glib
+                from gi.repository import GLib
+                dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+                bus = dbus.bus.BusConnection('\(bus.address)')
+                loop = GLib.MainLoop()
+                def on_missed(key, due):
+                    print('Missed', key, int(due), flush=True)
+                    loop.quit()
+                bus.add_signal_receiver(on_missed, 'Missed', 'io.github.tocsin.Gateway1')
+                bus.get_object('org.freedesktop.DBus', '/org/freedesktop/DBus').GetId(dbus_interface='org.freedesktop.DBus')
+                print('ready', flush=True)
+                GLib.timeout_add_seconds(30, loop.quit)
+                loop.run()
+                """])
+            _ = try await watcher.waitForOutput(containing: "ready", timeout: .seconds(20))
+
+            clock.advance(by: .hours(1))
+            let second = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
+            _ = try await watcher.waitForOutput(containing: "Missed late \(due.microseconds)\n", timeout: .seconds(20))
+            #expect(await second.daemon.center.activeCount == 0, "an 'at' that was missed under 'skip' is done")
+            await second.shutdown()
+            _ = try? await watcher.kill()
+        }
+    }
+
+    @Test("the gateway in-process: Schedule, List and Cancel through gdbus; Fired with the due time, never for a cancelled key")
+    func gatewayInProcess() async throws {
+        try await PrivateBus.with { bus in
+            let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
+            let clock = VirtualClock(now: Self.t0)
+            let running = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
+            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address,
+                                                           "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
+            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
+            let due = Self.t0 + .seconds(30)
+            for key in ["a", "b"] {
+                let out = try await gdbus(bus, "Schedule", "{'key': <'\(key)'>, 'title': <'T \(key)'>, 'at': <'@\(due.seconds)'>}")
+                #expect(out.status == .exited(0), "\(out.stderrText)")
+            }
+            let anonymous = try await gdbus(bus, "Schedule", "{'title': <'anon'>, 'after': <'1h'>}")
+            #expect(anonymous.stdoutText.count > 36, "a generated key is a UUID: \(anonymous.stdoutText)")
+            let list = try await gdbus(bus, "List").stdoutText
+            #expect(list.contains("'T a'") && list.contains("'T b'") && list.contains("'anon'"), "\(list)")
+            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("true"))
+            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("false"))
+            clock.advance(by: .seconds(30))
+            await running.daemon.center.tick()
+            // The info dictionary (with `due`) is printed after the key, so this waits for the whole signal.
+            let fired = try await monitor.waitForOutput(containing: "int64 \(due.microseconds)", timeout: .seconds(20))
+            #expect(fired.contains("string \"a\""), "\(fired)")
+            #expect(!monitor.stdout.contains("string \"b\""), "a cancelled notification never fires")
+            await running.shutdown()
+            _ = try? await monitor.kill()
+        }
+    }
+}
