@@ -80,8 +80,7 @@ public final class DBusMessage: @unchecked Sendable {
 
     private static func validateAll(_ arguments: [DBusValue]) throws(DBusError) {
         for a in arguments { try a.validate() }
-        let signature = arguments.map(\.type.description).joined()
-        if signature.utf8.count > 255 {
+        if arguments.reduce(0, { $0 + $1.type.signatureLength }) > 255 {
             throw DBusError(.limitsExceeded, "message signature longer than 255 bytes")
         }
     }

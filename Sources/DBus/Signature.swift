@@ -45,6 +45,46 @@ public indirect enum DBusType: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether a type built in code is one the parser would accept, checked on the structure
+    /// itself (the parser's rules: at most 255 bytes, arrays and structs each nested at most 32
+    /// deep, basic dictionary keys, no empty struct), without printing and re-parsing it.
+    var isWithinLimits: Bool {
+        var length = 0
+        return fits(arrayDepth: 0, structDepth: 0, length: &length) && length <= 255
+    }
+
+    private func fits(arrayDepth: Int, structDepth: Int, length: inout Int) -> Bool {
+        guard length <= 255 else { return false }
+        switch self {
+        case .array(let element):
+            length += 1
+            return arrayDepth < 32 && element.fits(arrayDepth: arrayDepth + 1, structDepth: structDepth, length: &length)
+        case .dictionary(let key, let value):
+            length += 3
+            return arrayDepth < 32 && key.isBasic
+                && key.fits(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1, length: &length)
+                && value.fits(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1, length: &length)
+        case .structure(let fields):
+            length += 2
+            guard structDepth < 32, !fields.isEmpty else { return false }
+            for f in fields where !f.fits(arrayDepth: arrayDepth, structDepth: structDepth + 1, length: &length) { return false }
+            return true
+        default:
+            length += 1
+            return true
+        }
+    }
+
+    /// The signature's length in bytes, without building it.
+    var signatureLength: Int {
+        switch self {
+        case .array(let element): return 1 + element.signatureLength
+        case .dictionary(let key, let value): return 3 + key.signatureLength + value.signatureLength
+        case .structure(let fields): return 2 + fields.reduce(0) { $0 + $1.signatureLength }
+        default: return 1
+        }
+    }
+
     /// Parses a single complete type.
     public init(_ signature: String) throws(DBusError) {
         let parsed = try DBusSignature(signature)

@@ -89,10 +89,31 @@ public indirect enum DBusValue: Sendable, Hashable {
 
     /// The type signature, re-parsed: catches nesting and length limits of types built in code.
     private func validateSignature() throws(DBusError) {
-        if type.isBasic { return }
-        let text = type.description
-        guard (try? DBusType(text)) != nil else {
-            throw DBusError(.invalidSignature, "value of type '\(text.prefix(300))' exceeds D-Bus type limits")
+        switch self {
+        case .array, .dictionary, .structure: break
+        default: return
+        }
+        let t = type
+        guard t.isWithinLimits else {
+            throw DBusError(.invalidSignature, "value of type '\(t.description.prefix(300))' exceeds D-Bus type limits")
+        }
+    }
+
+    /// Whether this value has type `t`, compared without building its type (which would box
+    /// every container level on the heap): a thousand Fired dictionaries are checked per burst.
+    func hasType(_ t: DBusType) -> Bool {
+        switch (self, t) {
+        case (.byte, .byte), (.boolean, .boolean), (.int16, .int16), (.uint16, .uint16), (.int32, .int32),
+             (.uint32, .uint32), (.int64, .int64), (.uint64, .uint64), (.double, .double), (.string, .string),
+             (.objectPath, .objectPath), (.signature, .signature), (.unixFD, .unixFD), (.variant, .variant):
+            return true
+        case (.array(let element, _), .array(let wanted)): return element == wanted
+        case (.dictionary(let k, let v, _), .dictionary(let wk, let wv)): return k == wk && v == wv
+        case (.structure(let fields), .structure(let wanted)):
+            guard fields.count == wanted.count else { return false }
+            for (f, w) in zip(fields, wanted) where !f.hasType(w) { return false }
+            return true
+        default: return false
         }
     }
 
@@ -110,7 +131,7 @@ public indirect enum DBusValue: Sendable, Hashable {
             }
         case .array(let element, let values):
             for v in values {
-                guard v.type == element else {
+                guard v.hasType(element) else {
                     throw DBusError(.invalidArgs, "array of '\(element)' holds a '\(v.type)'")
                 }
                 try v.validate(depth: depth + 1)
@@ -118,7 +139,7 @@ public indirect enum DBusValue: Sendable, Hashable {
         case .dictionary(let key, let value, let entries):
             guard key.isBasic else { throw DBusError(.invalidArgs, "dictionary key type '\(key)' is not basic") }
             for e in entries {
-                guard e.key.type == key, e.value.type == value else {
+                guard e.key.hasType(key), e.value.hasType(value) else {
                     throw DBusError(.invalidArgs, "dictionary a{\(key)\(value)} holds an entry {\(e.key.type)\(e.value.type)}")
                 }
                 try e.key.validate(depth: depth + 1)

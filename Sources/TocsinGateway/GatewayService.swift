@@ -167,23 +167,25 @@ public final class GatewayService: Sendable {
         }
     }
 
-    /// The `Fired` signal's info dictionary; used by the `dbus-signal` backend.
-    public static func firedInfo(_ f: Firing, backends: [String]) -> DBusValue {
-        var fields: [(String, DBusValue)] = [
-            ("title", .string(f.notification.title)),
-            ("body", .string(f.notification.body)),
-            ("due", .int64(f.due.microseconds)),
-            ("fired", .int64(f.fired.microseconds)),
-            ("occurrence", .uint32(f.occurrence.number)),
-            ("late", .boolean(f.late)),
-            ("reason", .string(f.reason.rawValue)),
-            ("urgency", .string(f.notification.urgency.rawValue)),
-            ("user_info", .dictionary(key: .string, value: .string,
-                                      f.notification.userInfo.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })),
-            ("backends", .array(.string, backends.map { .string($0) })),
-        ]
-        if let o = f.occurrence.offset { fields.append(("before", .int64(o.microseconds))) }
-        return .vardict(fields)
+    /// The `Fired` signal, the one place its shape is defined (`docs`/README list its fields):
+    /// the key, then an `a{sv}` of the firing. Written straight into the message.
+    public static func firedSignal(_ f: Firing, backends: [String]) throws(DBusError) -> DBusMessage {
+        try DBusMessage.signal(path: Gateway.objectPath, interface: Gateway.interface, member: "Fired") { w in
+            w.string(f.key)
+            w.vardict { d in
+                d.string("title", f.notification.title)
+                d.string("body", f.notification.body)
+                d.int64("due", f.due.microseconds)
+                d.int64("fired", f.fired.microseconds)
+                d.uint32("occurrence", f.occurrence.number)
+                d.boolean("late", f.late)
+                d.string("reason", f.reason.rawValue)
+                d.string("urgency", f.notification.urgency.rawValue)
+                d.stringPairs("user_info", f.notification.userInfo.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+                d.strings("backends", backends)
+                if let o = f.occurrence.offset { d.int64("before", o.microseconds) }
+            }
+        }
     }
 }
 
@@ -232,13 +234,11 @@ public final class BusLink: Sendable {
             var errors: [DeliveryError?] = []
             errors.reserveCapacity(firings.count)
             for f in firings {
-                do {
-                    messages.append(try DBusMessage.signal(
-                        path: Gateway.objectPath, interface: Gateway.interface, member: "Fired",
-                        arguments: [.string(f.key), GatewayService.firedInfo(f, backends: f.backends)]))
+                do throws(DBusError) {
+                    messages.append(try GatewayService.firedSignal(f, backends: f.backends))
                     errors.append(nil)
                 } catch {
-                    errors.append(DeliveryError(.permanent, "\(error)"))
+                    errors.append(DeliveryError(.permanent, error.message))
                 }
             }
             c.send(messages)

@@ -86,9 +86,10 @@ public final class InMemoryStore: NotificationStore {
         case .delete(let key, let keep):
             if keep, let info = s.rows[key]?.notification.userInfo, !info.isEmpty { s.recentUserInfo[key] = info }
             s.rows[key] = nil
-        case .progress(let key, let last, let alert):
+        case .progress(let key, let last, let alert, let pending):
             s.rows[key]?.last = last
             s.rows[key]?.alert = alert
+            s.rows[key]?.pending = pending
         case .alert(let key, let alert): s.rows[key]?.alert = alert
         case .pending(let key, let p): s.rows[key]?.pending = p
         case .markCancelled(let key):

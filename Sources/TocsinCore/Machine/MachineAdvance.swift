@@ -54,8 +54,7 @@ extension NotificationMachine {
             if !to.isEmpty { setInDelivery(key, PendingDelivery(occurrence: d.occurrence, due: d.due, remaining: to)) }
             out.append(.deliver(d))
         }
-        out.append(.persist(.progress(key: key, last: occurrence(e.last, of: e), alert: e.alert)))
-        out.append(.persist(.pending(key: key, inDelivery[key])))
+        out.append(.persist(.progress(key: key, last: occurrence(e.last, of: e), alert: e.alert, pending: inDelivery[key])))
         cleanUpIfDone(key, into: &out)
     }
 

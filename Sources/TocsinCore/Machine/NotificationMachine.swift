@@ -99,6 +99,8 @@ public struct NotificationMachine: Sendable {
     var triggers = TriggerTable()
     private var routes: [[String]] = []
     private var routeRows: [[String]: Int32] = [:]
+    private var resolvedRoutes: [ResolvedRoute] = []
+    private var defaultRoute = ResolvedRoute()
     public private(set) var backends: [BackendInfo] = []
     /// Definitions of config entries as written, so an unchanged one keeps its state on reload.
     private(set) var fingerprints: [String: String] = [:]
@@ -223,7 +225,9 @@ public struct NotificationMachine: Sendable {
                 if let e { put(e) } else { remove(key) }
             case .fingerprint(let key, let f): fingerprints[key] = f
             case .inDelivery(let key, let p): inDelivery[key] = p
-            case .backends(let b): backends = b
+            case .backends(let b):
+                backends = b
+                refreshRoutes()
             }
         }
     }
@@ -233,38 +237,57 @@ public struct NotificationMachine: Sendable {
     public mutating func setBackends(_ list: [BackendInfo]) {
         undoLog?.append(.backends(backends))
         backends = list
+        refreshRoutes()
     }
 
     public var backendNames: [String] { backends.map(\.name) }
 
     /// A notification without `backends` goes to every backend except alarms: ringing is opt-in,
     /// so adding an alarm to a config never makes ordinary reminders ring.
-    public var defaultTargets: [String] { backends.filter { $0.ringPolicy == nil }.map(\.name) }
+    public var defaultTargets: [String] { defaultRoute.targets }
+
+    /// What firing needs of a route, computed once per route and backend set, not per firing.
+    struct ResolvedRoute: Sendable {
+        var targets: [String] = []
+        /// The ring policy of the first alarm backend among the targets.
+        var ring: RingPolicy?
+        var ringers: [String] = []
+    }
+
+    private func resolve(_ names: [String]) -> ResolvedRoute {
+        var r = ResolvedRoute(targets: names)
+        for name in names {
+            guard let policy = backends.first(where: { $0.name == name })?.ringPolicy else { continue }
+            if r.ring == nil { r.ring = policy }
+            r.ringers.append(name)
+        }
+        return r
+    }
+
+    private mutating func refreshRoutes() {
+        defaultRoute = resolve(backends.filter { $0.ringPolicy == nil }.map(\.name))
+        resolvedRoutes = routes.map(resolve)
+    }
 
     mutating func route(for names: [String]?) -> Int32 {
         guard let names else { return -1 }
         if let r = routeRows[names] { return r }
         let r = Int32(routes.count)
         routes.append(names)
+        resolvedRoutes.append(resolve(names))
         routeRows[names] = r
         return r
     }
 
-    func targets(_ e: Entry) -> [String] { e.route < 0 ? defaultTargets : routes[Int(e.route)] }
+    func resolved(_ e: Entry) -> ResolvedRoute { e.route < 0 ? defaultRoute : resolvedRoutes[Int(e.route)] }
+
+    func targets(_ e: Entry) -> [String] { resolved(e).targets }
 
     func explicitBackends(_ e: Entry) -> [String]? { e.route < 0 ? nil : routes[Int(e.route)] }
 
-    /// The ring policy of the first alarm backend the notification goes to, if any.
-    func ringPolicy(_ e: Entry) -> RingPolicy? {
-        for name in targets(e) {
-            if let r = backends.first(where: { $0.name == name })?.ringPolicy { return r }
-        }
-        return nil
-    }
+    func ringPolicy(_ e: Entry) -> RingPolicy? { resolved(e).ring }
 
-    func ringers(_ e: Entry) -> [String] {
-        targets(e).filter { name in backends.contains { $0.name == name && $0.ringPolicy != nil } }
-    }
+    func ringers(_ e: Entry) -> [String] { resolved(e).ringers }
 
     // MARK: Reading
 

@@ -33,7 +33,8 @@ public enum StoreOp: Hashable, Sendable {
     /// `keepUserInfo`: remember its user_info, so a popup clicked after the notification finished
     /// still hands it back with `ActionInvoked`.
     case delete(key: String, keepUserInfo: Bool)
-    case progress(key: String, last: Occurrence?, alert: AlertState)
+    /// After a firing: what was handled last, the alert state and the claimed delivery, in one row update.
+    case progress(key: String, last: Occurrence?, alert: AlertState, pending: PendingDelivery?)
     case alert(key: String, AlertState)
     case pending(key: String, PendingDelivery?)
     case markCancelled(key: String)

@@ -24,6 +24,8 @@ final class StateStore {
     private var recentStmt: SQLiteStatement
     private var inTransaction = false
     private var keptSinceTrim = 0
+    /// Parsed calendar expressions by their stored text: a million rows of one rule parse it once.
+    private var calendars: [String: CalendarSpec] = [:]
     let zones: ZoneCache
 
     /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
@@ -58,7 +60,10 @@ final class StateStore {
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
               ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
             """)
-        progressStmt = try db.prepare("UPDATE notification SET last_number=?2, last_instant=?3, last_offset=?4, alert=?5, alert_a=?6, alert_b=?7 WHERE key=?1")
+        progressStmt = try db.prepare("""
+            UPDATE notification SET last_number=?2, last_instant=?3, last_offset=?4, alert=?5, alert_a=?6, alert_b=?7,
+              pending_backends=?8, pending_number=?9, pending_instant=?10, pending_offset=?11, pending_due=?12 WHERE key=?1
+            """)
         alertStmt = try db.prepare("UPDATE notification SET alert=?2, alert_a=?3, alert_b=?4 WHERE key=?1")
         pendingStmt = try db.prepare("UPDATE notification SET pending_backends=?2, pending_number=?3, pending_instant=?4, pending_offset=?5, pending_due=?6 WHERE key=?1")
         deleteStmt = try db.prepare("DELETE FROM notification WHERE key=?1")
@@ -202,12 +207,13 @@ final class StateStore {
     }
 
     /// After a firing: what was handled last and the alert state, one small UPDATE.
-    func saveProgress(key: String, last: Occurrence?, alert: AlertState) throws(StoreError) {
+    func saveProgress(key: String, last: Occurrence?, alert: AlertState, pending: PendingDelivery?) throws(StoreError) {
         let s = progressStmt
         s.bind(1, key)
         s.bind(2, last.map { Int64($0.number) }); s.bind(3, last?.instant.microseconds); s.bind(4, last?.offset?.microseconds)
         let a = AlertColumns(alert)
         s.bind(5, a.kind); s.bind(6, a.a); s.bind(7, a.b)
+        bindPending(s, from: 8, pending)
         try s.run()
     }
 
@@ -244,7 +250,7 @@ final class StateStore {
         switch op {
         case .upsert(let row): try save(row)
         case .delete(let key, let keep): try delete(key: key, keepUserInfo: keep)
-        case .progress(let key, let last, let alert): try saveProgress(key: key, last: last, alert: alert)
+        case .progress(let key, let last, let alert, let pending): try saveProgress(key: key, last: last, alert: alert, pending: pending)
         case .alert(let key, let alert): try saveAlert(key: key, alert)
         case .pending(let key, let p): try savePending(key: key, p)
         case .markCancelled(let key): try markCancelled(key: key)
@@ -318,7 +324,8 @@ final class StateStore {
         let key = q.text(0) ?? ""
         let zoneName = q.text(11) ?? "UTC"
         guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
-                                                  d: q.int(9), text: q.text(10), zone: zoneName, zones: zones) else {
+                                                  d: q.int(9), text: q.text(10), zone: zoneName, zones: zones,
+                                                  calendars: &calendars) else {
             return .failure(RowProblem(description: "notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')"))
         }
         let actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
@@ -409,7 +416,7 @@ private struct TriggerColumns {
     }
 
     static func decode(kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?, zone: String,
-                       zones: ZoneCache) -> Trigger? {
+                       zones: ZoneCache, calendars: inout [String: CalendarSpec]) -> Trigger? {
         switch kind {
         case 1: return a.map { .at(Instant(microseconds: $0)) }
         case 2:
@@ -417,7 +424,13 @@ private struct TriggerColumns {
             return .every(period: TimeSpan(microseconds: a), starting: Instant(microseconds: b),
                           count: c.map { UInt32(clamping: $0) }, until: d.map { Instant(microseconds: $0) })
         case 3:
-            guard let text, let spec = try? CalendarSpec.parse(text) else { return nil }
+            guard let text else { return nil }
+            let spec: CalendarSpec
+            if let cached = calendars[text] { spec = cached } else {
+                guard let parsed = try? CalendarSpec.parse(text) else { return nil }
+                if calendars.count < 4096 { calendars[text] = parsed }
+                spec = parsed
+            }
             guard let rules = try? zones.rules(spec.timeZoneName ?? zone) else { return nil }
             return .calendar(spec, zone: rules)
         case 4:
