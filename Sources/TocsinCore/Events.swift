@@ -13,3 +13,15 @@ public enum CenterEvent: Hashable, Sendable {
     /// A backend gave up on a firing after its retries.
     case deliveryFailed(key: String, backend: String, message: String)
 }
+
+extension CenterEvent {
+    /// The notification the event is about.
+    public var key: String {
+        switch self {
+        case .fired(let f, _): return f.key
+        case .actionInvoked(let k, _, _), .acknowledged(let k), .snoozed(let k, _), .cancelled(let k),
+             .missed(let k, _, _), .unanswered(let k, _), .deliveryFailed(let k, _, _):
+            return k
+        }
+    }
+}

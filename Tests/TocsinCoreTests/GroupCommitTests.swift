@@ -82,4 +82,25 @@ struct GroupCommitTests {
         await c.waitForDeliveries()
         #expect(spy.deliveries.map(\.key) == ["keep"])
     }
+
+    @Test("a burst due together is claimed in slices, one transaction each, and every firing is delivered once")
+    func burstInSlices() async throws {
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let spy = RecordingBackend(name: "spy")
+        let c = try await center(store, clock, spy: spy)
+        for i in 0..<300 { try await c.schedule(spec(String(format: "k%03d", i), at(10))) }
+        let before = store.commits.count
+        store.failCommit(number: before + 2)
+        clock.advance(by: .seconds(10))
+        await c.tick()
+        await c.waitForDeliveries()
+        let slices = store.commits.dropFirst(before).prefix(3).map { ops in
+            ops.filter { if case .progress = $0 { return true }; return false }.count
+        }
+        #expect(slices == [128, 128, 44], "claims per transaction")
+        #expect(store.state.value.failed == [before + 2])
+        let keys = spy.deliveries.map(\.key)
+        #expect(keys.count == 300 && Set(keys).count == 300, "a slice whose claim failed is still delivered, once")
+    }
 }

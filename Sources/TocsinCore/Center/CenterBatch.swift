@@ -90,38 +90,93 @@ extension TocsinCenter {
                 calls.append((c, .failure(error), []))
             }
         }
-        var ops: [StoreOp] = []
-        for case .persist(let op) in facts { ops.append(op) }
-        for (_, _, actions) in calls { for case .persist(let op) in actions { ops.append(op) } }
-        var reading: [String] = []
-        for case .deliver(let d) in facts where fresh[d.key] == nil { reading.append(d.key) }
+        // A burst is committed and delivered in slices: the store thread commits the next slice
+        // while this one is handed to the backends, so the first signals leave within
+        // milliseconds of the due time instead of after the whole burst is durable.
+        let slices = Self.slices(facts, deliveries: Self.sliceSize)
+        var batches: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
+            (slice.compactMap { if case .persist(let op) = $0 { return op }; return nil },
+             slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
+        }
+        for (_, _, actions) in calls { for case .persist(let op) in actions { batches[0].ops.append(op) } }
 
-        do {
-            var contents = try await store.commit(ops, reading: reading)
-            machine.endRecording()
-            for case .finished(let key, let occurrence, let backend) in work {
-                logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+        var done = 0
+        for await result in store.commitEach(batches) {
+            var contents: [String: Notification]
+            switch result {
+            case .success(let c):
+                contents = c
+                if done == 0 {
+                    machine.endRecording()
+                    for case .finished(let key, let occurrence, let backend) in work {
+                        logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+                    }
+                    if let swapTo { await setBackends(swapTo) }
+                }
+            case .failure(let error):
+                if done == 0 { failCalls(&calls, error) }
+                contents = await unrecorded(batches[done].reading, error)
             }
-            if let swapTo { await setBackends(swapTo) }
-            contents.merge(fresh) { a, _ in a }
-            perform(facts, contents: contents)
-            for (c, result, actions) in calls {
-                perform(actions, contents: fresh)
-                c.resume(returning: result)
+            perform(slices[done], contents: contents)
+            if done == 0 {
+                for (c, result, actions) in calls {
+                    perform(actions, contents: fresh)
+                    c.resume(returning: result)
+                }
             }
-        } catch {
-            machine.rollback()
-            logger.error("could not save a batch of changes; its requests fail and nothing of them was changed: \(error.message)")
-            // Claimed firings are delivered anyway: a restart may deliver them again, never lose them.
-            if !reading.isEmpty { logger.error("could not record firings; delivering anyway") }
-            perform(facts, contents: (try? await store.notifications(reading)) ?? [:])
-            for (c, result, _) in calls {
-                if case .failure = result { c.resume(returning: result); continue }
-                c.resume(returning: .failure(CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")))
-            }
+            done += 1
+        }
+        // Only if the store stopped answering (closed): what is left is delivered unrecorded.
+        if done == 0 { failCalls(&calls, StoreError(.failed, "the state database is closed")) }
+        while done < slices.count {
+            perform(slices[done], contents: await unrecorded(batches[done].reading, StoreError(.failed, "the state database is closed")))
+            done += 1
         }
         for _ in 0..<finished { deliveryDone() }
         for c in tickWaiters { c.resume() }
+    }
+
+    /// Firings per slice of a burst: small enough that the first slice is out in a few
+    /// milliseconds, large enough that a slice's fsync is shared by many.
+    static let sliceSize = 128
+
+    /// Cuts actions into slices of about `limit` deliveries, only between notifications, so
+    /// each notification's actions stay in one slice and in order.
+    static func slices(_ actions: [MachineAction], deliveries limit: Int) -> [[MachineAction]] {
+        var out: [[MachineAction]] = [[]]
+        var count = 0
+        var lastKey: String?
+        for a in actions {
+            let key = a.key
+            if count >= limit, key != lastKey {
+                out.append([])
+                count = 0
+            }
+            out[out.count - 1].append(a)
+            if case .deliver = a { count += 1 }
+            lastKey = key
+        }
+        return out
+    }
+
+    /// A failed first commit: the requests of the batch are rolled back and fail.
+    private func failCalls(_ calls: inout [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])],
+                           _ error: StoreError) {
+        machine.rollback()
+        logger.error("could not save a batch of changes; its requests fail and nothing of them was changed: \(error.message)")
+        for (c, result, _) in calls {
+            if case .failure = result { c.resume(returning: result); continue }
+            c.resume(returning: .failure(CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")))
+        }
+        calls = []
+    }
+
+    /// Claimed firings whose claim could not be recorded are delivered anyway: a restart may
+    /// deliver them again, never lose them.
+    private func unrecorded(_ keys: [String], _ error: StoreError) async -> [String: Notification] {
+        guard !keys.isEmpty else { return [:] }
+        logger.error("could not record firings; delivering anyway: \(error.message)")
+        return (try? await store.notifications(keys)) ?? [:]
     }
 
     private func apply(_ request: Request, now: Instant, into out: inout [MachineAction],

@@ -13,6 +13,22 @@ public enum MachineAction: Hashable, Sendable {
     case emit(CenterEvent)
 }
 
+extension MachineAction {
+    /// The notification the action is about.
+    var key: String {
+        switch self {
+        case .persist(let op):
+            switch op {
+            case .upsert(let row): return row.notification.key
+            case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
+            }
+        case .deliver(let d): return d.key
+        case .withdraw(let k, _, _): return k
+        case .emit(let e): return e.key
+        }
+    }
+}
+
 /// A firing the machine has claimed, without its content.
 public struct PlannedDelivery: Hashable, Sendable {
     public var key: String

@@ -57,9 +57,30 @@ public protocol NotificationStore: Sendable {
     func load() async throws(StoreError) -> LoadedState
     /// Applies `ops` in one transaction; then returns the full rows of `reading` that exist.
     func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification]
+    /// Commits each batch in its own transaction, in order, and reports each as soon as it is
+    /// durable (with the rows it reads), so the caller can deliver one batch of a burst while the
+    /// next is being committed.
+    func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>>
     /// The full rows of `keys` that exist.
     func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification]
     /// The user_info of a notification, pending or recently finished.
     func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
     func close() async
+}
+
+extension NotificationStore {
+    /// One commit after the other, each awaited: right for stores whose commits are cheap.
+    public func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>> {
+        AsyncStream { c in
+            let task = Task {
+                for b in batches {
+                    do throws(StoreError) { c.yield(.success(try await commit(b.ops, reading: b.reading))) } catch {
+                        c.yield(.failure(error))
+                    }
+                }
+                c.finish()
+            }
+            c.onTermination = { _ in task.cancel() }
+        }
+    }
 }

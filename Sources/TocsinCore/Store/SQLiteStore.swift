@@ -40,6 +40,35 @@ public final class SQLiteStore: NotificationStore {
         }
     }
 
+    /// Every batch is queued on the store thread at once: the thread commits the next while the
+    /// center delivers the one before.
+    public func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>> {
+        let (stream, c) = AsyncStream.makeStream(of: Result<[String: Notification], StoreError>.self)
+        var remaining = batches.count
+        if remaining == 0 { c.finish() }
+        for b in batches {
+            remaining -= 1
+            let last = remaining == 0
+            worker.submit { s in
+                if !b.ops.isEmpty {
+                    do throws(StoreError) {
+                        try s.transaction { () throws(StoreError) in for op in b.ops { try s.apply(op) } }
+                    } catch {
+                        c.yield(.failure(error))
+                        if last { c.finish() }
+                        return
+                    }
+                }
+                c.yield(.success(b.reading.isEmpty ? [:] : ((try? s.read(b.reading)) ?? [:])))
+                if last { c.finish() }
+            } refused: {
+                c.yield(.failure(StoreError(.failed, "the state database is closed")))
+                if last { c.finish() }
+            }
+        }
+        return stream
+    }
+
     public func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification] {
         try await worker.run { s throws(StoreError) in try s.read(keys) }
     }
@@ -99,6 +128,16 @@ final class StoreThread: @unchecked Sendable {
             }
         }
         return try result.get()
+    }
+
+    /// Queues `job` without waiting for it; `refused` runs instead once the thread has stopped.
+    func submit(_ job: @escaping Job, refused: () -> Void) {
+        let accepted = jobs.withLock { j -> Bool in
+            if j.stopped { return false }
+            j.queue.append(job)
+            return true
+        }
+        if accepted { _ = tocsin_eventfd_signal(wakeFD) } else { refused() }
     }
 
     /// Finishes the queued jobs, then ends the thread; later jobs fail.
