@@ -4,9 +4,20 @@ import PackageDescription
 /// Every Swift target builds in Swift 6 mode with complete concurrency checking:
 /// the daemon's threads (scheduler, D-Bus loop, GLib loop, players) meet in shared state,
 /// and the compiler is the cheapest reviewer of that.
+///
+/// The rest follows swift-log: every file imports each module whose members it uses
+/// (MemberImportVisibility), a plain `import` is internal so clients see only the modules its
+/// public API names (InternalImportsByDefault), and every public type says whether it is
+/// `Sendable` (the ExplicitSendable diagnostic group, which is off by default). swift-log turns
+/// that one on with `-require-explicit-sendable` in `unsafeFlags`; `treatWarning` enables the
+/// same group without unsafe flags, which this package keeps out since others depend on it
+/// (Fuzz/ and Benchmarks/ do).
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
 ]
 
 let package = Package(

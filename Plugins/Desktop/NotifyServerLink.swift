@@ -1,6 +1,7 @@
 import CLibNotify
 import Logging
 import Synchronization
+import TocsinConfig
 import TocsinCore
 import TocsinTime
 

@@ -1,6 +1,6 @@
-import Glibc
+public import Glibc
 import Synchronization
-import TocsinCore
+public import TocsinCore
 
 /// How a player ended.
 public enum PlayerStatus: Hashable, Sendable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import Glibc
-import TocsinTime
+public import TocsinTime
 
 /// Why the length of a sound file could not be measured. The config loader turns it into a
 /// positioned error at the `file` value, so its message names the file and what is wrong.
@@ -125,7 +125,7 @@ final class SoundFileHandle: SoundBytes {
 }
 
 /// Measures how long a sound plays, from its headers, without decoding it.
-public enum SoundProbe {
+public enum SoundProbe: Sendable {
     /// The file at `path`; errors name it.
     public static func measure(path: String) throws(SoundFileError) -> SoundLength {
         let file = try SoundFileHandle(path: path)

@@ -1,4 +1,5 @@
 import CDBus
+import CDispatch  // `pthread_attr_t()`: clang attributes the merged pthread types to CDispatch
 import CTocsinSystem
 import Glibc
 import Synchronization

@@ -32,7 +32,7 @@ public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
     public var rendered: String { DiagnosticError(diagnostics).rendered(source: source) }
 }
 
-public enum ConfigLoader {
+public enum ConfigLoader: Sendable {
     /// `$XDG_CONFIG_HOME/tocsin/config.toml`, else `~/.config/tocsin/config.toml`.
     public static func defaultPath(environment: [String: String]) -> String {
         if let x = environment["XDG_CONFIG_HOME"], x.hasPrefix("/") { return x + "/tocsin/config.toml" }

@@ -1,6 +1,6 @@
-import Logging
-import TocsinConfig
-import TocsinTime
+public import Logging
+public import TocsinConfig
+public import TocsinTime
 
 /// Why a backend failed to deliver; the center logs it and retries with backoff.
 public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible {

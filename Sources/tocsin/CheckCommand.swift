@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TocsinConfig
 import TocsinCore
 import TocsinTime
