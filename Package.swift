@@ -76,14 +76,14 @@ let package = Package(
         // MARK: Delivery backends, one target each
         .target(
             name: "TocsinLogBackend",
-            dependencies: ["TocsinCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Log",
             swiftSettings: strict
         ),
         .target(
             name: "TocsinExecBackend",
             dependencies: [
-                "TocsinCore",
+                "TocsinCore", "TocsinConfig", "TocsinTime",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -100,7 +100,7 @@ let package = Package(
 
         .target(
             name: "TocsinDesktopBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "CLibNotify", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Desktop",
             swiftSettings: strict
         ),
@@ -109,8 +109,6 @@ let package = Package(
             dependencies: [
                 "TocsinCore", "TocsinConfig", "TocsinTime",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Plugins/Sound",
             swiftSettings: strict
@@ -132,15 +130,20 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
+        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig",
+                                                           .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime"],
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                       .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinTesting", "TocsinCore", "DBus"],
+        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                               .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore"],
+        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                             .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus"], swiftSettings: strict),
+        // Drives the built `tocsin` executable (TocsinTesting's `Products`), so it links no engine module.
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime"], swiftSettings: strict),
     ]
 )
