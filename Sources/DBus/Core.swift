@@ -250,7 +250,7 @@ final class ConnectionCore: @unchecked Sendable {
         func failure(_ fallback: String) -> DBusError {
             if dbus_error_is_set(&err) != 0 {
                 return DBusError(
-                    name: err.name.map { String(cString: $0) } ?? DBusError.Code.failed.rawValue,
+                    name: err.name.map { String(cString: $0) } ?? DBusError.Code.failed.name,
                     message: err.message.map { String(cString: $0) } ?? fallback)
             }
             return DBusError(.failed, fallback)

@@ -68,7 +68,7 @@ public final class DBusMessage: @unchecked Sendable {
 
     /// An error reply to `call`. A name or message libdbus would refuse is replaced, never sent.
     public static func error(replyingTo call: DBusMessage, _ error: DBusError) -> DBusMessage? {
-        let name = (try? ErrorName(error.name))?.rawValue ?? DBusError.Code.failed.rawValue
+        let name = (try? ErrorName(error.name))?.rawValue ?? DBusError.Code.failed.name
         var text = error.message
         if (try? validateStringForWire(text)) == nil {
             text = String(text.unicodeScalars.filter { $0 != "\0" }.map(Character.init))
@@ -139,7 +139,7 @@ public final class DBusMessage: @unchecked Sendable {
     var asError: DBusError {
         let text: String
         if let first = try? arguments().first, case .string(let s) = first { text = s } else { text = "" }
-        return DBusError(name: errorName ?? DBusError.Code.failed.rawValue, message: text)
+        return DBusError(name: errorName ?? DBusError.Code.failed.name, message: text)
     }
 }
 
