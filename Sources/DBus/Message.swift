@@ -4,6 +4,9 @@ import CDBus
 ///
 /// A message is built completely (and validated) before it is handed to the connection and
 /// is not mutated afterwards, which is what makes sharing it across threads sound.
+///
+/// `@unchecked Sendable`: `raw` is immutable, nothing writes the message once it is built, and
+/// libdbus's reference counting is atomic once `dbus_threads_init_default` has run.
 public final class DBusMessage: @unchecked Sendable {
     let raw: OpaquePointer
 

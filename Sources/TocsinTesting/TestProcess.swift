@@ -212,7 +212,7 @@ private func spawn(_ command: [String], environment: [String: String]) throws ->
 }
 
 /// Owns the read ends and the reaping of one child, on its own thread.
-private final class ProcessReader: @unchecked Sendable {
+private final class ProcessReader: Sendable {
     let pid: pid_t
     let stdoutFD: Int32
     let stderrFD: Int32
