@@ -4,9 +4,20 @@ import PackageDescription
 /// Every Swift target builds in Swift 6 mode with complete concurrency checking:
 /// the daemon's threads (scheduler, D-Bus loop, GLib loop, players) meet in shared state,
 /// and the compiler is the cheapest reviewer of that.
+///
+/// The rest follows swift-log: every file imports each module whose members it uses
+/// (MemberImportVisibility), a plain `import` is internal so clients see only the modules its
+/// public API names (InternalImportsByDefault), and every public type says whether it is
+/// `Sendable` (the ExplicitSendable diagnostic group, which is off by default). swift-log turns
+/// that one on with `-require-explicit-sendable` in `unsafeFlags`; `treatWarning` enables the
+/// same group without unsafe flags, which this package keeps out since others depend on it
+/// (Fuzz/ and Benchmarks/ do).
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .warning),
 ]
 
 let package = Package(
@@ -69,14 +80,14 @@ let package = Package(
         // MARK: Delivery backends, one target each
         .target(
             name: "TocsinLogBackend",
-            dependencies: ["TocsinCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Log",
             swiftSettings: strict
         ),
         .target(
             name: "TocsinExecBackend",
             dependencies: [
-                "TocsinCore",
+                "TocsinCore", "TocsinConfig", "TocsinTime",
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -93,7 +104,7 @@ let package = Package(
 
         .target(
             name: "TocsinDesktopBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "CLibNotify", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Desktop",
             swiftSettings: strict
         ),
@@ -102,8 +113,6 @@ let package = Package(
             dependencies: [
                 "TocsinCore", "TocsinConfig", "TocsinTime",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Plugins/Sound",
             swiftSettings: strict
@@ -125,15 +134,20 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime", "TocsinTesting"], swiftSettings: strict),
         .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig"],
+        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig",
+                                                           .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime"],
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                       .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinTesting", "TocsinCore", "DBus"],
+        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                               .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore"],
+        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                             .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
+        // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",
                                                           "TocsinDBusSignalBackend", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),

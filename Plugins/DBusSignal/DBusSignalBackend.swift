@@ -1,5 +1,5 @@
-import TocsinConfig
-import TocsinCore
+public import TocsinConfig
+public import TocsinCore
 
 /// `type = "dbus-signal"`: emits the gateway's `Fired` signal for each firing routed here, so
 /// any program can subscribe instead of polling. The daemon hands the factory the function that

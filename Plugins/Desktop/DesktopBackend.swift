@@ -1,7 +1,7 @@
 import Logging
 import Synchronization
-import TocsinConfig
-import TocsinCore
+public import TocsinConfig
+public import TocsinCore
 import TocsinTime
 
 /// `type = "libnotify"`: desktop popups through libnotify, one per key, with buttons that act on

@@ -1,6 +1,7 @@
 import CLibNotify
 import Logging
 import Synchronization
+import TocsinConfig
 import TocsinCore
 import TocsinTime
 
@@ -63,7 +64,8 @@ final class PopupCallbacks {
 }
 
 /// libnotify and the session bus as one server connection: confined to the GLib loop's thread
-/// (every method runs there, asserted), so its state needs no lock.
+/// (every method runs there, asserted), so its state needs no lock. That confinement is what
+/// the `@unchecked Sendable` rests on.
 ///
 /// Per delivery it asks the bus who owns `org.freedesktop.Notifications`: that fails fast when
 /// no server runs, and a new owner (a restarted or different server) means new capabilities and

@@ -1,6 +1,6 @@
-import TocsinConfig
-import TocsinCore
-import TocsinTime
+public import TocsinConfig
+public import TocsinCore
+public import TocsinTime
 
 /// How long a popup stays up, as the notification spec's `expire_timeout` understands it.
 public enum PopupTimeout: Hashable, Sendable {
@@ -119,7 +119,7 @@ public struct PopupPlan: Hashable, Sendable {
 }
 
 /// The center's view of a button press.
-public enum ActionRouting {
+public enum ActionRouting: Sendable {
     public static func event(action: String, key: String, snooze: TimeSpan?) -> BackendEvent {
         switch action {
         case PopupPlan.dismissAction: .acknowledge(key: key)
@@ -131,7 +131,7 @@ public enum ActionRouting {
 
 /// The notification spec's body markup is a small XML-like subset (`b`, `i`, `u`, `a`, `img`); servers
 /// that support it parse the body, so user text must be escaped or it could inject links and images.
-public enum Markup {
+public enum Markup: Sendable {
     public static func escape(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)

@@ -1,7 +1,7 @@
 import Subprocess
-import TocsinConfig
-import TocsinCore
-import TocsinTime
+public import TocsinConfig
+public import TocsinCore
+public import TocsinTime
 #if canImport(SystemPackage)
 import SystemPackage
 #endif

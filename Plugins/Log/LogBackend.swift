@@ -1,6 +1,6 @@
 import Logging
-import TocsinConfig
-import TocsinCore
+public import TocsinConfig
+public import TocsinCore
 import TocsinTime
 #if canImport(Glibc)
 import Glibc

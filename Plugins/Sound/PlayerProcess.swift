@@ -1,6 +1,6 @@
-import Glibc
+public import Glibc
 import Synchronization
-import TocsinCore
+public import TocsinCore
 
 /// How a player ended.
 public enum PlayerStatus: Hashable, Sendable, CustomStringConvertible {
@@ -277,7 +277,7 @@ extension String {
 // MARK: - The watcher thread
 
 /// Owns the pidfd and the stderr read end of one player.
-private final class Watcher: @unchecked Sendable {
+private final class Watcher: Sendable {
     let process: PlayerProcess
     let pidfd: Int32
     let stderrFD: Int32

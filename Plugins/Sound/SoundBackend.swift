@@ -1,8 +1,8 @@
 import Glibc
-import Logging
+public import Logging
 import Synchronization
-import TocsinCore
-import TocsinTime
+public import TocsinCore
+public import TocsinTime
 
 /// What a sound backend instance plays and how, as read from `[backend.NAME]`.
 public struct SoundSettings: Hashable, Sendable {

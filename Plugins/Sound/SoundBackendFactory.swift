@@ -1,7 +1,7 @@
 import Glibc
 import Logging
-import TocsinConfig
-import TocsinCore
+public import TocsinConfig
+public import TocsinCore
 import TocsinTime
 
 /// Builds `type = "sound"` backends from `[backend.NAME]`:
@@ -138,7 +138,7 @@ public struct SoundBackendFactory: BackendFactory {
 }
 
 /// The players tried when `player` is not set, in order, with the volume scale each understands.
-public enum DefaultPlayer {
+public enum DefaultPlayer: Sendable {
     public struct Candidate: Sendable {
         public var name: String
         public var arguments: [String]
@@ -193,7 +193,7 @@ public enum DefaultPlayer {
 ///    for a binary run from a source checkout (`.build/debug/tocsin`), in the checkout's
 ///    `contrib/sounds/`. Relative to the executable rather than a compiled-in prefix, so a
 ///    relocated install and the build tree both work without configuration.
-public enum DefaultSound {
+public enum DefaultSound: Sendable {
     public static let themeNames = ["alarm-clock-elapsed.oga", "alarm-clock-elapsed.ogg", "alarm-clock-elapsed.wav"]
     public static let shippedName = "alarm.wav"
 

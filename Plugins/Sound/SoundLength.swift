@@ -1,21 +1,34 @@
 import Glibc
-import TocsinTime
+public import TocsinTime
 
 /// Why the length of a sound file could not be measured. The config loader turns it into a
 /// positioned error at the `file` value, so its message names the file and what is wrong.
 public struct SoundFileError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case unreadable
+            case unknownFormat = "unknown-format"
+            case malformed
+            case unsupported
+        }
+
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `unreadable`.
+        public var description: String { code.rawValue }
+
         /// The file cannot be opened or read.
-        public static let unreadable = Code("unreadable")
+        public static let unreadable = Code(.unreadable)
         /// Neither WAV nor Ogg: we cannot tell how long it plays.
-        public static let unknownFormat = Code("unknown-format")
+        public static let unknownFormat = Code(.unknownFormat)
         /// A WAV or Ogg file whose headers are cut short or inconsistent.
-        public static let malformed = Code("malformed")
+        public static let malformed = Code(.malformed)
         /// A well-formed file of a kind we do not measure (compressed WAV without `fact`, chained Ogg, FLAC in Ogg).
-        public static let unsupported = Code("unsupported")
+        public static let unsupported = Code(.unsupported)
     }
     public var code: Code
     public var message: String
@@ -125,7 +138,7 @@ final class SoundFileHandle: SoundBytes {
 }
 
 /// Measures how long a sound plays, from its headers, without decoding it.
-public enum SoundProbe {
+public enum SoundProbe: Sendable {
     /// The file at `path`; errors name it.
     public static func measure(path: String) throws(SoundFileError) -> SoundLength {
         let file = try SoundFileHandle(path: path)

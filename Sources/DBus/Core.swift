@@ -1,4 +1,5 @@
 import CDBus
+import CDispatch  // `pthread_attr_t()`: clang attributes the merged pthread types to CDispatch
 import CTocsinSystem
 import Glibc
 import Synchronization
@@ -7,7 +8,7 @@ import Synchronization
 ///
 /// Completed exactly once, by the reply, the libdbus timeout (which arrives as a NoReply error
 /// reply), a disconnect, or cancellation.
-final class PendingReply: @unchecked Sendable {
+final class PendingReply: Sendable {
     typealias Completion = @Sendable (Result<DBusMessage, DBusError>) -> Void
     private struct State {
         var completion: Completion?
@@ -82,6 +83,10 @@ struct Subscription {
 }
 
 /// The libdbus connection and everything only the loop thread may touch.
+///
+/// `@unchecked Sendable`: the `var`s below "Loop thread only" are confined to the loop thread
+/// (other threads reach them through `onLoop` jobs; `startup` is set before the thread is
+/// created); everything else is immutable, a `Mutex` or an `Atomic`.
 final class ConnectionCore: @unchecked Sendable {
     let loop = EventLoop()
     let target: ConnectTarget
@@ -249,7 +254,7 @@ final class ConnectionCore: @unchecked Sendable {
         func failure(_ fallback: String) -> DBusError {
             if dbus_error_is_set(&err) != 0 {
                 return DBusError(
-                    name: err.name.map { String(cString: $0) } ?? DBusError.Code.failed.rawValue,
+                    name: err.name.map { String(cString: $0) } ?? DBusError.Code.failed.name,
                     message: err.message.map { String(cString: $0) } ?? fallback)
             }
             return DBusError(.failed, fallback)

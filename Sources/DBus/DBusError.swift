@@ -9,44 +9,91 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     public let name: String
     public let message: String
 
-    /// Well-known error names, mostly `org.freedesktop.DBus.Error.*`.
-    public struct Code: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    /// Well-known error names, mostly `org.freedesktop.DBus.Error.*`: a closed set. Clients match
+    /// on the static members but cannot make new codes; an error name outside the set (a remote
+    /// peer's own, or one a handler throws with `init(name:message:)`) has no `code`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum _Code: String, Hashable, Sendable {
+            case failed = "org.freedesktop.DBus.Error.Failed"
+            case noMemory = "org.freedesktop.DBus.Error.NoMemory"
+            case serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
+            case nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
+            case noReply = "org.freedesktop.DBus.Error.NoReply"
+            case ioError = "org.freedesktop.DBus.Error.IOError"
+            case badAddress = "org.freedesktop.DBus.Error.BadAddress"
+            case notSupported = "org.freedesktop.DBus.Error.NotSupported"
+            case limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
+            case accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
+            case authFailed = "org.freedesktop.DBus.Error.AuthFailed"
+            case noServer = "org.freedesktop.DBus.Error.NoServer"
+            case timeout = "org.freedesktop.DBus.Error.Timeout"
+            case noNetwork = "org.freedesktop.DBus.Error.NoNetwork"
+            case addressInUse = "org.freedesktop.DBus.Error.AddressInUse"
+            case disconnected = "org.freedesktop.DBus.Error.Disconnected"
+            case invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
+            case fileNotFound = "org.freedesktop.DBus.Error.FileNotFound"
+            case unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
+            case unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
+            case unknownInterface = "org.freedesktop.DBus.Error.UnknownInterface"
+            case unknownProperty = "org.freedesktop.DBus.Error.UnknownProperty"
+            case propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
+            case timedOut = "org.freedesktop.DBus.Error.TimedOut"
+            case matchRuleInvalid = "org.freedesktop.DBus.Error.MatchRuleInvalid"
+            case invalidSignature = "org.freedesktop.DBus.Error.InvalidSignature"
+            case inconsistentMessage = "org.freedesktop.DBus.Error.InconsistentMessage"
+            /// Not a standard name: the requested bus name is owned by someone else.
+            case nameTaken = "org.tocsin.DBus.Error.NameTaken"
+            /// Not a standard name: the Swift task awaiting a reply was cancelled.
+            case cancelled = "org.tocsin.DBus.Error.Cancelled"
+        }
 
-        private static func std(_ suffix: String) -> Code { Code(rawValue: "org.freedesktop.DBus.Error." + suffix) }
-        public static let failed = std("Failed")
-        public static let noMemory = std("NoMemory")
-        public static let serviceUnknown = std("ServiceUnknown")
-        public static let nameHasNoOwner = std("NameHasNoOwner")
-        public static let noReply = std("NoReply")
-        public static let ioError = std("IOError")
-        public static let badAddress = std("BadAddress")
-        public static let notSupported = std("NotSupported")
-        public static let limitsExceeded = std("LimitsExceeded")
-        public static let accessDenied = std("AccessDenied")
-        public static let authFailed = std("AuthFailed")
-        public static let noServer = std("NoServer")
-        public static let timeout = std("Timeout")
-        public static let noNetwork = std("NoNetwork")
-        public static let addressInUse = std("AddressInUse")
-        public static let disconnected = std("Disconnected")
-        public static let invalidArgs = std("InvalidArgs")
-        public static let fileNotFound = std("FileNotFound")
-        public static let unknownMethod = std("UnknownMethod")
-        public static let unknownObject = std("UnknownObject")
-        public static let unknownInterface = std("UnknownInterface")
-        public static let unknownProperty = std("UnknownProperty")
-        public static let propertyReadOnly = std("PropertyReadOnly")
-        public static let timedOut = std("TimedOut")
-        public static let matchRuleInvalid = std("MatchRuleInvalid")
-        public static let invalidSignature = std("InvalidSignature")
-        public static let inconsistentMessage = std("InconsistentMessage")
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The code whose error name is `name`, if it is one of the set.
+        init?(name: String) {
+            guard let code = _Code(rawValue: name) else { return nil }
+            self.code = code
+        }
+
+        /// The D-Bus error name a `DBusError` with this code carries.
+        var name: String { code.rawValue }
+
+        /// The D-Bus error name, e.g. `org.freedesktop.DBus.Error.Failed`.
+        public var description: String { code.rawValue }
+
+        public static let failed = Code(.failed)
+        public static let noMemory = Code(.noMemory)
+        public static let serviceUnknown = Code(.serviceUnknown)
+        public static let nameHasNoOwner = Code(.nameHasNoOwner)
+        public static let noReply = Code(.noReply)
+        public static let ioError = Code(.ioError)
+        public static let badAddress = Code(.badAddress)
+        public static let notSupported = Code(.notSupported)
+        public static let limitsExceeded = Code(.limitsExceeded)
+        public static let accessDenied = Code(.accessDenied)
+        public static let authFailed = Code(.authFailed)
+        public static let noServer = Code(.noServer)
+        public static let timeout = Code(.timeout)
+        public static let noNetwork = Code(.noNetwork)
+        public static let addressInUse = Code(.addressInUse)
+        public static let disconnected = Code(.disconnected)
+        public static let invalidArgs = Code(.invalidArgs)
+        public static let fileNotFound = Code(.fileNotFound)
+        public static let unknownMethod = Code(.unknownMethod)
+        public static let unknownObject = Code(.unknownObject)
+        public static let unknownInterface = Code(.unknownInterface)
+        public static let unknownProperty = Code(.unknownProperty)
+        public static let propertyReadOnly = Code(.propertyReadOnly)
+        public static let timedOut = Code(.timedOut)
+        public static let matchRuleInvalid = Code(.matchRuleInvalid)
+        public static let invalidSignature = Code(.invalidSignature)
+        public static let inconsistentMessage = Code(.inconsistentMessage)
         /// Not a standard name: the requested bus name is owned by someone else.
-        public static let nameTaken = Code(rawValue: "org.tocsin.DBus.Error.NameTaken")
+        public static let nameTaken = Code(.nameTaken)
         /// Not a standard name: the Swift task awaiting a reply was cancelled.
-        public static let cancelled = Code(rawValue: "org.tocsin.DBus.Error.Cancelled")
+        public static let cancelled = Code(.cancelled)
     }
 
     public init(name: String, message: String) {
@@ -55,11 +102,12 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public init(_ code: Code, _ message: String) {
-        self.init(name: code.rawValue, message: message)
+        self.init(name: code.name, message: message)
     }
 
-    /// The well-known code, when `name` is one; compare with `error.code == .unknownMethod`.
-    public var code: Code { Code(rawValue: name) }
+    /// The well-known code, when `name` is one (nil otherwise); compare with
+    /// `error.code == .unknownMethod`.
+    public var code: Code? { Code(name: name) }
 
     public var description: String { message.isEmpty ? name : "\(name): \(message)" }
 

@@ -4,6 +4,9 @@ import CDBus
 ///
 /// A message is built completely (and validated) before it is handed to the connection and
 /// is not mutated afterwards, which is what makes sharing it across threads sound.
+///
+/// `@unchecked Sendable`: `raw` is immutable, nothing writes the message once it is built, and
+/// libdbus's reference counting is atomic once `dbus_threads_init_default` has run.
 public final class DBusMessage: @unchecked Sendable {
     let raw: OpaquePointer
 
@@ -68,7 +71,7 @@ public final class DBusMessage: @unchecked Sendable {
 
     /// An error reply to `call`. A name or message libdbus would refuse is replaced, never sent.
     public static func error(replyingTo call: DBusMessage, _ error: DBusError) -> DBusMessage? {
-        let name = (try? ErrorName(error.name))?.rawValue ?? DBusError.Code.failed.rawValue
+        let name = (try? ErrorName(error.name))?.rawValue ?? DBusError.Code.failed.name
         var text = error.message
         if (try? validateStringForWire(text)) == nil {
             text = String(text.unicodeScalars.filter { $0 != "\0" }.map(Character.init))
@@ -138,7 +141,7 @@ public final class DBusMessage: @unchecked Sendable {
     var asError: DBusError {
         let text: String
         if let first = try? arguments().first, case .string(let s) = first { text = s } else { text = "" }
-        return DBusError(name: errorName ?? DBusError.Code.failed.rawValue, message: text)
+        return DBusError(name: errorName ?? DBusError.Code.failed.name, message: text)
     }
 }
 

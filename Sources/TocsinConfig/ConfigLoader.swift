@@ -10,10 +10,23 @@ public struct LoadedConfig: Sendable {
 }
 
 public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable {
-        public let rawValue: String
-        public static let unreadable = Code(rawValue: "unreadable")
-        public static let invalid = Code(rawValue: "invalid")
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case unreadable
+            case invalid
+        }
+
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `unreadable`.
+        public var description: String { code.rawValue }
+
+        public static let unreadable = Code(.unreadable)
+        public static let invalid = Code(.invalid)
     }
     public var code: Code
     public var file: String
@@ -32,7 +45,7 @@ public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
     public var rendered: String { DiagnosticError(diagnostics).rendered(source: source) }
 }
 
-public enum ConfigLoader {
+public enum ConfigLoader: Sendable {
     /// `$XDG_CONFIG_HOME/tocsin/config.toml`, else `~/.config/tocsin/config.toml`.
     public static func defaultPath(environment: [String: String]) -> String {
         if let x = environment["XDG_CONFIG_HOME"], x.hasPrefix("/") { return x + "/tocsin/config.toml" }

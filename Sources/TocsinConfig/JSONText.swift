@@ -1,6 +1,6 @@
 /// JSON string literals for the places that print JSON by hand (`--json` outputs, the log
 /// backend): one escaping routine, so every surface agrees on control characters.
-public enum JSONText {
+public enum JSONText: Sendable {
     public static func quote(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {

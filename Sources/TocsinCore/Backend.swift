@@ -1,19 +1,32 @@
-import Logging
-import TocsinConfig
-import TocsinTime
+public import Logging
+public import TocsinConfig
+public import TocsinTime
 
 /// Why a backend failed to deliver; the center logs it and retries with backoff.
 public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case unavailable
+            case failed
+            case timedOut = "timed-out"
+            case permanent
+        }
+
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `unavailable`.
+        public var description: String { code.rawValue }
+
         /// Worth retrying: the server or program may come back.
-        public static let unavailable = Code("unavailable")
-        public static let failed = Code("failed")
-        public static let timedOut = Code("timed-out")
+        public static let unavailable = Code(.unavailable)
+        public static let failed = Code(.failed)
+        public static let timedOut = Code(.timedOut)
         /// Retrying cannot help (bad file, refused input).
-        public static let permanent = Code("permanent")
+        public static let permanent = Code(.permanent)
     }
     public var code: Code
     public var message: String

@@ -3,18 +3,33 @@ import TocsinConfig
 /// Errors of the notification center. Each code maps to one D-Bus error name and one CLI exit message.
 public struct CenterError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case notFound = "not-found"
+            case quotaExceeded = "quota-exceeded"
+            case invalidTrigger = "invalid-trigger"
+            case unknownBackend = "unknown-backend"
+            case invalidArguments = "invalid-arguments"
+            case storage
+            case invalidConfig = "invalid-config"
+        }
 
-        public static let notFound = Code("not-found")
-        public static let quotaExceeded = Code("quota-exceeded")
-        public static let invalidTrigger = Code("invalid-trigger")
-        public static let unknownBackend = Code("unknown-backend")
-        public static let invalidArguments = Code("invalid-arguments")
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `not-found`.
+        public var description: String { code.rawValue }
+
+        public static let notFound = Code(.notFound)
+        public static let quotaExceeded = Code(.quotaExceeded)
+        public static let invalidTrigger = Code(.invalidTrigger)
+        public static let unknownBackend = Code(.unknownBackend)
+        public static let invalidArguments = Code(.invalidArguments)
         /// The change could not be made durable; nothing was changed.
-        public static let storage = Code("storage")
-        public static let invalidConfig = Code("invalid-config")
+        public static let storage = Code(.storage)
+        public static let invalidConfig = Code(.invalidConfig)
     }
     public var code: Code
     public var message: String

@@ -1,4 +1,4 @@
-import TocsinTime
+public import TocsinTime
 
 /// The wall clock the center reads, and the one it waits on for timeouts and backoff.
 /// Injected, so tests run a virtual clock and never sleep.

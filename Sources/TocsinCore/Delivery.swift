@@ -1,6 +1,6 @@
 import Logging
 import Synchronization
-import TocsinTime
+public import TocsinTime
 
 /// Timeouts and retries of deliveries. Each (firing, backend) pair runs in its own task, so a slow
 /// or hanging backend delays nobody else, and an attempt that outlives its timeout is abandoned.

@@ -1,4 +1,4 @@
-import TocsinTime
+public import TocsinTime
 
 /// What the center tells its observers (the D-Bus service turns these into signals).
 public enum CenterEvent: Hashable, Sendable {

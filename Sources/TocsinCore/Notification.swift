@@ -1,5 +1,5 @@
-import TocsinConfig
-import TocsinTime
+public import TocsinConfig
+public import TocsinTime
 
 public enum NotificationSource: String, Hashable, Sendable {
     /// Defined in the config file: replaced as a whole on reload.

@@ -1,6 +1,6 @@
 import CTocsinSystem
 import Synchronization
-import TocsinTime
+public import TocsinTime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,13 +19,18 @@ public struct SystemClock: TocsinClock {
 /// A timerfd on CLOCK_REALTIME armed with TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, watched by
 /// one thread blocked in poll(2) with no timeout: it wakes exactly when something is due, when
 /// the clock is set, or on resume, and never otherwise.
-public final class TimerFDWakeup: WakeupTimer, @unchecked Sendable {
+///
+/// Checked `Sendable`: the descriptors are immutable, the stream and its continuation are
+/// thread-safe, and the mutable state (the armed instant, the thread handle) sits in `Mutex`es,
+/// so `arm` and `close` may come from any thread, `close` more than once.
+public final class TimerFDWakeup: WakeupTimer, Sendable {
     private let timerFD: Int32
     private let stopFD: Int32
     private let armed = Mutex<Instant?>(nil)
     public let wakeups: AsyncStream<WakeReason>
     private let continuation: AsyncStream<WakeReason>.Continuation
-    private var thread: pthread_t?
+    /// The poll thread until `close` takes it to join; nil afterwards.
+    private let thread = Mutex<pthread_t?>(nil)
 
     public struct SetupError: Error, CustomStringConvertible {
         public var description: String
@@ -45,7 +50,7 @@ public final class TimerFDWakeup: WakeupTimer, @unchecked Sendable {
             box.release()
             throw SetupError(description: "cannot start timer thread: \(rc)")
         }
-        thread = t
+        thread.withLock { $0 = t }
     }
 
     deinit {
@@ -64,9 +69,10 @@ public final class TimerFDWakeup: WakeupTimer, @unchecked Sendable {
 
     public func close() {
         _ = tocsin_eventfd_signal(stopFD)
-        if let t = thread {
+        // Taken under the lock and joined outside it: a second `close` finds nil and does not
+        // join the same thread twice.
+        if let t = thread.withLock({ $0.take() }) {
             pthread_join(t, nil)
-            thread = nil
         }
         continuation.finish()
     }

@@ -1,14 +1,14 @@
-import DBus
+public import DBus
 
 /// The well-known names of the gateway API, in one place for the daemon, the CLI and the tests.
-public enum Gateway {
+public enum Gateway: Sendable {
     public static let busName: BusName = "io.github.tocsin.Gateway"
     public static let objectPath: ObjectPath = "/io/github/tocsin/Gateway"
     public static let interface: InterfaceName = "io.github.tocsin.Gateway1"
     public static let version = "0.1.0"
 
     /// Error names of the API; standard D-Bus errors are used where one fits.
-    public enum ErrorName {
+    public enum ErrorName: Sendable {
         public static let notFound = "io.github.tocsin.Error.NotFound"
         public static let quotaExceeded = "io.github.tocsin.Error.QuotaExceeded"
         public static let invalidTrigger = "io.github.tocsin.Error.InvalidTrigger"

@@ -1,8 +1,8 @@
-import DBus
-import Logging
+public import DBus
+public import Logging
 import Synchronization
-import TocsinConfig
-import TocsinCore
+public import TocsinConfig
+public import TocsinCore
 import TocsinTime
 
 /// The `io.github.tocsin.Gateway1` object: maps method calls onto the center and the center's

@@ -1,11 +1,11 @@
-import DBus
-import TocsinConfig
-import TocsinCore
+public import DBus
+public import TocsinConfig
+public import TocsinCore
 
 /// Turns a `Schedule`/`PostNow` `a{sv}` into a `NotificationSpec` through the same field table
 /// and messages as the config file: the variant values become a TOML table and the config
 /// decoder reads it. Field names, syntax and limits therefore cannot drift between surfaces.
-public enum SpecDecoding {
+public enum SpecDecoding: Sendable {
     public static func decode(_ value: DBusValue, requireTrigger: Bool, limits: SpecLimits = SpecLimits()) throws(DBusError) -> NotificationSpec {
         let table = try toTable(value, field: nil)
         switch NotificationFields.decode(table, context: "the notification spec", limits: limits,

@@ -23,7 +23,7 @@ public final class TemporaryDirectory: Sendable {
 }
 
 /// Where `swift build` put this package's executables: next to the running test binary.
-public enum Products {
+public enum Products: Sendable {
     public static var directory: String {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()

@@ -1,6 +1,6 @@
 import Synchronization
 import TocsinConfig
-import TocsinCore
+public import TocsinCore
 import TocsinTime
 
 /// A `NotificationStore` in memory, for tests of what the center does with its store: commits

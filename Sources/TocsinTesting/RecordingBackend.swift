@@ -1,5 +1,5 @@
 import Synchronization
-import TocsinCore
+public import TocsinCore
 import TocsinTime
 
 /// A spy backend: records every delivery and withdrawal, and can be told to fail or hang.

@@ -1,3 +1,6 @@
+// With Foundation imported elsewhere in this module, clang attributes the merged pthread
+// declarations to CDispatch, so `pthread_attr_t()` needs it by name.
+import CDispatch
 import Glibc
 import Synchronization
 
@@ -29,7 +32,9 @@ public final class TestProcess: Sendable {
         public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
     }
 
-    public let pid: pid_t
+    /// The child's `pid_t`, spelled `Int32` so the public API names no C module: the typealias
+    /// resolves to Glibc or CDispatch depending on what else this module imports.
+    public let pid: Int32
     public let command: [String]
     /// Output so far and, once reaped, the exit status.
     public let output: WaitableState<Output>
@@ -207,7 +212,7 @@ private func spawn(_ command: [String], environment: [String: String]) throws ->
 }
 
 /// Owns the read ends and the reaping of one child, on its own thread.
-private final class ProcessReader: @unchecked Sendable {
+private final class ProcessReader: Sendable {
     let pid: pid_t
     let stdoutFD: Int32
     let stderrFD: Int32

@@ -7,7 +7,7 @@ import Foundation
 /// and TSan much more so, so the same margins there would measure the sanitizer, not Tocsin; the
 /// sanitizer runs in `scripts/test.sh` set the factor instead of skipping the tests, which keeps
 /// every ordering and "it happens at all" assertion in force. Unset, empty or invalid means 1.
-public enum TimingBudget {
+public enum TimingBudget: Sendable {
     public static let scale: Double = {
         guard let text = ProcessInfo.processInfo.environment["TOCSIN_TIMING_SCALE"],
               let value = Double(text), value.isFinite, value >= 1 else { return 1 }

@@ -1,6 +1,6 @@
 import Synchronization
-import TocsinCore
-import TocsinTime
+public import TocsinCore
+public import TocsinTime
 
 /// A clock that moves only when a test moves it. It is both the center's clock (timeouts, backoff)
 /// and its wake-up timer, so a test sees exactly what production would see at each instant

@@ -5,14 +5,28 @@
 /// An error in user-written time syntax (duration, timestamp, calendar expression, zone name).
 public struct TimeSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        public static let invalidDuration = Code("invalid-duration")
-        public static let invalidTimestamp = Code("invalid-timestamp")
-        public static let invalidCalendar = Code("invalid-calendar")
-        public static let unknownTimeZone = Code("unknown-time-zone")
-        public static let nonPositiveInterval = Code("non-positive-interval")
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case invalidDuration = "invalid-duration"
+            case invalidTimestamp = "invalid-timestamp"
+            case invalidCalendar = "invalid-calendar"
+            case unknownTimeZone = "unknown-time-zone"
+            case nonPositiveInterval = "non-positive-interval"
+        }
+
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `invalid-duration`.
+        public var description: String { code.rawValue }
+
+        public static let invalidDuration = Code(.invalidDuration)
+        public static let invalidTimestamp = Code(.invalidTimestamp)
+        public static let invalidCalendar = Code(.invalidCalendar)
+        public static let unknownTimeZone = Code(.unknownTimeZone)
+        public static let nonPositiveInterval = Code(.nonPositiveInterval)
     }
     public var code: Code
     public var message: String

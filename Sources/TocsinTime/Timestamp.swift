@@ -1,5 +1,5 @@
 /// Parsing and printing of instants on the CLI and the D-Bus API.
-public enum Timestamp {
+public enum Timestamp: Sendable {
     /// RFC 3339 (`2026-12-01T18:00:00+01:00`, `Z`, fractional seconds), `@<unix seconds>` (fraction allowed),
     /// or `+<duration>` relative to `now`.
     public static func parse(_ text: String, now: Instant) throws(TimeSyntaxError) -> Instant {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import CTocsinSystem
-import Foundation
+public import Foundation
 import Logging
 import TocsinConfig
 import TocsinCore

@@ -105,9 +105,12 @@ struct MarshallingTests {
     }
 
     @Test func errorCodesAreStableNames() {
-        #expect(DBusError.Code.invalidArgs.rawValue == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(DBusError.Code.invalidArgs.description == "org.freedesktop.DBus.Error.InvalidArgs")
+        #expect(DBusError(.invalidArgs, "x").name == "org.freedesktop.DBus.Error.InvalidArgs")
         #expect(DBusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "x").code == .unknownMethod)
         #expect(DBusError.from(CancellationError()).code == .cancelled)
+        // A name outside the closed set (a peer's own error) keeps its name but has no code.
+        #expect(DBusError(name: "org.example.Error.Odd", message: "x").code == nil)
     }
 
     @Test func matchRuleText() {

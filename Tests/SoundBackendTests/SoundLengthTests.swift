@@ -1,6 +1,7 @@
 import Testing
 import TocsinSoundBackend
 import TocsinTesting
+import TocsinTime
 
 /// Sound lengths are measured from headers; these pin them to the frame, on files made by sox and
 /// opusenc and on hand-made ones for what those tools never write.

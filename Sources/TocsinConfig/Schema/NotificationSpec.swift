@@ -1,4 +1,4 @@
-import TocsinTime
+public import TocsinTime
 
 public enum Urgency: String, Hashable, Sendable, CaseIterable {
     case low, normal, critical
@@ -94,7 +94,7 @@ public struct SpecLimits: Hashable, Sendable {
 
 /// The `[[notification]]` / `Schedule` fields. Each field is defined once here: its name, what it
 /// accepts, and how it is read; the config file, the D-Bus API and the docs all follow this table.
-public enum NotificationFields {
+public enum NotificationFields: Sendable {
     public struct Field: Sendable {
         public var name: String
         public var type: String

@@ -1,4 +1,4 @@
-import TocsinTime
+public import TocsinTime
 
 /// A problem with one field of a table, located at the key or value it concerns.
 /// The config file renders it as `file:line:column`; the D-Bus API renders it as `field 'x': ...`.
@@ -175,7 +175,7 @@ public struct TableReader: Sendable {
 }
 
 /// "Did you mean" for misspelt keys: the closest candidate within a small edit distance.
-public enum Suggestion {
+public enum Suggestion: Sendable {
     public static func closest(to word: String, among candidates: [String]) -> String? {
         let limit = max(1, min(3, word.count / 3 + 1))
         var best: (String, Int)?

@@ -1,4 +1,4 @@
-import TocsinTime
+public import TocsinTime
 
 public enum LogLevel: String, Hashable, Sendable, CaseIterable {
     case trace, debug, info, notice, warning, error, critical

@@ -1,7 +1,7 @@
 /// toml-test's tagged JSON: every scalar becomes `{"type": T, "value": S}`, tables objects and
 /// arrays arrays. Shared by the `toml-test-decoder` executable and the conformance tests so both
 /// judge exactly the same rendering.
-public enum TOMLTaggedJSON {
+public enum TOMLTaggedJSON: Sendable {
     public static func encode(_ table: TOMLTable) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(1024)

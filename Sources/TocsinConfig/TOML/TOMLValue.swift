@@ -131,7 +131,7 @@ public struct TOMLTable: Sendable {
     }
 }
 
-public enum TOML {
+public enum TOML: Sendable {
     /// Parses a whole document. `file` names the source in diagnostics.
     /// Throws every error found (at least one); never crashes or hangs on any byte sequence.
     public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {

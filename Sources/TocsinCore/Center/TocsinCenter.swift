@@ -1,6 +1,6 @@
-import Logging
-import TocsinConfig
-import TocsinTime
+public import Logging
+public import TocsinConfig
+public import TocsinTime
 
 /// Settings of the center that come from `[daemon]` and the command line.
 public struct CenterOptions: Sendable {

@@ -1,5 +1,5 @@
 import TocsinConfig
-import TocsinTime
+public import TocsinTime
 
 /// Time passing, and deliveries finishing: the transitions the clock and the backends drive.
 extension NotificationMachine {

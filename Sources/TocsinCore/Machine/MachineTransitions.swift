@@ -1,5 +1,5 @@
 import TocsinConfig
-import TocsinTime
+public import TocsinTime
 
 /// What a config reload did.
 public struct ReloadReport: Hashable, Sendable {

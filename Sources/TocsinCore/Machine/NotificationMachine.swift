@@ -1,6 +1,6 @@
 import HeapModule
 import TocsinConfig
-import TocsinTime
+public import TocsinTime
 
 /// What the center must do after an input, in order. The machine decides; the center performs.
 public enum MachineAction: Hashable, Sendable {

@@ -32,7 +32,9 @@ final class OwnedDescriptor: Sendable {
 /// the runtime hooks: tests enqueue closures and run tasks on it through `executor`.
 public final class ExecutorLoop: @unchecked Sendable {
     // @unchecked: the mutable state is all inside `state` (a Mutex); the descriptors are
-    // immutable, and `epoll_ctl`, `timerfd_settime` and eventfd writes are thread-safe.
+    // immutable, and `epoll_ctl`, `timerfd_settime` and eventfd writes are thread-safe. The one
+    // `var`, `scheduler`, is written once in `init`, before `self` can reach another thread, and
+    // only read afterwards.
 
     enum Work: Sendable {
         case global(UnownedJob)

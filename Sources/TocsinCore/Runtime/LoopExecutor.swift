@@ -16,7 +16,7 @@ import Synchronization
 /// sleep that spans a system suspend ends late by up to the time suspended, never early.
 /// Tolerances are ignored. Wall-clock scheduling does not use this path (the scheduler has its
 /// own `CLOCK_REALTIME` timerfd).
-public enum LoopExecutor {
+public enum LoopExecutor: Sendable {
     /// The loop every hooked job goes to; created on first use, never destroyed.
     public static let loop = ExecutorLoop()
 

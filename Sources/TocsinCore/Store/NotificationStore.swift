@@ -1,5 +1,5 @@
 import TocsinConfig
-import TocsinTime
+public import TocsinTime
 
 /// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
 /// backend. Persisted so a crash in between re-delivers instead of losing it.

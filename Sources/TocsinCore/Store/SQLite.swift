@@ -6,16 +6,31 @@ import Glibc
 /// An SQLite failure, with the database's own message.
 public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        public static let cannotOpen = Code("cannot-open")
+        /// The closed set of codes: clients match on the static members below but cannot make
+        /// new ones. Raw values are the stable spellings that messages and tests show.
+        private enum _Code: String, Hashable, Sendable {
+            case cannotOpen = "cannot-open"
+            case corrupt
+            case readOnly = "read-only"
+            case full = "disk-full"
+            case unsafeDirectory = "unsafe-directory"
+            case failed
+        }
+
+        private let code: _Code
+
+        private init(_ code: _Code) { self.code = code }
+
+        /// The stable spelling, e.g. `cannot-open`.
+        public var description: String { code.rawValue }
+
+        public static let cannotOpen = Code(.cannotOpen)
         /// Not a Tocsin database, or damaged: never silently replaced.
-        public static let corrupt = Code("corrupt")
-        public static let readOnly = Code("read-only")
-        public static let full = Code("disk-full")
-        public static let unsafeDirectory = Code("unsafe-directory")
-        public static let failed = Code("failed")
+        public static let corrupt = Code(.corrupt)
+        public static let readOnly = Code(.readOnly)
+        public static let full = Code(.full)
+        public static let unsafeDirectory = Code(.unsafeDirectory)
+        public static let failed = Code(.failed)
     }
     public var code: Code
     public var message: String

@@ -1,6 +1,6 @@
 import CTocsinSystem
 import Synchronization
-import TocsinTime
+public import TocsinTime
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,8 @@
-import DBus
-import Logging
-import TocsinConfig
-import TocsinCore
-import TocsinTime
+public import DBus
+public import Logging
+public import TocsinConfig
+public import TocsinCore
+public import TocsinTime
 
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.

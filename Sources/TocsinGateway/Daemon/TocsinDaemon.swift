@@ -1,10 +1,10 @@
-import DBus
-import Logging
+public import DBus
+public import Logging
 import ServiceLifecycle
 import Synchronization
-import TocsinConfig
-import TocsinCore
-import TocsinTime
+public import TocsinConfig
+public import TocsinCore
+public import TocsinTime
 
 /// The whole daemon as a library: the composition root that `tocsin daemon` runs, and that tests
 /// run in-process on a private bus.
