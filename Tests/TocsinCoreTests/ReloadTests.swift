@@ -23,7 +23,8 @@ struct ReloadTests {
         let keys = await h.center.list().map(\.notification.key)
         #expect(keys == ["b", "c", "runtime"])
         await h.advance(100)
-        #expect(await h.settled().map(\.key) == ["a", "b", "c"], "the unchanged, already fired 'a' fired again")
+        // Different keys are delivered by independent tasks: their order is not defined.
+        #expect(await h.settled().map(\.key).sorted() == ["a", "b", "c"], "the unchanged, already fired 'a' fired again")
     }
 
     @Test("a config with an invalid entry changes nothing")

@@ -132,6 +132,7 @@ public actor TocsinCenter {
         for name in machine.backendNames { await backends[name]?.shutdown() }
         for c in subscribers.values { c.finish() }
         subscribers = [:]
+        await store.close()
     }
 
     // MARK: Events

@@ -88,7 +88,9 @@ public final class SQLiteStore: NotificationStore {
 /// list is behind `jobs`' mutex.
 final class StoreThread: @unchecked Sendable {
     typealias Job = @Sendable (StateStore) -> Void
-    private let store: StateStore
+    /// Released by the thread when it ends, which closes the database (and checkpoints its WAL
+    /// into the main file) before `stop()` returns.
+    private var store: StateStore?
     private let jobs = Mutex<(queue: [Job], stopped: Bool)>(([], false))
     private let wakeFD: Int32
     private let thread = Mutex<pthread_t?>(nil)
@@ -156,8 +158,11 @@ final class StoreThread: @unchecked Sendable {
                 j.queue = []
                 return (q, j.stopped)
             }
-            for job in batch { job(store) }
-            if stopped && batch.isEmpty { return }
+            if let store { for job in batch { job(store) } }
+            if stopped && batch.isEmpty {
+                store = nil
+                return
+            }
             if !batch.isEmpty { continue }
             pfd.revents = 0
             if poll(&pfd, 1, -1) > 0 { _ = tocsin_eventfd_drain(wakeFD) }
