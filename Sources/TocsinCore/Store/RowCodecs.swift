@@ -1,0 +1,113 @@
+import Synchronization
+import TocsinConfig
+import TocsinTime
+
+// How values are laid out in the state database's columns: the one place that decides it, so
+// the writer and the reader cannot disagree.
+
+/// A row that cannot be read back (its zone is gone from the system, ...).
+struct RowProblem: Error, CustomStringConvertible { var description: String }
+
+/// Zone rules by name, loaded once each: a million notifications in one zone share one table.
+/// Shared by the center (resolving requests) and the store thread (decoding rows), hence the lock.
+final class ZoneCache: Sendable {
+    let directory: ZoneInfoDirectory
+    private let cache = Mutex<[String: TimeZoneRules]>([:])
+    init(directory: ZoneInfoDirectory) { self.directory = directory }
+    func rules(_ name: String) throws(TimeSyntaxError) -> TimeZoneRules {
+        if let r = cache.withLock({ $0[name] }) { return r }
+        let r = try directory.rules(named: name)
+        cache.withLock { $0[name] = r }
+        return r
+    }
+}
+
+/// Length-prefixed string lists: any string (quotes, commas, newlines) round-trips, no JSON needed.
+enum ListCodec {
+    static func encode(_ items: [String]) -> String {
+        var out = ""
+        for s in items { out += "\(s.utf8.count):"; out += s }
+        return out
+    }
+
+    static func decode(_ text: String) -> [String]? {
+        var out: [String] = []
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            var n = 0
+            while i < bytes.count, bytes[i] != UInt8(ascii: ":") {
+                guard bytes[i] >= 48, bytes[i] <= 57 else { return nil }
+                n = n * 10 + Int(bytes[i] - 48)
+                i += 1
+            }
+            i += 1
+            guard i + n <= bytes.count else { return nil }
+            out.append(String(decoding: bytes[i..<(i + n)], as: UTF8.self))
+            i += n
+        }
+        return out
+    }
+}
+
+struct TriggerColumns {
+    var kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?
+
+    init(_ t: Trigger) {
+        switch t {
+        case .at(let i): kind = 1; a = i.microseconds; b = nil; c = nil; d = nil; text = nil
+        case .every(let p, let s, let count, let until):
+            kind = 2; a = p.microseconds; b = s.microseconds; c = count.map(Int64.init); d = until?.microseconds; text = nil
+        case .calendar(let spec, _): kind = 3; a = nil; b = nil; c = nil; d = nil; text = spec.normalized
+        case .remindBefore(let event, let offsets):
+            kind = 4; a = event.microseconds; b = nil; c = nil; d = nil
+            text = offsets.map { String($0.microseconds) }.joined(separator: ",")
+        }
+    }
+
+    static func decode(kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?, zone: String,
+                       zones: ZoneCache, calendars: inout [String: CalendarSpec]) -> Trigger? {
+        switch kind {
+        case 1: return a.map { .at(Instant(microseconds: $0)) }
+        case 2:
+            guard let a, let b, a > 0 else { return nil }
+            return .every(period: TimeSpan(microseconds: a), starting: Instant(microseconds: b),
+                          count: c.map { UInt32(clamping: $0) }, until: d.map { Instant(microseconds: $0) })
+        case 3:
+            guard let text else { return nil }
+            let spec: CalendarSpec
+            if let cached = calendars[text] { spec = cached } else {
+                guard let parsed = try? CalendarSpec.parse(text) else { return nil }
+                if calendars.count < 4096 { calendars[text] = parsed }
+                spec = parsed
+            }
+            guard let rules = try? zones.rules(spec.timeZoneName ?? zone) else { return nil }
+            return .calendar(spec, zone: rules)
+        case 4:
+            guard let a, let text else { return nil }
+            let offsets = text.split(separator: ",").compactMap { Int64($0) }.map { TimeSpan(microseconds: $0) }
+            return .remindBefore(event: Instant(microseconds: a), offsets: offsets)
+        default: return nil
+        }
+    }
+}
+
+struct AlertColumns {
+    var kind: Int64, a: Int64?, b: Int64?
+    init(_ s: AlertState) {
+        switch s {
+        case .idle: kind = 0; a = nil; b = nil
+        case .ringing(let since, let rings): kind = 1; a = since.microseconds; b = Int64(rings)
+        case .snoozed(let until): kind = 2; a = until.microseconds; b = nil
+        case .unanswered(let rings): kind = 3; a = nil; b = Int64(rings)
+        }
+    }
+    static func decode(kind: Int64, a: Int64?, b: Int64?) -> AlertState {
+        switch kind {
+        case 1: return .ringing(since: Instant(microseconds: a ?? 0), rings: UInt32(clamping: b ?? 0))
+        case 2: return .snoozed(until: Instant(microseconds: a ?? 0))
+        case 3: return .unanswered(rings: UInt32(clamping: b ?? 0))
+        default: return .idle
+        }
+    }
+}
