@@ -54,7 +54,7 @@ public struct DBusArgumentWriter: ~Copyable {
         if !ok { failure = DBusError(.noMemory, "cannot append a string") }
     }
 
-    static func basic<T>(_ value: T, _ type: Int32, _ iter: inout DBusMessageIter, _ failure: inout DBusError?) {
+    static func basic<T: BitwiseCopyable>(_ value: T, _ type: Int32, _ iter: inout DBusMessageIter, _ failure: inout DBusError?) {
         guard failure == nil else { return }
         var v = value
         if dbus_message_iter_append_basic(&iter, type, &v) == 0 { failure = DBusError(.noMemory, "cannot append a value") }
@@ -140,6 +140,13 @@ public struct DBusVardictWriter: ~Copyable {
         }
     }
 }
+
+/// Writers live only for the duration of one `signal(...) { }` call on one thread.
+@available(*, unavailable)
+extension DBusArgumentWriter: Sendable {}
+
+@available(*, unavailable)
+extension DBusVardictWriter: Sendable {}
 
 extension DBusMessage {
     /// A signal whose arguments `write` appends directly (see `DBusArgumentWriter`).

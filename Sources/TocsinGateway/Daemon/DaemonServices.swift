@@ -32,7 +32,7 @@ struct BusService: Service {
     let first: DBusConnection?
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown { await keepConnected() }
+        await cancelWhenGracefulShutdown { await keepConnected() }
         gateway.link.current?.close()
     }
 

@@ -85,7 +85,7 @@ extension CenterOptions {
 
 /// Checks a loaded config beyond its syntax: every backend table builds with the linked backend
 /// types, and every zone name exists. `tocsin check`, start-up and reload share it.
-public enum ConfigValidation {
+public enum ConfigValidation: Sendable {
     public static func validate(_ loaded: LoadedConfig, registry: BackendRegistry, environment: [String: String],
                                 earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
         var diags = earlier

@@ -1,10 +1,10 @@
-public import DBus
-public import Logging
+import DBus
+import Logging
 import ServiceLifecycle
 import Synchronization
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
-public import TocsinTime
+import TocsinTime
 
 /// The whole daemon as a library: the composition root that `tocsin daemon` runs, and that tests
 /// run in-process on a private bus.
