@@ -45,7 +45,9 @@ public final class InMemoryStore: NotificationStore {
         return out
     }
 
+    /// An empty batch is no transaction: it is neither counted nor held.
     public func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification] {
+        if ops.isEmpty { return try await notifications(reading) }
         let number = counter.withLock { n -> Int in n += 1; return n }
         state.update { $0.commits.append(ops) }
         if state.value.held {

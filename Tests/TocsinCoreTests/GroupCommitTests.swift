@@ -103,4 +103,32 @@ struct GroupCommitTests {
         let keys = spy.deliveries.map(\.key)
         #expect(keys.count == 300 && Set(keys).count == 300, "a slice whose claim failed is still delivered, once")
     }
+
+    @Test("a firing whose claim cannot be recorded does not fail a request of the same batch that changed nothing")
+    func factFailureSparesRequests() async throws {
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let spy = RecordingBackend(name: "spy")
+        let c = try await center(store, clock, spy: spy)
+        try await c.schedule(spec("due", at(10)))
+        let before = store.commits.count
+        store.hold()
+        let first = Task { try await c.schedule(spec("x", at(99))) }
+        try await store.state.wait("the first commit", timeout: .seconds(10)) { $0.commits.count == before + 1 }
+        store.failCommit(number: before + 2)
+        clock.advance(by: .seconds(10))
+        let tick = Task { await c.tick() }
+        let reload = Task { try await c.applyConfig([]) }
+        try await withTimeout(.seconds(10), "the tick and the reload queued") {
+            while await c.queuedWork < 2 { await Task.yield() }
+        }
+        store.release()
+        _ = try await first.value
+        await tick.value
+        let report = try await reload.value
+        #expect(report.added.isEmpty && report.removed.isEmpty)
+        #expect(store.state.value.failed == [before + 2], "the claim's commit failed")
+        await c.waitForDeliveries()
+        #expect(spy.deliveries.map(\.key) == ["due"], "delivered anyway")
+    }
 }

@@ -32,6 +32,7 @@ extension TocsinCenter {
 
     /// Requests waiting for the next batch (tests use it to know a batch has formed).
     var queuedRequests: Int { queued.reduce(0) { n, w in if case .call = w { return n + 1 }; return n } }
+    var queuedWork: Int { queued.count }
 
     func submit(_ request: Request) async throws(CenterError) -> Reply {
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
@@ -92,46 +93,58 @@ extension TocsinCenter {
         }
         // A burst is committed and delivered in slices: the store thread commits the next slice
         // while this one is handed to the backends, so the first signals leave within
-        // milliseconds of the due time instead of after the whole burst is durable.
+        // milliseconds of the due time instead of after the whole burst is durable. The requests'
+        // changes come last, in a transaction of their own: they apply on top of what time did,
+        // and a fact that cannot be recorded (a full disk) must not fail a request that changed
+        // nothing.
         let slices = Self.slices(facts, deliveries: Self.sliceSize)
         var batches: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
             (slice.compactMap { if case .persist(let op) = $0 { return op }; return nil },
              slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
         }
-        for (_, _, actions) in calls { for case .persist(let op) in actions { batches[0].ops.append(op) } }
+        var callOps: [StoreOp] = []
+        for (_, _, actions) in calls { for case .persist(let op) in actions { callOps.append(op) } }
+        batches.append((callOps, []))
 
         var done = 0
         for await result in store.commitEach(batches) {
-            var contents: [String: Notification]
-            switch result {
-            case .success(let c):
-                contents = c
-                if done == 0 {
-                    machine.endRecording()
-                    for case .finished(let key, let occurrence, let backend) in work {
-                        logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+            if done < slices.count {
+                var contents: [String: Notification]
+                switch result {
+                case .success(let c):
+                    contents = c
+                    if done == 0 {
+                        for case .finished(let key, let occurrence, let backend) in work {
+                            logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+                        }
                     }
-                    if let swapTo { await setBackends(swapTo) }
+                case .failure(let error):
+                    contents = await unrecorded(batches[done].reading, error)
                 }
-            case .failure(let error):
-                if done == 0 { failCalls(&calls, error) }
-                contents = await unrecorded(batches[done].reading, error)
-            }
-            perform(slices[done], contents: contents)
-            if done == 0 {
-                for (c, result, actions) in calls {
-                    perform(actions, contents: fresh)
-                    c.resume(returning: result)
+                perform(slices[done], contents: contents)
+            } else {
+                switch result {
+                case .success:
+                    machine.endRecording()
+                    if let swapTo { await setBackends(swapTo) }
+                    for (c, result, actions) in calls {
+                        perform(actions, contents: fresh)
+                        c.resume(returning: result)
+                    }
+                    calls = []
+                case .failure(let error):
+                    failCalls(&calls, error)
                 }
             }
             done += 1
         }
         // Only if the store stopped answering (closed): what is left is delivered unrecorded.
-        if done == 0 { failCalls(&calls, StoreError(.failed, "the state database is closed")) }
         while done < slices.count {
             perform(slices[done], contents: await unrecorded(batches[done].reading, StoreError(.failed, "the state database is closed")))
             done += 1
         }
+        if !calls.isEmpty { failCalls(&calls, StoreError(.failed, "the state database is closed")) }
+        machine.endRecording()
         for _ in 0..<finished { deliveryDone() }
         for c in tickWaiters { c.resume() }
     }
