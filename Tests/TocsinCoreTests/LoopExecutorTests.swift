@@ -113,8 +113,8 @@ struct LoopExecutorTests {
             let onLoop = r.onLoopThread()
             outcome.withLock { $0 = (cancelled, onLoop) }
         }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(r.loop.delayedCount == 1, "Task.sleep on the loop's executor waits in the loop's timer heap")
+        #expect(await eventually(within: 5) { r.loop.delayedCount == 1 },
+                "Task.sleep on the loop's executor waits in the loop's timer heap")
         sleeper.cancel()
         #expect(await eventually(within: 5) { outcome.withLock { $0 != nil } })
         let o = outcome.withLock { $0 }
