@@ -1,15 +1,15 @@
 public import DBus
 public import TocsinConfig
 public import TocsinCore
+import TocsinTime
 
 /// Turns a `Schedule`/`PostNow` `a{sv}` into a `NotificationSpec` through the same field table
-/// and messages as the config file: the variant values become a TOML table and the config
-/// decoder reads it. Field names, syntax and limits therefore cannot drift between surfaces.
+/// and messages as the config file (`NotificationFields`), read straight from the D-Bus values:
+/// field names, syntax and limits cannot drift between surfaces, and a call costs no TOML tree.
 public enum SpecDecoding: Sendable {
     public static func decode(_ value: DBusValue, requireTrigger: Bool, limits: SpecLimits = SpecLimits()) throws(DBusError) -> NotificationSpec {
-        let table = try toTable(value, field: nil)
-        switch NotificationFields.decode(table, context: "the notification spec", limits: limits,
-                                         allowReplace: true, requireTrigger: requireTrigger) {
+        var reader = try DBusFieldReader(value)
+        switch NotificationFields.decode(&reader, limits: limits, allowReplace: true, requireTrigger: requireTrigger) {
         case .success(let spec): return spec
         case .failure(let f):
             // The decoder's messages already name the field ('title' in ..., invalid 'after': ...).
@@ -17,49 +17,187 @@ public enum SpecDecoding: Sendable {
             throw DBusError(.invalidArgs, text)
         }
     }
+}
+
+/// `FieldReader` over a call's `a{sv}`. D-Bus has no line and column, so every issue is placed at
+/// the origin and the message names the field; variants are looked through at any depth, so
+/// `a{sv}`, `a{ss}`, `as` and `av` of strings all read alike.
+struct DBusFieldReader: FieldReader {
+    let context = "the notification spec"
+    private(set) var issues: [FieldIssue] = []
+    private var entries: [(key: String, value: DBusValue)] = []
+    private var index: [String: Int] = [:]
+    private var consumed: [Bool]
+
+    /// More entries than this cannot all be fields; refusing them keeps the error reply small.
+    static let maxEntries = 64
 
     private static let origin = SourceLocation(line: 1, column: 1)
+    var tableLocation: SourceLocation { Self.origin }
 
-    static func toTable(_ value: DBusValue, field: String?) throws(DBusError) -> TOMLTable {
-        guard case .dictionary(key: .string, value: let vt, let entries) = value else {
-            throw DBusError(.invalidArgs, "\(field.map { "field '\($0)'" } ?? "the spec") must be a dictionary with string keys (a{sv}), got '\(value.type)'")
+    init(_ value: DBusValue) throws(DBusError) {
+        guard case .dictionary(key: .string, value: _, let raw) = value else {
+            throw DBusError(.invalidArgs, "the spec must be a dictionary with string keys (a{sv}), got '\(value.type)'")
         }
-        var t = TOMLTable(location: origin)
-        for e in entries {
+        guard raw.count <= Self.maxEntries else {
+            throw DBusError(.invalidArgs, "the spec has \(raw.count) entries; a notification has at most \(Self.maxEntries)")
+        }
+        entries.reserveCapacity(raw.count)
+        for e in raw {
             guard case .string(let key) = e.key else { continue }
-            let name = field.map { "\($0).\(key)" } ?? key
-            var v = e.value
-            if vt == .variant, case .variant(let inner) = v { v = inner }
-            if t[key] != nil { throw DBusError(.invalidArgs, "field '\(name)' is given twice") }
-            t.set(key, keyLocation: origin, node: TOMLNode(try toTOML(v, field: name), at: origin))
+            if index[key] != nil { throw DBusError(.invalidArgs, "field '\(key)' is given twice") }
+            index[key] = entries.count
+            entries.append((key, Self.unwrapped(e.value)))
         }
-        return t
+        consumed = Array(repeating: false, count: entries.count)
     }
 
-    static func toTOML(_ v: DBusValue, field: String) throws(DBusError) -> TOMLValue {
+    private static func unwrapped(_ v: DBusValue) -> DBusValue {
+        var v = v
+        while case .variant(let inner) = v { v = inner }
+        return v
+    }
+
+    /// The value's kind in the words the config's messages use, so both surfaces read alike.
+    static func typeName(_ v: DBusValue) -> String {
         switch v {
-        case .string(let s): return .string(s)
-        case .boolean(let b): return .boolean(b)
-        case .byte(let x): return .integer(Int64(x))
-        case .int16(let x): return .integer(Int64(x))
-        case .uint16(let x): return .integer(Int64(x))
-        case .int32(let x): return .integer(Int64(x))
-        case .uint32(let x): return .integer(Int64(x))
-        case .int64(let x): return .integer(x)
-        case .uint64(let x):
-            guard let i = Int64(exactly: x) else { throw DBusError(.invalidArgs, "field '\(field)': \(x) is too large") }
-            return .integer(i)
-        case .double(let d): return .float(d)
-        case .variant(let inner): return try toTOML(inner, field: field)
-        case .array(_, let items):
-            var out: [TOMLNode] = []
-            for item in items { out.append(TOMLNode(try toTOML(item, field: field), at: origin)) }
-            return .array(out)
-        case .dictionary(key: .string, _, _):
-            return .table(try toTable(v, field: field))
-        default:
-            throw DBusError(.invalidArgs, "field '\(field)' has unsupported D-Bus type '\(v.type)'")
+        case .string: return "string"
+        case .boolean: return "boolean"
+        case .byte, .int16, .uint16, .int32, .uint32, .int64, .uint64: return "integer"
+        case .double: return "float"
+        case .dictionary(key: .string, _, _): return "table"
+        case .array: return "array"
+        default: return "D-Bus type '\(v.type)'"
         }
+    }
+
+    func has(_ key: String) -> Bool { index[key] != nil }
+    func location(of key: String) -> SourceLocation { Self.origin }
+
+    mutating func report(_ key: String, _ message: String, atValue: Bool) {
+        issues.append(FieldIssue(field: key, location: Self.origin, message: message))
+    }
+
+    mutating func report(_ issue: FieldIssue) { issues.append(issue) }
+
+    mutating func accept(_ key: String) {
+        if let i = index[key] { consumed[i] = true }
+    }
+
+    private mutating func value(_ key: String) -> DBusValue? {
+        guard let i = index[key] else { return nil }
+        consumed[i] = true
+        return entries[i].value
+    }
+
+    private mutating func typeError(_ key: String, expected: String, found: DBusValue) {
+        report(key, "'\(key)' in \(context) must be \(expected), found \(Self.typeName(found))")
+    }
+
+    mutating func string(_ key: String) -> String? {
+        guard let v = value(key) else { return nil }
+        if case .string(let s) = v { return refusingNUL(key, s) }
+        typeError(key, expected: "a string", found: v)
+        return nil
+    }
+
+    mutating func bool(_ key: String) -> Bool? {
+        guard let v = value(key) else { return nil }
+        if case .boolean(let b) = v { return b }
+        typeError(key, expected: "a boolean", found: v)
+        return nil
+    }
+
+    mutating func integer(_ key: String, in range: ClosedRange<Int64>) -> Int64? {
+        guard let v = value(key) else { return nil }
+        let wide: Int64?
+        switch v {
+        case .byte(let x): wide = Int64(x)
+        case .int16(let x): wide = Int64(x)
+        case .uint16(let x): wide = Int64(x)
+        case .int32(let x): wide = Int64(x)
+        case .uint32(let x): wide = Int64(x)
+        case .int64(let x): wide = x
+        case .uint64(let x):
+            guard let i = Int64(exactly: x) else {
+                report(key, "'\(key)' must be between \(range.lowerBound) and \(range.upperBound), found \(x)")
+                return nil
+            }
+            wide = i
+        default:
+            typeError(key, expected: "an integer", found: v)
+            return nil
+        }
+        guard let i = wide, range.contains(i) else {
+            report(key, "'\(key)' must be between \(range.lowerBound) and \(range.upperBound), found \(wide ?? 0)")
+            return nil
+        }
+        return i
+    }
+
+    mutating func stringArray(_ key: String) -> [String]? {
+        guard let v = value(key) else { return nil }
+        guard case .array(_, let items) = v else {
+            typeError(key, expected: "an array of strings", found: v)
+            return nil
+        }
+        var out: [String] = []
+        out.reserveCapacity(items.count)
+        for item in items {
+            guard case .string(let s) = Self.unwrapped(item) else {
+                report(key, "'\(key)' must be an array of strings, found an element of type \(Self.typeName(Self.unwrapped(item)))")
+                return nil
+            }
+            out.append(s)
+        }
+        return out
+    }
+
+    mutating func stringTable(_ key: String) -> [(key: String, value: String)]? {
+        guard let v = value(key) else { return nil }
+        guard case .dictionary(key: .string, _, let items) = v else {
+            typeError(key, expected: "a table of strings", found: v)
+            return nil
+        }
+        var out: [(key: String, value: String)] = []
+        out.reserveCapacity(items.count)
+        var seen = Set<String>()
+        for e in items {
+            guard case .string(let k) = e.key else { continue }
+            guard seen.insert(k).inserted else {
+                report("\(key).\(k)", "'\(key).\(k)' is given twice")
+                continue
+            }
+            guard case .string(let s) = Self.unwrapped(e.value) else {
+                report("\(key).\(k)", "'\(key).\(k)' must be a string, found \(Self.typeName(Self.unwrapped(e.value)))")
+                continue
+            }
+            out.append((k, s))
+        }
+        return out
+    }
+
+    mutating func timeValue(_ key: String) -> TimeValue? {
+        guard let v = value(key) else { return nil }
+        guard case .string(let s) = v else {
+            report(key, "'\(key)' must be a date-time or a string, found \(Self.typeName(v))")
+            return nil
+        }
+        return timeValue(key, text: s)
+    }
+
+    mutating func parse<T>(_ key: String, _ text: String, _ body: (String) throws(TimeSyntaxError) -> T) -> T? {
+        do {
+            return try body(text)
+        } catch {
+            report(key, "invalid '\(key)': \(error.message)")
+            return nil
+        }
+    }
+
+    mutating func finish(known: [String]) {
+        let unread = entries.indices.filter { !consumed[$0] }.map { (key: entries[$0].key, location: Self.origin) }
+        reportUnknown(unread, known: known)
     }
 }
 

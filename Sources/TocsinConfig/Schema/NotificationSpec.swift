@@ -137,8 +137,14 @@ public enum NotificationFields: Sendable {
     public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
                               allowReplace: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
         var r = TableReader(table, context: context)
+        return decode(&r, limits: limits, allowReplace: allowReplace, requireTrigger: requireTrigger)
+    }
+
+    /// Reads one notification from any surface; every rule and message of the fields is here.
+    public static func decode<R: FieldReader>(_ r: inout R, limits: SpecLimits = SpecLimits(),
+                                              allowReplace: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
         var spec = NotificationSpec()
-        spec.location = table.location
+        spec.location = r.tableLocation
 
         if let key = r.string("key") {
             if let problem = validateKey(key, limits: limits) { r.report("key", problem) } else { spec.key = key }
@@ -204,7 +210,7 @@ public enum NotificationFields: Sendable {
         return nil
     }
 
-    private static func decodeTrigger(_ r: inout TableReader, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
+    private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
         // `at` is both a trigger and the event of remind_before.
         let present = triggerKeys.filter { r.has($0) && !($0 == "at" && r.has("remind_before")) }
         for k in ["count", "starting", "until"] where r.has(k) && !r.has("every") {
@@ -214,7 +220,7 @@ public enum NotificationFields: Sendable {
         if present.isEmpty {
             for k in triggerKeys { r.accept(k) }
             if required {
-                r.report(FieldIssue(field: "trigger", location: r.table.location,
+                r.report(FieldIssue(field: "trigger", location: r.tableLocation,
                                     message: "\(r.context) has no trigger; give one of 'at', 'after', 'every', 'on_calendar', 'remind_before'"))
             }
             return nil
@@ -230,7 +236,7 @@ public enum NotificationFields: Sendable {
         let loc = r.location(of: kind)
         switch kind {
         case "at":
-            guard let t = timeValue(&r, "at") else { return nil }
+            guard let t = r.timeValue("at") else { return nil }
             return (.at(t), loc)
         case "after":
             guard let d = r.duration("after", positive: true) else { return nil }
@@ -239,8 +245,8 @@ public enum NotificationFields: Sendable {
             guard let period = r.duration("every", positive: true) else { return nil }
             var count: UInt32?
             if r.has("count") { count = r.integer("count", in: 1...Int64(UInt32.max)).map { UInt32($0) } }
-            let starting = r.has("starting") ? timeValue(&r, "starting") : nil
-            let until = r.has("until") ? timeValue(&r, "until") : nil
+            let starting = r.has("starting") ? r.timeValue("starting") : nil
+            let until = r.has("until") ? r.timeValue("until") : nil
             return (.every(period, count: count, starting: starting, until: until), loc)
         case "on_calendar":
             guard let text = r.string("on_calendar") else { return nil }
@@ -252,7 +258,7 @@ public enum NotificationFields: Sendable {
                 r.accept("remind_before")
                 return nil
             }
-            let event = timeValue(&r, "at")
+            let event = r.timeValue("at")
             guard let texts = r.stringArray("remind_before") else { return nil }
             if texts.isEmpty { r.report("remind_before", "'remind_before' must list at least one offset"); return nil }
             if texts.count > limits.maxRemindOffsets {
@@ -272,36 +278,6 @@ public enum NotificationFields: Sendable {
             }
             guard let event else { return nil }
             return (.remindBefore(event: event, offsets: offsets), loc)
-        }
-    }
-
-    /// A date-time as TOML writes it, or a string in the CLI/D-Bus forms.
-    private static func timeValue(_ r: inout TableReader, _ key: String) -> TimeValue? {
-        guard let n = r.node(key) else { return nil }
-        switch n.value {
-        case .dateTime(let dt):
-            guard let date = dt.date, let time = dt.time else {
-                r.report(key, "'\(key)' needs a date and a time, found a \(n.value.typeName)")
-                return nil
-            }
-            let civil = CivilDateTime(year: date.year, month: date.month, day: date.day, hour: time.hour,
-                                      minute: time.minute, second: min(time.second, 59), microsecond: time.nanosecond / 1000)
-            guard let offset = dt.offsetMinutes else { return .local(civil) }
-            let utc = TimeZoneRules.utc
-            let local = Timestamp.instant(of: civil, in: utc)
-            return .instant(local - .minutes(Int64(offset)))
-        case .string(let s):
-            let trimmed = s.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("+") {
-                return r.parse(key, String(trimmed.dropFirst())) { t throws(TimeSyntaxError) in
-                    .relative(try TimeSpan.parse(t))
-                }
-            }
-            // Parsed against a dummy "now": only absolute forms reach this branch.
-            return r.parse(key, s) { t throws(TimeSyntaxError) in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
-        default:
-            r.report(key, "'\(key)' must be a date-time or a string, found \(n.value.typeName)")
-            return nil
         }
     }
 }

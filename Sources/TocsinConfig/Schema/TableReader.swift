@@ -14,10 +14,8 @@ public struct FieldIssue: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// Typed, position-aware access to a TOML table that records every problem instead of stopping
 /// at the first, and at the end reports the keys nobody asked for (with a spelling suggestion).
-///
-/// One reader serves `[daemon]`, `[backend.NAME]` and `[[notification]]`, and the D-Bus API
-/// converts its `a{sv}` into a table so that both surfaces share one set of rules and messages.
-public struct TableReader: Sendable {
+/// One reader serves `[daemon]`, `[backend.NAME]` and `[[notification]]`.
+public struct TableReader: FieldReader, Sendable {
     public let table: TOMLTable
     /// How the table is named in messages: `[daemon]`, `[[notification]] #3`, `[backend.alarm]`.
     public let context: String
@@ -29,18 +27,18 @@ public struct TableReader: Sendable {
         self.context = context
     }
 
+    public var tableLocation: SourceLocation { table.location }
     public func has(_ key: String) -> Bool { table[key] != nil }
     public func location(of key: String) -> SourceLocation { table.entry(key)?.keyLocation ?? table.location }
     public func valueLocation(of key: String) -> SourceLocation { table[key]?.location ?? table.location }
 
-    public mutating func report(_ key: String, _ message: String, atValue: Bool = true) {
+    public mutating func report(_ key: String, _ message: String, atValue: Bool) {
         let loc = atValue ? valueLocation(of: key) : location(of: key)
         issues.append(FieldIssue(field: key, location: loc, message: message))
     }
 
     public mutating func report(_ issue: FieldIssue) { issues.append(issue) }
 
-    /// Marks a key as known without reading it (for keys read by someone else).
     public mutating func accept(_ key: String) { consumed.insert(key) }
 
     public mutating func node(_ key: String) -> TOMLNode? {
@@ -54,26 +52,9 @@ public struct TableReader: Sendable {
 
     public mutating func string(_ key: String) -> String? {
         guard let n = node(key) else { return nil }
-        if case .string(let s) = n.value {
-            // NUL cannot travel over D-Bus or into argv/environments; refuse it at the door.
-            if s.utf8.contains(0) {
-                report(key, "'\(key)' must not contain a NUL character")
-                return nil
-            }
-            return s
-        }
+        if case .string(let s) = n.value { return refusingNUL(key, s) }
         typeError(key, expected: "a string", found: n.value)
         return nil
-    }
-
-    public mutating func requiredString(_ key: String) -> String? {
-        if !has(key) {
-            issues.append(FieldIssue(field: key, location: table.location,
-                                     message: "missing required key '\(key)' in \(context)"))
-            consumed.insert(key)
-            return nil
-        }
-        return string(key)
     }
 
     public mutating func bool(_ key: String) -> Bool? {
@@ -114,7 +95,6 @@ public struct TableReader: Sendable {
         return out
     }
 
-    /// A table of string values, in document order.
     public mutating func stringTable(_ key: String) -> [(key: String, value: String)]? {
         guard let n = node(key) else { return nil }
         guard case .table(let t) = n.value else {
@@ -133,24 +113,28 @@ public struct TableReader: Sendable {
         return out
     }
 
-    /// One of a fixed set of words.
-    public mutating func choice<T>(_ key: String, _ options: [(String, T)]) -> T? {
-        guard let s = string(key) else { return nil }
-        if let hit = options.first(where: { $0.0 == s }) { return hit.1 }
-        let names = options.map { "'\($0.0)'" }.joined(separator: ", ")
-        report(key, "'\(key)' must be one of \(names), found '\(s)'")
-        return nil
-    }
-
-    /// A systemd.time(7) span such as `15min`; `positive` refuses zero and negative spans.
-    public mutating func duration(_ key: String, positive: Bool) -> TimeSpan? {
-        guard let s = string(key) else { return nil }
-        return parse(key, s) { text throws(TimeSyntaxError) in
-            positive ? try TimeSpan.parsePositive(text) : try TimeSpan.parse(text)
+    public mutating func timeValue(_ key: String) -> TimeValue? {
+        guard let n = node(key) else { return nil }
+        switch n.value {
+        case .dateTime(let dt):
+            guard let date = dt.date, let time = dt.time else {
+                report(key, "'\(key)' needs a date and a time, found a \(n.value.typeName)")
+                return nil
+            }
+            let civil = CivilDateTime(year: date.year, month: date.month, day: date.day, hour: time.hour,
+                                      minute: time.minute, second: min(time.second, 59), microsecond: time.nanosecond / 1000)
+            guard let offset = dt.offsetMinutes else { return .local(civil) }
+            let local = Timestamp.instant(of: civil, in: TimeZoneRules.utc)
+            return .instant(local - .minutes(Int64(offset)))
+        case .string(let s):
+            return timeValue(key, text: s)
+        default:
+            report(key, "'\(key)' must be a date-time or a string, found \(n.value.typeName)")
+            return nil
         }
     }
 
-    /// Runs a TocsinTime parser and maps its column into the file, so a caret lands on the bad character
+    /// Maps the parser's column into the file, so a caret lands on the bad character
     /// (exact when the string has no escapes, which is the common case).
     public mutating func parse<T>(_ key: String, _ text: String,
                                   _ body: (String) throws(TimeSyntaxError) -> T) -> T? {
@@ -164,13 +148,10 @@ public struct TableReader: Sendable {
         }
     }
 
-    /// Reports every key that was never read, suggesting the closest known one.
     public mutating func finish(known: [String]) {
-        for e in table.entries where !consumed.contains(e.key) {
-            var message = "unknown key '\(e.key)' in \(context)"
-            if let s = Suggestion.closest(to: e.key, among: known) { message += "; did you mean '\(s)'?" }
-            issues.append(FieldIssue(field: e.key, location: e.keyLocation, message: message))
-        }
+        let done = consumed
+        let unread = table.entries.filter { !done.contains($0.key) }.map { (key: $0.key, location: $0.keyLocation) }
+        reportUnknown(unread, known: known)
     }
 }
 

@@ -1,0 +1,99 @@
+public import TocsinTime
+
+/// The reads `NotificationFields` makes of the surface a notification comes from.
+///
+/// The config file answers them from a TOML table, with positions (`TableReader`); the D-Bus API
+/// answers them straight from the call's `a{sv}` (TocsinGateway's `DBusFieldReader`), so a
+/// `Schedule` call is never dressed up as a TOML document. Both surfaces still share every rule
+/// and message: the field table and its checks live in `NotificationFields`, and the derived
+/// reads (`requiredString`, `choice`, `duration`, string forms of times) in the extension below.
+public protocol FieldReader {
+    /// How the table is named in messages: `[[notification]] #3`, `the notification spec`.
+    var context: String { get }
+    var issues: [FieldIssue] { get }
+    /// Where problems that concern no single key are reported.
+    var tableLocation: SourceLocation { get }
+    func has(_ key: String) -> Bool
+    func location(of key: String) -> SourceLocation
+    /// Records a problem at the key's value (`atValue`) or at the key itself.
+    mutating func report(_ key: String, _ message: String, atValue: Bool)
+    mutating func report(_ issue: FieldIssue)
+    /// Marks a key as known without reading it (for keys read by someone else).
+    mutating func accept(_ key: String)
+    mutating func string(_ key: String) -> String?
+    mutating func bool(_ key: String) -> Bool?
+    mutating func integer(_ key: String, in range: ClosedRange<Int64>) -> Int64?
+    mutating func stringArray(_ key: String) -> [String]?
+    /// A table of string values, in the order written.
+    mutating func stringTable(_ key: String) -> [(key: String, value: String)]?
+    /// A date-time: the file's own TOML date-times, or a string in the CLI/D-Bus forms.
+    mutating func timeValue(_ key: String) -> TimeValue?
+    /// Runs a TocsinTime parser on the key's text; a failure is reported at the offending column
+    /// where the surface has columns.
+    mutating func parse<T>(_ key: String, _ text: String, _ body: (String) throws(TimeSyntaxError) -> T) -> T?
+    /// Reports every key that was never read, suggesting the closest known one.
+    mutating func finish(known: [String])
+}
+
+extension FieldReader {
+    public mutating func report(_ key: String, _ message: String) {
+        report(key, message, atValue: true)
+    }
+
+    public mutating func requiredString(_ key: String) -> String? {
+        if !has(key) {
+            report(FieldIssue(field: key, location: tableLocation, message: "missing required key '\(key)' in \(context)"))
+            accept(key)
+            return nil
+        }
+        return string(key)
+    }
+
+    /// One of a fixed set of words.
+    public mutating func choice<T>(_ key: String, _ options: [(String, T)]) -> T? {
+        guard let s = string(key) else { return nil }
+        if let hit = options.first(where: { $0.0 == s }) { return hit.1 }
+        let names = options.map { "'\($0.0)'" }.joined(separator: ", ")
+        report(key, "'\(key)' must be one of \(names), found '\(s)'")
+        return nil
+    }
+
+    /// A systemd.time(7) span such as `15min`; `positive` refuses zero and negative spans.
+    public mutating func duration(_ key: String, positive: Bool) -> TimeSpan? {
+        guard let s = string(key) else { return nil }
+        return parse(key, s) { text throws(TimeSyntaxError) in
+            positive ? try TimeSpan.parsePositive(text) : try TimeSpan.parse(text)
+        }
+    }
+
+    /// The string forms of a time every surface accepts: `+15min` (relative to scheduling),
+    /// RFC 3339, `@unix`, and the rest of systemd's timestamp syntax.
+    public mutating func timeValue(_ key: String, text s: String) -> TimeValue? {
+        let trimmed = s.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("+") {
+            return parse(key, String(trimmed.dropFirst())) { t throws(TimeSyntaxError) in
+                .relative(try TimeSpan.parse(t))
+            }
+        }
+        // Parsed against a dummy "now": only absolute forms reach this branch.
+        return parse(key, s) { t throws(TimeSyntaxError) in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
+    }
+
+    /// NUL cannot travel over D-Bus or into argv and environments; refused at the door on every surface.
+    public mutating func refusingNUL(_ key: String, _ s: String) -> String? {
+        if s.utf8.contains(0) {
+            report(key, "'\(key)' must not contain a NUL character")
+            return nil
+        }
+        return s
+    }
+
+    /// Reports the keys of `present` that were never read, suggesting the closest known one.
+    public mutating func reportUnknown(_ keys: some Sequence<(key: String, location: SourceLocation)>, known: [String]) {
+        for (key, location) in keys {
+            var message = "unknown key '\(key)' in \(context)"
+            if let s = Suggestion.closest(to: key, among: known) { message += "; did you mean '\(s)'?" }
+            report(FieldIssue(field: key, location: location, message: message))
+        }
+    }
+}
