@@ -27,7 +27,10 @@ public struct DBusSignalBackendFactory: BackendFactory {
     public init(emit: @escaping DBusSignalBackend.Emit) { self.emit = emit }
     public var typeName: String { "dbus-signal" }
     public var optionKeys: [String] { [] }
-    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+    /// The signal's shape is the API's, so the table has nothing to set.
+    public struct Options: Sendable { public init() {} }
+    public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
+    public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
         DBusSignalBackend(name: name, emit: emit)
     }
 }

@@ -80,27 +80,28 @@ public struct DesktopBackendFactory: BackendFactory {
     public var typeName: String { "libnotify" }
     public var optionKeys: [String] { ["app_name", "timeout", "snooze", "desktop_entry"] }
 
-    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
-        guard let parsed = Self.options(&options) else { return nil }
-        return DesktopBackend(name: name, options: parsed, logger: environment.logger)
+    public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> DesktopOptions? {
+        Self.options(&reader)
+    }
+
+    public func make(name: String, options: DesktopOptions, environment: BackendEnvironment) -> any DeliveryBackend {
+        DesktopBackend(name: name, options: options, logger: environment.logger)
     }
 
     /// Reads the table; nil when any option was wrong (the reader holds the positioned reasons).
-    public static func options(_ r: inout TableReader) -> DesktopOptions? {
+    public static func options(_ r: inout some FieldReader) -> DesktopOptions? {
         var o = DesktopOptions()
         let before = r.issues.count
         if let app = r.string("app_name") {
             if app.isEmpty { r.report("app_name", "'app_name' in \(r.context) must not be empty") } else { o.appName = app }
         }
-        if r.has("timeout") {
-            if case .string("never")? = r.table["timeout"]?.value {
-                _ = r.node("timeout")
+        if let text = r.string("timeout") {
+            if text == "never" {
                 o.timeout = .never
-            } else if case .string("default")? = r.table["timeout"]?.value {
+            } else if text == "default" {
                 // Also for alarms, which otherwise never expire.
-                _ = r.node("timeout")
                 o.timeout = .serverDefault
-            } else if let span = r.duration("timeout", positive: true) {
+            } else if let span = r.parse("timeout", text, { t throws(TimeSyntaxError) in try TimeSpan.parsePositive(t) }) {
                 // The spec's expire_timeout is an int32 of milliseconds; 0 would mean "never".
                 let ms = (span.microseconds + 999) / 1000
                 if ms > Int64(Int32.max) {

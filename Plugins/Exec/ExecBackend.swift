@@ -93,18 +93,31 @@ public struct ExecBackendFactory: BackendFactory {
     public init() {}
     public var typeName: String { "exec" }
     public var optionKeys: [String] { ["command", "timeout"] }
-    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
-        guard options.has("command") else {
-            options.report(FieldIssue(field: "command", location: options.table.location,
-                                      message: "missing required key 'command' in [backend.\(name)] (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"))
+    public struct Options: Sendable {
+        /// argv; the program is looked up on the daemon's PATH.
+        public var command: [String]
+        public var timeout: TimeSpan
+        public init(command: [String], timeout: TimeSpan = .seconds(30)) {
+            self.command = command; self.timeout = timeout
+        }
+    }
+
+    public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
+        guard reader.has("command") else {
+            reader.report(FieldIssue(field: "command", location: reader.tableLocation,
+                                     message: "missing required key 'command' in \(reader.context) (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"))
             return nil
         }
-        guard let command = options.stringArray("command") else { return nil }
+        guard let command = reader.stringArray("command") else { return nil }
         guard let first = command.first, !first.isEmpty else {
-            options.report("command", "'command' must name a program as its first element")
+            reader.report("command", "'command' must name a program as its first element")
             return nil
         }
-        let timeout = options.duration("timeout", positive: true) ?? .seconds(30)
+        return Options(command: command, timeout: reader.duration("timeout", positive: true) ?? .seconds(30))
+    }
+
+    public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
+        let command = options.command, timeout = options.timeout
         var base: [String: String] = ["PATH": environment.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"]
         for k in ["HOME", "LANG", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY"] {
             if let v = environment.environment[k] { base[k] = v }

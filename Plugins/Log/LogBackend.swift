@@ -68,8 +68,10 @@ public struct LogBackendFactory: BackendFactory {
     public init() {}
     public var typeName: String { "log" }
     public var optionKeys: [String] { ["format"] }
-    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
-        let format = options.choice("format", [("text", LogBackend.Format.text), ("json", .json)]) ?? .text
-        return LogBackend(name: name, format: format)
+    public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> LogBackend.Format? {
+        reader.choice("format", [("text", LogBackend.Format.text), ("json", .json)]) ?? .text
+    }
+    public func make(name: String, options format: LogBackend.Format, environment: BackendEnvironment) -> any DeliveryBackend {
+        LogBackend(name: name, format: format)
     }
 }

@@ -43,7 +43,7 @@ public struct SoundBackendFactory: BackendFactory {
         "PULSE_SERVER", "PULSE_COOKIE", "PULSE_SINK", "PIPEWIRE_REMOTE", "PIPEWIRE_RUNTIME_DIR", "ALSA_CARD", "AUDIODEV",
     ]
 
-    public func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+    public func options(from options: inout some FieldReader, environment: BackendEnvironment) -> SoundSettings? {
         let env = environment.environment
         let before = options.issues.count
         let file = readFile(&options, environment: env)
@@ -59,16 +59,20 @@ public struct SoundBackendFactory: BackendFactory {
         let player = readPlayer(&options, environment: env, volume: volume)
 
         guard options.issues.count == before, let file, let length, let player else { return nil }
+        return SoundSettings(file: file, length: length, player: player, volume: volume, every: every, maxRings: maxRings)
+    }
+
+    public func make(name: String, options settings: SoundSettings, environment: BackendEnvironment) -> any DeliveryBackend {
+        let env = environment.environment
         var playerEnv: [String: String] = ["PATH": env["PATH"] ?? Self.defaultPath]
         for k in Self.passedVariables { if let v = env[k] { playerEnv[k] = v } }
-        let settings = SoundSettings(file: file, length: length, player: player, volume: volume, every: every, maxRings: maxRings)
         return SoundBackend(name: name, settings: settings, environment: playerEnv, logger: environment.logger,
                             limits: limits, observer: observer)
     }
 
     static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
-    private func readFile(_ options: inout TableReader, environment env: [String: String]) -> String? {
+    private func readFile(_ options: inout some FieldReader, environment env: [String: String]) -> String? {
         guard options.has("file") else {
             if let found = DefaultSound.locate(environment: env) { return found }
             options.report("file", "no alarm sound found (looked for the freedesktop sound theme's alarm-clock-elapsed and for Tocsin's tocsin/sounds/alarm.wav in the data directories); set 'file' or install sound-theme-freedesktop")
@@ -84,7 +88,7 @@ public struct SoundBackendFactory: BackendFactory {
         return path
     }
 
-    private func measure(_ path: String, _ options: inout TableReader) -> SoundLength? {
+    private func measure(_ path: String, _ options: inout some FieldReader) -> SoundLength? {
         let length: SoundLength
         do {
             length = try SoundProbe.measure(path: path)
@@ -103,7 +107,7 @@ public struct SoundBackendFactory: BackendFactory {
         return length
     }
 
-    private func readPlayer(_ options: inout TableReader, environment env: [String: String], volume: Int?) -> [String]? {
+    private func readPlayer(_ options: inout some FieldReader, environment env: [String: String], volume: Int?) -> [String]? {
         let searchPath = env["PATH"] ?? Self.defaultPath
         guard options.has("player") else {
             guard let found = DefaultPlayer.find(path: searchPath) else {

@@ -103,14 +103,29 @@ public struct BackendEnvironment: Sendable {
     }
 }
 
-/// Builds instances of one backend type from their `[backend.NAME]` tables.
+/// Builds instances of one backend type. Reading a `[backend.NAME]` table and building the
+/// backend are separate steps joined by a typed `Options` value: the table's rules and messages
+/// stay with the factory, while tests and other surfaces build a backend from options directly,
+/// without writing TOML.
 public protocol BackendFactory: Sendable {
+    associatedtype Options: Sendable
     /// The `type = "..."` this factory answers to.
     var typeName: String { get }
     /// The keys of its table besides `type`, for "unknown key; did you mean" diagnostics.
     var optionKeys: [String] { get }
-    /// Reads options through `options` (which records positioned issues); returns nil if any were fatal.
-    func make(name: String, options: inout TableReader, environment: BackendEnvironment) -> (any DeliveryBackend)?
+    /// Reads and checks the options; every problem is recorded in `reader` with its position.
+    /// nil when any was found.
+    func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options?
+    func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend
+}
+
+extension BackendFactory {
+    /// Both steps, for one table: nil when the table had a problem (recorded in `reader`).
+    public func make(name: String, reading reader: inout some FieldReader, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+        let before = reader.issues.count
+        guard let options = options(from: &reader, environment: environment), reader.issues.count == before else { return nil }
+        return make(name: name, options: options, environment: environment)
+    }
 }
 
 /// Maps backend type names to factories. A value passed to whoever builds backends, never a global:
@@ -146,7 +161,7 @@ public struct BackendRegistry: Sendable {
             }
             var reader = TableReader(decl.table, context: "[backend.\(decl.name)]")
             reader.accept("type")
-            let backend = factory.make(name: decl.name, options: &reader, environment: environment)
+            let backend = factory.make(name: decl.name, reading: &reader, environment: environment)
             reader.finish(known: ["type"] + factory.optionKeys)
             diags += reader.issues.map { Diagnostic(file: file, location: $0.location, message: $0.message) }
             if let backend, reader.issues.isEmpty { out.append(backend) }

@@ -72,7 +72,7 @@ struct ExecBackendTests {
         func issues(_ toml: String) -> [String] {
             guard case .success(let t) = Result(catching: { try TOML.parse(toml, file: "c.toml") }) else { return ["parse"] }
             var r = TableReader(t, context: "[backend.hook]")
-            _ = ExecBackendFactory().make(name: "hook", options: &r, environment: BackendEnvironment(logger: .init(label: "t")))
+            _ = ExecBackendFactory().make(name: "hook", reading: &r, environment: BackendEnvironment(logger: .init(label: "t")))
             return r.issues.map(\.message)
         }
         #expect(issues("") == ["missing required key 'command' in [backend.hook] (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"])
