@@ -39,10 +39,16 @@ public final class InMemoryStore: NotificationStore {
     public var rows: [String: StoredNotification] { state.value.rows }
     public var commits: [[StoreOp]] { state.value.commits }
 
-    public func load() async throws(StoreError) -> LoadedState {
-        var out = LoadedState()
-        out.rows = state.value.rows.values.sorted { $0.notification.key < $1.notification.key }
-        return out
+    public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
+        let rows = state.value.rows.values.sorted { $0.notification.key < $1.notification.key }
+        return AsyncStream { c in
+            for start in stride(from: 0, to: rows.count, by: max(1, chunkSize)) {
+                var part = LoadedState()
+                part.rows = Array(rows[start..<min(rows.count, start + max(1, chunkSize))])
+                c.yield(.success(part))
+            }
+            c.finish()
+        }
     }
 
     /// An empty batch is no transaction: it is neither counted nor held.

@@ -19,6 +19,36 @@ struct DurabilityTests {
         #expect(await h.settled().map(\.key) == ["tea"])
     }
 
+    /// Regression: the first elapse of a calendar trigger was searched from the beginning of time
+    /// after a restart, found nothing, and the notification silently became inactive.
+    @Test("a calendar notification that has not fired yet survives a restart and fires at its elapse")
+    func calendarBeforeFirstElapse() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("cal", .onCalendar(try CalendarSpec.parse("*-*-* 09:30:00"))))
+        #expect(await h.center.lookup("cal")?.nextFire == t0 + .minutes(30))
+        await h.advance(60)
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        #expect(await h.center.list().map(\.notification.key) == ["cal"])
+        #expect(await h.center.lookup("cal")?.nextFire == t0 + .minutes(30))
+        await h.advance(29 * 60)
+        let d = await h.settled()
+        #expect(d.map(\.occurrence.number) == [1])
+        #expect(d.first?.late == false)
+        #expect(await h.center.lookup("cal")?.nextFire == t0 + .hours(24) + .minutes(30))
+    }
+
+    @Test("a first calendar elapse that passed while the daemon was down follows the missed policy")
+    func calendarFirstElapseMissed() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("cal", .onCalendar(try CalendarSpec.parse("*-*-* 09:30:00")), missed: .fireOnce))
+        h.clock.advance(by: .hours(1))
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        let d = await h.settled()
+        #expect(d.map(\.occurrence.instant) == [t0 + .minutes(30)])
+        #expect(d.first?.late == true)
+        #expect(await h.center.lookup("cal")?.nextFire == t0 + .hours(24) + .minutes(30))
+    }
+
     @Test("a fired one-shot does not fire again after a restart")
     func noDoubleFire() async throws {
         let h = try await Harness()

@@ -53,7 +53,7 @@ struct MachineTests {
     func scheduleAndOrder() throws {
         var m = machine()
         let first = try schedule(&m, note("b", .at(t0 + .seconds(20))))
-        #expect(persisted(first) == [.upsert(StoredNotification(notification: note("b", .at(t0 + .seconds(20)))))])
+        #expect(persisted(first) == [.upsert(StoredNotification(notification: note("b", .at(t0 + .seconds(20))), base: t0))])
         try schedule(&m, note("c", .at(t0 + .seconds(10))))
         let replaced = try schedule(&m, note("a", .at(t0 + .seconds(10))))
         #expect(withdrawals(replaced).isEmpty)

@@ -14,12 +14,14 @@ struct CoreBenchmark: AsyncParsableCommand {
     @Option(help: "Durable schedule/cancel operations to time.") var operations = 10_000
     @Option(help: "Pending-notification counts for the memory and load figures.") var pending: [Int] = [100_000, 1_000_000]
     @Option(help: "Triggers evaluated for the next-fire cost.") var triggers = 1_000_000
+    @Option(help: "Keep the largest persisted state in this directory and, when it already holds one, only time its start-up (for iterating on load speed).")
+    var stateDir: String?
 
     func run() async throws {
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores; release build")
         try triggerCost()
         try await scheduleThroughput()
-        for n in pending { try await memoryAndLoad(n) }
+        for n in pending { try await memoryAndLoad(n, keep: n == pending.max() ? stateDir : nil) }
     }
 
     private func triggerCost() throws {
@@ -99,8 +101,11 @@ struct CoreBenchmark: AsyncParsableCommand {
         }
     }
 
-    private func memoryAndLoad(_ n: Int) async throws {
-        let dir = TemporaryDirectory(prefix: "tocsin-bench")
+    private func memoryAndLoad(_ n: Int, keep: String?) async throws {
+        let temporary = TemporaryDirectory(prefix: "tocsin-bench")
+        let path = keep ?? temporary.path
+        let reuse = keep.map { FileManager.default.fileExists(atPath: $0 + "/state.sqlite3") } ?? false
+        if keep != nil { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
         let now = Instant(seconds: 1_790_000_000)
         // Generated as they are scheduled, so no array of a million requests inflates the figure.
         let make: @Sendable (Int) -> NotificationSpec = { i in
@@ -114,8 +119,8 @@ struct CoreBenchmark: AsyncParsableCommand {
         let clock = ContinuousClock()
         var loadTime = Duration.zero
         var afterLoad = 0
-        do {
-            let (center, _) = try makeCenter(dir.path, now: now)
+        if !reuse {
+            let (center, _) = try makeCenter(path, now: now)
             try await center.start(backends: [RecordingBackend(name: "log")])
             let before = residentBytes()
             let t = try await clock.measure { try await Self.concurrently(n, make, center: center) }
@@ -126,7 +131,7 @@ struct CoreBenchmark: AsyncParsableCommand {
         }
         do {
             let base = residentBytes()
-            let (center, _) = try makeCenter(dir.path, now: now)
+            let (center, _) = try makeCenter(path, now: now)
             loadTime = try await clock.measure { try await center.start(backends: [RecordingBackend(name: "log")]) }
             afterLoad = residentBytes()
             let count = await center.activeCount

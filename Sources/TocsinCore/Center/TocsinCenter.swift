@@ -77,10 +77,21 @@ public actor TocsinCenter {
     /// handles what fell due while the daemon was down (by each notification's missed policy).
     public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
         await setBackends(list)
-        let state: LoadedState
-        do { state = try await store.load() } catch { throw CenterError(.storage, error.message) }
-        for p in state.problems { logger.error("\(p)") }
-        for row in state.rows { machine.restore(row) }
+        // The store decodes the next chunk on its thread while this one is put back.
+        let now = clock.now()
+        machine.beginRestore(expecting: 0)
+        for await chunk in store.load(chunkSize: 16_384) {
+            switch chunk {
+            case .failure(let error):
+                machine.endRestore()
+                throw CenterError(.storage, error.message)
+            case .success(let part):
+                if let total = part.totalRows { machine.beginRestore(expecting: total) }
+                for p in part.problems { logger.error("\(p)") }
+                for row in part.rows { machine.restore(row, now: now) }
+            }
+        }
+        machine.endRestore()
         started = true
         loaded = true
         if !queued.isEmpty { startDraining() }

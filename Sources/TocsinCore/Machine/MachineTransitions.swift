@@ -53,7 +53,7 @@ extension NotificationMachine {
         var e = makeEntry(n)
         e.next = PackedOccurrence(next)
         if let client { e.owner = ownerRow(client.name) }
-        out.append(.persist(.upsert(StoredNotification(notification: n))))
+        out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
         if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
         if let existing, existing.isActive { out.append(.withdraw(key: n.key, backends: targets(existing), reason: .replaced)) }
         put(e)
@@ -72,7 +72,7 @@ extension NotificationMachine {
         if ring != nil { e.alert = .ringing(since: now, rings: 1) }
         let to = targets(e)
         let pend = to.isEmpty ? nil : PendingDelivery(occurrence: occ, due: now, remaining: to)
-        out.append(.persist(.upsert(StoredNotification(notification: n, last: occ, alert: e.alert, pending: pend))))
+        out.append(.persist(.upsert(StoredNotification(notification: n, last: occ, alert: e.alert, pending: pend, base: now))))
         // No withdraw of a replaced one: the delivery replaces its popup by key, and a withdraw
         // racing with it could close the new popup.
         put(e)
@@ -188,7 +188,7 @@ extension NotificationMachine {
             let next = n.trigger.next(after: now, previous: nil)
             if next == nil { report.skipped.append(n.key) }
             e.next = PackedOccurrence(next)
-            out.append(.persist(.upsert(StoredNotification(notification: n))))
+            out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
             if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
             put(e)
             setFingerprint(n.key, fingerprint)
@@ -196,14 +196,20 @@ extension NotificationMachine {
         return report
     }
 
-    /// Puts a stored row back, as at start-up: the next occurrence is recomputed from the last one.
-    public mutating func restore(_ row: StoredNotification) {
+    /// Puts a stored row back, as at start-up: the next occurrence is recomputed from the last one,
+    /// or for a trigger that never fired, from when it was scheduled (`now` when the row does not
+    /// say, so the notification is kept rather than lost).
+    public mutating func restore(_ row: StoredNotification, now: Instant) {
         var e = makeEntry(row.notification)
         e.last = PackedOccurrence(row.last)
         e.alert = row.alert
         e.cancelled = row.cancelled
         if !row.cancelled {
-            let origin = Instant(microseconds: Int64.min / 2)
+            let origin: Instant
+            switch row.notification.trigger {
+            case .calendar: origin = row.base ?? now
+            default: origin = Instant(microseconds: Int64.min / 2)  // absolute instants: the first one counts
+            }
             e.next = PackedOccurrence(row.notification.trigger.next(after: row.last?.instant ?? origin, previous: row.last))
         }
         put(e)

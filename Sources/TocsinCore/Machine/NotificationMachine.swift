@@ -111,6 +111,8 @@ public struct NotificationMachine: Sendable {
     private var freeSlots: [Int32] = []
     private var index: [String: Int32] = [:]
     private var queue = Heap<QueueItem>()
+    /// Between `beginRestore` and `endRestore`: no queue upkeep per entry.
+    private var restoring = false
     private var generation: UInt32 = 0
     var triggers = TriggerTable()
     private var routes: [[String]] = []
@@ -167,8 +169,23 @@ public struct NotificationMachine: Sendable {
             activeCount += 1
             if e.owner >= 0 { ownerActive[Int(e.owner)] += 1 }
         }
+        guard !restoring else { return }
         if let t = wakeAt(e) { queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
         compactQueueIfNeeded()
+    }
+
+    /// Start-up: the tables sized once for `count` more notifications, and the deadline queue
+    /// built in one O(n) pass at `endRestore` instead of one heap insertion per row.
+    public mutating func beginRestore(expecting count: Int) {
+        restoring = true
+        index.reserveCapacity(index.count + count)
+        slots.reserveCapacity(slots.count + count)
+        live.reserveCapacity(live.count + count)
+    }
+
+    public mutating func endRestore() {
+        restoring = false
+        rebuildQueue()
     }
 
     mutating func remove(_ key: String) {
@@ -385,6 +402,10 @@ public struct NotificationMachine: Sendable {
     /// outnumber live ones, keeping memory proportional to what is scheduled.
     private mutating func compactQueueIfNeeded() {
         guard queue.count > 2 * index.count + 1024 else { return }
+        rebuildQueue()
+    }
+
+    private mutating func rebuildQueue() {
         var items: [QueueItem] = []
         items.reserveCapacity(index.count)
         for (i, e) in slots.enumerated() where live[i] {

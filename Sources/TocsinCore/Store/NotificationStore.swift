@@ -19,10 +19,14 @@ public struct StoredNotification: Hashable, Sendable {
     public var alert: AlertState
     public var cancelled: Bool
     public var pending: PendingDelivery?
+    /// The instant a calendar trigger's first elapse is counted from: when it was scheduled. A
+    /// restart before the first firing needs it to find that elapse again (and to treat it as
+    /// missed if the daemon was down at the time); the other triggers carry absolute instants.
+    public var base: Instant?
     public init(notification: Notification, last: Occurrence? = nil, alert: AlertState = .idle, cancelled: Bool = false,
-                pending: PendingDelivery? = nil) {
+                pending: PendingDelivery? = nil, base: Instant? = nil) {
         self.notification = notification; self.last = last; self.alert = alert
-        self.cancelled = cancelled; self.pending = pending
+        self.cancelled = cancelled; self.pending = pending; self.base = base
     }
 }
 
@@ -46,6 +50,8 @@ public struct LoadedState: Sendable {
     public var rows: [StoredNotification] = []
     /// Rows that could not be turned back into notifications (a zone removed from the system, ...).
     public var problems: [String] = []
+    /// On the first chunk: how many rows all chunks hold, so the caller can size its tables once.
+    public var totalRows: Int?
     public init() {}
 }
 
@@ -53,8 +59,9 @@ public struct LoadedState: Sendable {
 /// throws, none of the batch is stored. Implementations serialise their calls (the SQLite one
 /// runs them on its own thread, in order), so a read issued after a commit sees it.
 public protocol NotificationStore: Sendable {
-    /// Every row, content optional.
-    func load() async throws(StoreError) -> LoadedState
+    /// Every row, content optional, in chunks of at most `chunkSize` rows, so the caller rebuilds
+    /// its schedule from one chunk while the store reads the next. A failure ends the stream.
+    func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>>
     /// Applies `ops` in one transaction; then returns the full rows of `reading` that exist.
     func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification]
     /// Commits each batch in its own transaction, in order, and reports each as soon as it is
@@ -69,6 +76,20 @@ public protocol NotificationStore: Sendable {
 }
 
 extension NotificationStore {
+    /// Every row at once.
+    public func load() async throws(StoreError) -> LoadedState {
+        var all = LoadedState()
+        for await chunk in load(chunkSize: 1 << 16) {
+            switch chunk {
+            case .success(let part):
+                all.rows += part.rows
+                all.problems += part.problems
+            case .failure(let error): throw error
+            }
+        }
+        return all
+    }
+
     /// One commit after the other, each awaited: right for stores whose commits are cheap.
     public func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>> {
         AsyncStream { c in

@@ -26,8 +26,22 @@ public final class SQLiteStore: NotificationStore {
         }
     }
 
-    public func load() async throws(StoreError) -> LoadedState {
-        try await worker.run { s throws(StoreError) in try s.loadSchedules() }
+    /// One job on the store thread reads the whole table with one statement (one snapshot) and
+    /// hands each chunk over as soon as it is decoded.
+    public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
+        let (stream, c) = AsyncStream.makeStream(of: Result<LoadedState, StoreError>.self)
+        worker.submit { s in
+            do throws(StoreError) {
+                try s.loadSchedules(chunkSize: max(1, chunkSize)) { c.yield(.success($0)) }
+            } catch {
+                c.yield(.failure(error))
+            }
+            c.finish()
+        } refused: {
+            c.yield(.failure(StoreError(.failed, "the state database is closed")))
+            c.finish()
+        }
+        return stream
     }
 
     public func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification] {

@@ -179,7 +179,7 @@ final class StateStore {
         s.bind(3, n.fingerprint)
         s.bind(4, n.title)
         s.bind(5, n.body)
-        let t = TriggerColumns(n.trigger)
+        let t = TriggerColumns(n.trigger, base: e.base)
         s.bind(6, t.kind); s.bind(7, t.a); s.bind(8, t.b); s.bind(9, t.c); s.bind(10, t.d)
         s.bind(11, t.text)
         s.bind(12, n.timezone)
@@ -279,17 +279,25 @@ final class StateStore {
         """
 
     /// Every row without its content. The trigger's next occurrence is recomputed by the caller from `last`.
-    func loadSchedules() throws(StoreError) -> LoadedState {
+    func loadSchedules(chunkSize: Int, _ emit: (LoadedState) -> Void) throws(StoreError) {
         do {
             let q = try db.prepare("SELECT \(Self.scheduleColumns) FROM notification")
             var out = LoadedState()
+            let count = try db.prepare("SELECT count(*) FROM notification")
+            if try count.step() { out.totalRows = count.int(0).map(Int.init) }
+            out.rows.reserveCapacity(chunkSize)
             while try q.step() {
                 switch decodeRow(q) {
                 case .success(let row): out.rows.append(row)
                 case .failure(let problem): out.problems.append(problem.description)
                 }
+                if out.rows.count == chunkSize {
+                    emit(out)
+                    out = LoadedState()
+                    out.rows.reserveCapacity(chunkSize)
+                }
             }
-            return out
+            if !out.rows.isEmpty || !out.problems.isEmpty { emit(out) }
         } catch {
             guard error.code == .corrupt else { throw error }
             throw StoreError(.corrupt, "state database \(path) is damaged (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
@@ -351,6 +359,7 @@ final class StateStore {
                                                              offset: q.int(31).map { TimeSpan(microseconds: $0) }),
                                       due: Instant(microseconds: due), remaining: list)
         }
-        return .success(StoredNotification(notification: n, last: last, alert: alert, cancelled: q.int(27) == 1, pending: pending))
+        let base = q.int(5) == 3 ? q.int(6).map { Instant(microseconds: $0) } : nil
+        return .success(StoredNotification(notification: n, last: last, alert: alert, cancelled: q.int(27) == 1, pending: pending, base: base))
     }
 }
