@@ -88,7 +88,7 @@ public actor TocsinCenter {
             case .success(let part):
                 if let total = part.totalRows { machine.beginRestore(expecting: total) }
                 for p in part.problems { logger.error("\(p)") }
-                for row in part.rows { machine.restore(row, now: now) }
+                for i in part.rows.indices { machine.restore(part.rows[i], now: now) }
             }
         }
         machine.endRestore()

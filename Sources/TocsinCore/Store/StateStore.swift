@@ -26,6 +26,8 @@ final class StateStore {
     private var keptSinceTrim = 0
     /// Parsed calendar expressions by their stored text: a million rows of one rule parse it once.
     private var calendars: [String: CalendarSpec] = [:]
+    /// The backends column of the row decoded last, and its list.
+    private var lastBackends: (text: String, list: [String]?) = ("", nil)
     let zones: ZoneCache
 
     /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
@@ -287,7 +289,7 @@ final class StateStore {
             if try count.step() { out.totalRows = count.int(0).map(Int.init) }
             out.rows.reserveCapacity(chunkSize)
             while try q.step() {
-                switch decodeRow(q) {
+                switch decodeRow(q, content: false) {
                 case .success(let row): out.rows.append(row)
                 case .failure(let problem): out.problems.append(problem.description)
                 }
@@ -328,7 +330,9 @@ final class StateStore {
         return stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }
     }
 
-    private func decodeRow(_ q: SQLiteStatement) -> Result<StoredNotification, RowProblem> {
+    /// `content: false` (start-up) leaves out what the machine never keeps, and reuses the backend
+    /// list of the row before when it is written the same (rows of one app share one).
+    private func decodeRow(_ q: SQLiteStatement, content: Bool = true) -> Result<StoredNotification, RowProblem> {
         let key = q.text(0) ?? ""
         let zoneName = q.text(11) ?? "UTC"
         guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
@@ -336,17 +340,27 @@ final class StateStore {
                                                   calendars: &calendars) else {
             return .failure(RowProblem(description: "notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')"))
         }
-        let actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
-        var info: [String: String] = [:]
-        for (k, v) in Self.pairs(q.text(18) ?? "") { info[k] = v }
-        let n = Notification(
-            key: key, title: q.text(3) ?? "", body: q.text(4) ?? "", trigger: trigger,
-            backends: q.text(12).flatMap(ListCodec.decode),
-            urgency: q.text(13).flatMap(Urgency.init(rawValue:)) ?? .normal,
-            icon: q.text(14), category: q.text(15), sound: q.text(16), actions: actions, userInfo: info,
+        var backends: [String]?
+        if let text = q.text(12) {
+            if text == lastBackends.text { backends = lastBackends.list } else {
+                backends = ListCodec.decode(text)
+                lastBackends = (text, backends)
+            }
+        }
+        let isConfig = q.int(1) == 1
+        var n = Notification(
+            key: key, title: "", trigger: trigger, backends: backends,
             missed: q.text(19).flatMap(MissedPolicy.init(rawValue:)) ?? .fireOnce,
             maxLate: q.int(20).map { TimeSpan(microseconds: $0) }, timezone: zoneName,
-            source: q.int(1) == 1 ? .config : .runtime, fingerprint: q.text(2) ?? "")
+            source: isConfig ? .config : .runtime, fingerprint: isConfig || content ? q.text(2) ?? "" : "")
+        if content {
+            n.title = q.text(3) ?? ""
+            n.body = q.text(4) ?? ""
+            n.urgency = q.text(13).flatMap(Urgency.init(rawValue:)) ?? .normal
+            n.icon = q.text(14); n.category = q.text(15); n.sound = q.text(16)
+            n.actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
+            for (k, v) in Self.pairs(q.text(18) ?? "") { n.userInfo[k] = v }
+        }
         var last: Occurrence?
         if let num = q.int(21), let inst = q.int(22) {
             last = Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
