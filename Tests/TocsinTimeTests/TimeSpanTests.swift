@@ -58,9 +58,12 @@ struct TimeSpanTests {
     }
 
     @Test func columnsPointAtTheProblem() {
-        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit", column: 2)) { try TimeSpan.parse("5x") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit 'x' (expected us, ms, s, min, h, d, w, M, y)", column: 2)) { try TimeSpan.parse("5x") }
         #expect(throws: TimeSyntaxError(.invalidDuration, "durations cannot be negative", column: 1)) { try TimeSpan.parse("-5s") }
-        #expect(throws: TimeSyntaxError(.invalidDuration, "expected a number", column: 3)) { try TimeSpan.parse("5 parsecs") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)", column: 3)) {
+            try TimeSpan.parse("5 parsecs")
+        }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "expected a digit after the decimal point", column: 3)) { try TimeSpan.parse("3.s") }
     }
 
     @Test func positiveSpans() throws {
