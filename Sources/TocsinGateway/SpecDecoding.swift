@@ -13,7 +13,7 @@ public enum SpecDecoding: Sendable {
         case .success(let spec): return spec
         case .failure(let f):
             // The decoder's messages already name the field ('title' in ..., invalid 'after': ...).
-            let text = f.issues.map(\.message).joined(separator: "; ")
+            let text = f.issues.map(\.messageWithValueColumn).joined(separator: "; ")
             throw DBusError(.invalidArgs, text)
         }
     }
