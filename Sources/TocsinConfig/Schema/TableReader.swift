@@ -169,7 +169,8 @@ public struct TableReader: Sendable {
             var loc = valueLocation(of: key)
             if case .string = table[key]?.value { loc.column += error.column }  // opening quote + offset
             var issue = FieldIssue(field: key, location: loc, message: "invalid '\(key)': \(error.message)")
-            if case .string = table[key]?.value { issue.valueColumn = error.column }
+            // A non-positive interval is wrong as a whole; a column would point nowhere useful.
+            if case .string = table[key]?.value, error.code != .nonPositiveInterval { issue.valueColumn = error.column }
             issues.append(issue)
             return nil
         }
