@@ -3,12 +3,12 @@ import Testing
 
 /// systemd's own `src/test/test-calendarspec.c`, row by row.
 ///
-/// Source: the newest version of that file the search index stores (systemd/systemd, the
-/// `_test_one(int line, ...)` revision with `main()`, between v249 and v254), plus the rows a
-/// later revision changed or added as they appear in a faithful port of it (snapm's
+/// Source: the newest version of that file the search index could show in full (systemd/systemd,
+/// the revision with `_test_one(int line, ...)` and `main()`, before the move to `TEST()`), plus
+/// the rows a later revision changed or added as a port of it shows them (snapm's
 /// tests/test_calendar.py): the seconds rows `*:4,30:0/1...` and the `Europe/Berlin` /
 /// `Europe/Kyiv` variants of the `CET` / `EET` rows (tzdata 2024b made `CET` and `EET` links).
-/// The v257 file itself is not in the index. Every row is also what `systemd-analyze` 252 says.
+/// The v257 file itself could not be read. Every row agrees with this machine's `systemd-analyze`.
 /// A row names itself (`test_one 'Wed *-1'`) so a failure can be found in systemd's file by grep.
 @Suite("systemd test-calendarspec.c")
 struct SystemdCalendarSpecTableTests {

@@ -1,8 +1,9 @@
 import Testing
 @testable import TocsinTime
 
-/// The `parse_sec` rows of systemd's `src/test/test-time-util.c` (`TEST(parse_sec)`, the newest
-/// version the search index stores; its rows are those of v245 plus the Greek-mu row), row by row.
+/// The `parse_sec` rows of systemd's `src/test/test-time-util.c`, row by row: the accepted rows
+/// of the newest version the search index showed (`TEST(parse_sec)`, with the Greek-mu row), the
+/// rejected rows of the newest version it showed in full (`test_parse_sec`, commit 0183337).
 /// Each row names itself (`parse_sec(' 5. ')`) so a failure can be found in systemd's file by grep.
 @Suite("systemd test-time-util.c parse_sec")
 struct SystemdParseSecTableTests {
