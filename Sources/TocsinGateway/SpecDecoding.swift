@@ -13,7 +13,7 @@ public enum SpecDecoding: Sendable {
         case .success(let spec): return spec
         case .failure(let f):
             // The decoder's messages already name the field ('title' in ..., invalid 'after': ...).
-            let text = f.issues.map(\.message).joined(separator: "; ")
+            let text = f.issues.map(\.messageWithValueColumn).joined(separator: "; ")
             throw DBusError(.invalidArgs, text)
         }
     }
@@ -190,7 +190,10 @@ struct DBusFieldReader: FieldReader {
         do {
             return try body(text)
         } catch {
-            report(key, "invalid '\(key)': \(error.message)")
+            var issue = FieldIssue(field: key, location: Self.origin, message: "invalid '\(key)': \(error.message)")
+            // The message carries the column, as the file's caret would; a non-positive interval is wrong as a whole.
+            if error.code != .nonPositiveInterval { issue.valueColumn = error.column }
+            issues.append(issue)
             return nil
         }
     }

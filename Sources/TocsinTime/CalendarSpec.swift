@@ -23,7 +23,12 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     var weekdays: Int8 = -1
     var endOfMonth = false
     var utc = false
+    /// The trailing word as written (`Europe/Berlin`, `CET`, `CEST`) until `resolvingZone` gives it
+    /// its meaning: a zone file, or an abbreviation of the local zone. nil once it is an abbreviation.
     var zone: String?
+    /// Where `zone` starts in the text (1-based column), for the error when it names nothing.
+    /// Not part of the value: two specs that differ only in spacing are the same schedule.
+    var zoneColumn = Uncompared(value: 0)
     /// DST forced by a trailing abbreviation of the local zone (`... CEST`): 0 or 1, -1 when free.
     var dst: Int8 = -1
     /// That abbreviation as the local zone spells it, for the normalized form.
@@ -40,7 +45,9 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses with systemd's grammar; errors carry the column of the problem.
     ///
-    /// A trailing zone name is accepted when `/usr/share/zoneinfo` has it, as systemd does.
+    /// A trailing word is kept for `resolvingZone` when `/usr/share/zoneinfo` has it or when it
+    /// could be a zone abbreviation (`CET`, `EDT`, `+03`): which of the two it is depends on the
+    /// zone the expression is evaluated in, which the caller may only know later.
     public static func parse(_ text: String) throws(TimeSyntaxError) -> CalendarSpec {
         let directory = ZoneInfoDirectory()
         return try parse(text, zoneExists: { directory.hasZone(named: $0) })
@@ -49,19 +56,19 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     /// Parses with an explicit answer to "is this trailing word a time zone?", keeping parsing free of I/O.
     public static func parse(_ text: String, zoneExists: (String) -> Bool) throws(TimeSyntaxError) -> CalendarSpec {
         var parser = CalendarParser(text: text)
-        return try parser.parse(localZone: nil, zoneExists: zoneExists)
+        return try parser.parse(zoneExists: zoneExists)
     }
 
     /// Parses as systemd does when `localZone` is the process's zone: a trailing abbreviation
     /// of that zone (`daily CET` in Europe/Berlin) then means "local time with DST forced off/on",
-    /// and the expression must be evaluated in `localZone`.
+    /// and the expression must be evaluated in `localZone`. Same as `parse` then `resolvingZone`.
     public static func parse(_ text: String, localZone: TimeZoneRules) throws(TimeSyntaxError) -> CalendarSpec {
         let directory = ZoneInfoDirectory()
-        var parser = CalendarParser(text: text)
-        return try parser.parse(localZone: localZone, zoneExists: { directory.hasZone(named: $0) })
+        return try parse(text).resolvingZone(local: localZone, rules: directory.rules(named:)).spec
     }
 
-    /// The zone named inside the expression (`... Europe/Berlin`, `... UTC`), if any; it overrides the caller's zone.
+    /// The zone word inside the expression as written (`... Europe/Berlin`, `... UTC`, `... CET`), if any.
+    /// Which zone the expression runs in is `resolvingZone`'s answer, not this word.
     public var timeZoneName: String? { utc ? "UTC" : zone }
 
     public var description: String { normalized }
@@ -131,7 +138,9 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     private static func formatChain(_ chain: [CalendarComponent]?, width: Int, usec: Bool, into out: inout String) {
         guard let chain, !chain.isEmpty else { out += "*"; return }
         let d = usec ? 1_000_000 : 1
-        if usec && chain.count == 1 && chain[0].start == 0 && chain[0].stop < 0 && chain[0].step == 1_000_000 {
+        // A seconds component that repeats every second from 0 covers the field whatever else is
+        // listed, and systemd prints the field as `*` then (`*:4,30:0/1,3,5` is `*:04,30:*`).
+        if usec && chain.contains(where: { $0.start == 0 && $0.stop < 0 && $0.step == 1_000_000 }) {
             out += "*"
             return
         }
@@ -148,347 +157,9 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Recursive-descent parser mirroring systemd's `calendar_spec_from_string`, with positions for errors.
-struct CalendarParser {
-    let text: String
-    let bytes: [UInt8]
-    var p = 0
-    var end: Int
-    var spec = CalendarSpec()
-    /// Byte offset of each parsed component, per field, for validation errors.
-    var positions: [String: [Int]] = [:]
-
-    init(text: String) {
-        self.text = text
-        bytes = Array(text.utf8)
-        end = bytes.count
-    }
-
-    static let maxComponents = 240
-
-    func error(_ message: String, at offset: Int) -> TimeSyntaxError {
-        // Columns count Unicode scalars, offsets are UTF-8 bytes.
-        let prefix = bytes[0..<min(max(offset, 0), bytes.count)]
-        let column = String(decoding: prefix, as: UTF8.self).unicodeScalars.count + 1
-        return TimeSyntaxError(.invalidCalendar, message, column: column)
-    }
-
-    var current: UInt8 { p < end ? bytes[p] : 0 }
-
-    func lower(_ b: UInt8) -> UInt8 { b >= 65 && b <= 90 ? b + 32 : b }
-
-    func hasPrefixNoCase(_ s: String, at i: Int) -> Bool {
-        let u = Array(s.utf8)
-        guard i + u.count <= end else { return false }
-        for k in 0..<u.count where lower(bytes[i + k]) != lower(u[k]) { return false }
-        return true
-    }
-
-    mutating func parse(localZone: TimeZoneRules?, zoneExists: (String) -> Bool) throws(TimeSyntaxError) -> CalendarSpec {
-        // Trailing zone: " UTC" in any case, else an abbreviation of the local zone, else the
-        // last word if it names an installed zone.
-        let names = localZone?.tzNames ?? ("", "")
-        if end >= 4 && hasPrefixNoCase(" UTC", at: end - 4) {
-            spec.utc = true
-            end -= 4
-        } else if let (j, name) = [(0, names.0), (1, names.1)].first(where: { endsWithLocalName($0.1) }) {
-            spec.dst = Int8(j)
-            spec.dstName = name
-            end -= name.utf8.count + 1
-        } else if let space = bytes.lastIndex(of: UInt8(ascii: " ")) {
-            let name = String(decoding: bytes[(space + 1)...], as: UTF8.self)
-            if ZoneInfoDirectory.isValidName(name) && zoneExists(name) {
-                if name == "UTC" { spec.utc = true } else { spec.zone = name }
-                end = space
-            }
-        }
-        if end == 0 { throw error("empty calendar expression", at: 0) }
-
-        if !parseShorthand() {
-            try parseWeekdays()
-            let done = try parseDate()
-            if !done { try parseTime() }
-            if p < end { throw error("unexpected character", at: p) }
-        }
-        try normalizeAndValidate()
-        return spec
-    }
-
-    func endsWithLocalName(_ name: String) -> Bool {
-        let n = name.utf8.count
-        guard n > 0, end > n, bytes[end - n - 1] == UInt8(ascii: " ") else { return false }
-        return hasPrefixNoCase(name, at: end - n)
-    }
-
-    mutating func parseShorthand() -> Bool {
-        let word = String(decoding: bytes[0..<end], as: UTF8.self).lowercased()
-        let zero = [CalendarComponent.value(0)]
-        let first = [CalendarComponent.value(1)]
-        func midnight(_ s: inout CalendarSpec) { s.hour = zero; s.minute = zero; s.microsecond = zero }
-        switch word {
-        case "minutely":
-            spec.microsecond = zero
-        case "hourly":
-            spec.minute = zero; spec.microsecond = zero
-        case "daily":
-            midnight(&spec)
-        case "monthly":
-            spec.day = first; midnight(&spec)
-        case "annually", "yearly", "anually":
-            spec.month = first; spec.day = first; midnight(&spec)
-        case "weekly":
-            spec.weekdays = 1; midnight(&spec)
-        case "quarterly":
-            spec.month = [1, 4, 7, 10].map(CalendarComponent.value); spec.day = first; midnight(&spec)
-        case "biannually", "bi-annually", "semiannually", "semi-annually":
-            spec.month = [1, 7].map(CalendarComponent.value); spec.day = first; midnight(&spec)
-        default:
-            return false
-        }
-        return true
-    }
-
-    static let dayTable: [(String, Int)] = [
-        ("monday", 0), ("mon", 0), ("tuesday", 1), ("tue", 1), ("wednesday", 2), ("wed", 2),
-        ("thursday", 3), ("thu", 3), ("friday", 4), ("fri", 4), ("saturday", 5), ("sat", 5),
-        ("sunday", 6), ("sun", 6),
-    ]
-
-    mutating func skipSpaces() { while p < end && bytes[p] == UInt8(ascii: " ") { p += 1 } }
-
-    mutating func parseWeekdays() throws(TimeSyntaxError) {
-        var rangeStart = -1
-        var first = true
-        var bits = 0
-        defer { if bits != 0 { spec.weekdays = Int8(truncatingIfNeeded: bits) } }
-        while true {
-            guard let (name, nr) = Self.dayTable.first(where: { hasPrefixNoCase($0.0, at: p) }) else {
-                if first { return }
-                throw error("expected a weekday", at: p)
-            }
-            let after = p + name.utf8.count
-            let next: UInt8 = after < end ? bytes[after] : 0
-            guard [0, UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ","), UInt8(ascii: " ")].contains(next) else {
-                throw error("invalid weekday", at: p)
-            }
-            bits |= 1 << nr
-            if rangeStart >= 0 {
-                if rangeStart > nr { throw error("weekday range runs backwards", at: p) }
-                for j in (rangeStart + 1)..<max(nr, rangeStart + 1) { bits |= 1 << j }
-            }
-            p = after
-            if p >= end { return }
-            if current == UInt8(ascii: " ") { skipSpaces(); return }
-            if current == UInt8(ascii: ".") {
-                if rangeStart >= 0 { throw error("weekday range may not be chained", at: p) }
-                guard p + 1 < end, bytes[p + 1] == UInt8(ascii: ".") else { throw error("expected '..'", at: p) }
-                rangeStart = nr
-                p += 2
-            } else if current == UInt8(ascii: "-") {
-                if rangeStart >= 0 { throw error("weekday range may not be chained", at: p) }
-                rangeStart = nr
-                p += 1
-            } else if current == UInt8(ascii: ",") {
-                rangeStart = -1
-                p += 1
-            }
-            if p >= end || current == UInt8(ascii: " ") {
-                skipSpaces()
-                if rangeStart >= 0 { throw error("open weekday range", at: p) }
-                return
-            }
-            first = false
-        }
-    }
-
-    /// Returns true when the date form already fixed the time (`@timestamp`).
-    mutating func parseDate() throws(TimeSyntaxError) -> Bool {
-        if p >= end { return false }
-        if current == UInt8(ascii: "@") {
-            let numberAt = p + 1
-            p += 1
-            guard let v = number(), v <= Int(Int32.max) * 1_000_000 else { throw error("invalid timestamp", at: numberAt) }
-            let b = BrokenDownTime(localSeconds: Int64(v), isdst: 0)
-            spec.utc = true
-            spec.year = [.value(b.year)]; spec.month = [.value(b.month + 1)]; spec.day = [.value(b.mday)]
-            spec.hour = [.value(b.hour)]; spec.minute = [.value(b.minute)]; spec.microsecond = [.value(b.second * 1_000_000)]
-            for f in ["year", "month", "day", "hour", "minute", "second"] { positions[f] = [numberAt] }
-            return true
-        }
-        let begin = p
-        let first = try parseChain(usec: false)
-        if p >= end || current == UInt8(ascii: ":") {
-            p = begin
-            return false
-        }
-        if current == UInt8(ascii: "~") {
-            spec.endOfMonth = true
-        } else if current != UInt8(ascii: "-") {
-            throw error("expected '-' or '~' in date", at: p)
-        }
-        p += 1
-        let second = try parseChain(usec: false)
-        if p >= end || current == UInt8(ascii: " ") {
-            skipSpaces()
-            spec.month = first.chain; positions["month"] = first.positions
-            spec.day = second.chain; positions["day"] = second.positions
-            return false
-        } else if spec.endOfMonth {
-            throw error("'~' must separate month and day", at: p)
-        }
-        if current == UInt8(ascii: "~") {
-            spec.endOfMonth = true
-        } else if current != UInt8(ascii: "-") {
-            throw error("expected '-' or '~' in date", at: p)
-        }
-        p += 1
-        let third = try parseChain(usec: false)
-        if p < end && current != UInt8(ascii: " ") { throw error("unexpected character after date", at: p) }
-        skipSpaces()
-        spec.year = first.chain; positions["year"] = first.positions
-        spec.month = second.chain; positions["month"] = second.positions
-        spec.day = third.chain; positions["day"] = third.positions
-        return false
-    }
-
-    mutating func parseTime() throws(TimeSyntaxError) {
-        if p >= end {
-            spec.hour = [.value(0)]; spec.minute = [.value(0)]; spec.microsecond = [.value(0)]
-            return
-        }
-        let h = try parseChain(usec: false)
-        guard current == UInt8(ascii: ":") else { throw error("expected ':' in time", at: p) }
-        p += 1
-        let m = try parseChain(usec: false)
-        spec.hour = h.chain; positions["hour"] = h.positions
-        spec.minute = m.chain; positions["minute"] = m.positions
-        if p >= end {
-            spec.microsecond = [.value(0)]
-            return
-        }
-        guard current == UInt8(ascii: ":") else { throw error("expected ':' in time", at: p) }
-        p += 1
-        let s = try parseChain(usec: true)
-        spec.microsecond = s.chain; positions["second"] = s.positions
-        if p < end { throw error("unexpected character after time", at: p) }
-    }
-
-    /// Digits as an unsigned value; nil without a digit or on overflow past Int32 range handling by callers.
-    mutating func number() -> Int? {
-        var v = 0, n = 0
-        while p < end, bytes[p] >= 48, bytes[p] <= 57 {
-            if v > (Int.max - 9) / 10 { v = Int.max / 2 } else { v = v * 10 + Int(bytes[p] - 48) }
-            p += 1; n += 1
-        }
-        return n > 0 ? v : nil
-    }
-
-    mutating func decimal(usec: Bool) throws(TimeSyntaxError) -> Int {
-        let at = p
-        guard p < end, bytes[p] >= 48, bytes[p] <= 57, var v = number() else { throw error("expected a number", at: at) }
-        if usec {
-            guard v <= Int(Int32.max) else { throw error("number out of range", at: at) }
-            v *= 1_000_000
-            if p + 1 <= end && current == UInt8(ascii: ".") && !(p + 1 < end && bytes[p + 1] == UInt8(ascii: ".")) {
-                p += 1
-                var frac = 0, digits = 0
-                while digits < 6 {
-                    guard p < end, bytes[p] >= 48, bytes[p] <= 57 else {
-                        if digits == 0 { throw error("expected digits after '.'", at: p) }
-                        while digits < 6 { frac *= 10; digits += 1 }
-                        break
-                    }
-                    frac = frac * 10 + Int(bytes[p] - 48)
-                    digits += 1
-                    p += 1
-                }
-                // A seventh digit rounds, the rest is ignored, like systemd.
-                if p < end, bytes[p] >= UInt8(ascii: "5"), bytes[p] <= UInt8(ascii: "9") { frac += 1 }
-                while p < end, bytes[p] >= 48, bytes[p] <= 57 { p += 1 }
-                v += frac
-            }
-        }
-        guard v <= Int(Int32.max) else { throw error("number out of range", at: at) }
-        return v
-    }
-
-    mutating func parseChain(usec: Bool) throws(TimeSyntaxError) -> (chain: [CalendarComponent]?, positions: [Int]) {
-        if current == UInt8(ascii: "*") {
-            let at = p
-            p += 1
-            return usec ? ([CalendarComponent(start: 0, stop: -1, step: 1_000_000)], [at]) : (nil, [])
-        }
-        var chain: [CalendarComponent] = []
-        var pos: [Int] = []
-        while true {
-            if chain.count > Self.maxComponents { throw error("too many components", at: p) }
-            let at = p
-            let start = try decimal(usec: usec)
-            var stop = -1, rep = 0
-            if current == UInt8(ascii: "."), p + 1 < end, bytes[p + 1] == UInt8(ascii: ".") {
-                p += 2
-                stop = try decimal(usec: usec)
-                rep = usec ? 1_000_000 : 1
-            }
-            if current == UInt8(ascii: "/") {
-                p += 1
-                let repAt = p
-                rep = try decimal(usec: usec)
-                if rep == 0 { throw error("repetition must be positive", at: repAt) }
-            } else {
-                if start > Int(Int32.max) - rep { throw error("number out of range", at: at) }
-                if usec && stop >= 0 && start + rep > stop { throw error("range shorter than one second", at: at) }
-            }
-            guard [0, UInt8(ascii: " "), UInt8(ascii: ","), UInt8(ascii: "-"), UInt8(ascii: "~"), UInt8(ascii: ":")].contains(current) else {
-                throw error("unexpected character", at: p)
-            }
-            chain.append(CalendarComponent(start: Int32(start), stop: Int32(stop), step: Int32(rep)))
-            pos.append(at)
-            if current == UInt8(ascii: ",") { p += 1 } else { break }
-        }
-        return (chain, pos)
-    }
-
-    mutating func normalizeAndValidate() throws(TimeSyntaxError) {
-        if spec.weekdays <= 0 || spec.weekdays >= 127 { spec.weekdays = -1 }
-        if spec.endOfMonth && spec.day == nil { spec.endOfMonth = false }
-        try fix(&spec.year, "year", from: 1970, to: 2199, years: true, eom: false)
-        try fix(&spec.month, "month", from: 1, to: 12, years: false, eom: false)
-        try fix(&spec.day, "day", from: 1, to: 31, years: false, eom: spec.endOfMonth)
-        try fix(&spec.hour, "hour", from: 0, to: 23, years: false, eom: false)
-        try fix(&spec.minute, "minute", from: 0, to: 59, years: false, eom: false)
-        try fix(&spec.microsecond, "second", from: 0, to: 60 * 1_000_000 - 1, years: false, eom: false)
-    }
-
-    /// Two-digit years, stop alignment, dropping useless repetitions, range checks, then sort and dedupe.
-    func fix(_ chain: inout [CalendarComponent]?, _ field: String, from: Int, to toIn: Int, years: Bool, eom: Bool) throws(TimeSyntaxError) {
-        guard var c = chain else { return }
-        let pos = positions[field] ?? []
-        let to = eom ? toIn - 3 : toIn
-        for i in c.indices {
-            var start = Int(c[i].start), stop = Int(c[i].stop), rep = Int(c[i].step)
-            if years {
-                if start >= 0 && start < 70 { start += 2000 } else if start >= 70 && start < 100 { start += 1900 }
-                if stop >= 0 && stop < 70 { stop += 2000 } else if stop >= 70 && stop < 100 { stop += 1900 }
-            }
-            if stop > start && rep > 0 { stop -= (stop - start) % rep }
-            if (stop > start && rep > 0 && start + rep > stop) || start == stop { rep = 0; stop = -1 }
-            let at = i < pos.count ? pos[i] : 0
-            let what = field == "second" ? "seconds" : field
-            if start < from || start > to { throw error("\(what) value out of range", at: at) }
-            if rep > to - from { throw error("\(what) repetition too large", at: at) }
-            if stop >= 0 {
-                if stop < from || stop > to { throw error("\(what) range end out of range", at: at) }
-                if start + rep > stop { throw error("\(what) range is empty", at: at) }
-            } else if eom ? start - rep < from : start + rep > to {
-                throw error("\(what) repetition never fires", at: at)
-            }
-            c[i] = CalendarComponent(start: Int32(start), stop: Int32(stop), step: Int32(rep))
-        }
-        c.sort { ($0.start, $0.stop, $0.step) < ($1.start, $1.stop, $1.step) }
-        var out: [CalendarComponent] = []
-        out.reserveCapacity(c.count)
-        for x in c where out.last != x { out.append(x) }
-        chain = out
-    }
+/// A stored value that equality and hashing ignore (positions kept only for error messages).
+struct Uncompared<Value: Sendable>: Hashable, Sendable {
+    var value: Value
+    static func == (a: Self, b: Self) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }

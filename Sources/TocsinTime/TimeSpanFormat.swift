@@ -57,25 +57,36 @@ extension TimeSpan: CustomStringConvertible {
             }
             var fraction: [Int64] = []
             if i < s.count && s[i] == "." {
+                let dot = i
                 i += 1
                 while i < s.count && isDigit(s[i]) { fraction.append(Int64(s[i].value - 48)); i += 1 }
+                // systemd refuses `5.`, `3.s`, `3. 1s`: a decimal point needs a digit after it.
+                if fraction.isEmpty { throw fail("expected a digit after the decimal point", dot + 1 < s.count ? dot + 1 : dot) }
             } else if digits == 0 {
+                if Self.startsWord(s, i) {
+                    let word = Self.word(s, i)
+                    if word == "infinity" {
+                        throw fail("'infinity' is not a time span here: give a finite span such as '1y'", i)
+                    }
+                    throw fail("expected a number before '\(word)'", i)
+                }
                 throw fail("expected a number", numberAt)
             }
             var j = i
             while j < s.count && isSpace(s[j]) { j += 1 }
             var multiplier = perSecond
-            var matched = false
-            for (name, value) in units {
-                let u = Array(name.unicodeScalars)
-                if j + u.count <= s.count && Array(s[j..<(j + u.count)]) == u {
-                    multiplier = value; j += u.count; matched = true
-                    break
+            if Self.startsWord(s, j) {
+                // systemd matches unit prefixes, but a letter after a unit can never parse
+                // (`5 mins`, `5 parsecs`), so the whole word must be a unit.
+                let word = Self.word(s, j)
+                guard let unit = units.first(where: { $0.0 == word }) else {
+                    throw fail("unknown time unit '\(word)' (expected us, ms, s, min, h, d, w, M, y)", j)
                 }
-            }
-            if !matched {
+                multiplier = unit.1
+                j += word.unicodeScalars.count
+            } else {
                 // A bare number is seconds; it must be followed by a separator or the end.
-                if j == i && j < s.count { throw fail("unknown time unit", j) }
+                if j == i && j < s.count { throw fail("unexpected '\(s[j])' after a number", j) }
                 j = i
             }
             let (m, o1) = whole.multipliedReportingOverflow(by: multiplier)
@@ -92,6 +103,23 @@ extension TimeSpan: CustomStringConvertible {
             i = j
         }
         return TimeSpan(microseconds: total)
+    }
+
+    /// A unit name or a stray word starts here: letters, or the two micro signs.
+    private static func startsWord(_ s: [Unicode.Scalar], _ i: Int) -> Bool {
+        guard i < s.count else { return false }
+        return isWordScalar(s[i])
+    }
+
+    private static func isWordScalar(_ c: Unicode.Scalar) -> Bool {
+        (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "μ" || c == "µ"
+    }
+
+    private static func word(_ s: [Unicode.Scalar], _ i: Int) -> String {
+        var out = String.UnicodeScalarView()
+        var k = i
+        while k < s.count && isWordScalar(s[k]) { out.append(s[k]); k += 1 }
+        return String(out)
     }
 
     /// Parses a span that must be strictly positive (periods, snoozes): zero and negative are refused.

@@ -85,18 +85,14 @@ struct NextCommand: ParsableCommand {
         } else {
             let text = expression ?? ""
             let spec: CalendarSpec
-            do { spec = try CalendarSpec.parse(text, localZone: displayZone) } catch {
+            // The same resolution as the daemon's, with the display zone as the notification's zone.
+            do throws(TimeSyntaxError) {
+                (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
+            } catch {
                 fail("invalid calendar expression '\(text)': \(error)")
             }
             original = text
             normalized = spec.normalized
-            if let name = spec.timeZoneName {
-                do { evaluationZone = try directory.rules(named: name) } catch {
-                    fail("invalid calendar expression '\(text)': \(error)")
-                }
-            } else {
-                evaluationZone = displayZone
-            }
             var cursor = base
             while elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
                 elapses.append(t)

@@ -46,6 +46,40 @@ struct CheckCommandTests {
         #expect(out.stdoutText.isEmpty)
     }
 
+    @Test("zone words resolve against each notification's zone; a bad span unit is named at its column")
+    func zoneWordsAndSpanUnits() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("zones.toml", """
+            [daemon]
+            timezone = "Europe/Berlin"
+
+            [[notification]]
+            title = "Berlin summer noon"
+            on_calendar = "*-*-* 12:00 CEST"
+
+            [[notification]]
+            title = "Not a New York abbreviation"
+            timezone = "America/New_York"
+            on_calendar = "*-*-* 12:00 CEST"
+
+            [[notification]]
+            title = "Parsecs"
+            after = "5 parsecs"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):11:1: error: unknown time zone 'CEST' in 'on_calendar'
+            on_calendar = "*-*-* 12:00 CEST"
+            ^
+            \(path):15:12: error: invalid 'after': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)
+            after = "5 parsecs"
+                       ^
+
+            """
+        #expect(out.stderrText == expected)
+    }
+
     @Test("a TOML syntax error is reported with its position")
     func syntaxError() async throws {
         let dir = TemporaryDirectory()

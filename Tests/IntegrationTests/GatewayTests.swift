@@ -76,6 +76,16 @@ struct GatewayTests {
                 errorName: "io.github.tocsin.Error.NotFound", message: "no notification with key 'nope'"),
         BadCall(name: "snooze with a bad duration", tool: ["gdbus", "\(i).Snooze", "nope", "0"],
                 errorName: "org.freedesktop.DBus.Error.InvalidArgs", message: "argument 'duration'"),
+        BadCall(name: "unknown span unit, named with the valid ones and its column",
+                tool: ["gdbus", "\(i).Schedule", "{'title': <'x'>, 'after': <'5 parsecs'>}"],
+                errorName: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "invalid 'after': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of the value)"),
+        BadCall(name: "snooze with an unknown span unit", tool: ["gdbus", "\(i).Snooze", "nope", "5 parsecs"],
+                errorName: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "argument 'duration': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of '5 parsecs')"),
+        BadCall(name: "calendar zone word that is neither a zone nor an abbreviation of the daemon's zone",
+                tool: ["gdbus", "\(i).Schedule", "{'title': <'x'>, 'on_calendar': <'daily CEST'>, 'timezone': <'America/New_York'>}"],
+                errorName: "io.github.tocsin.Error.InvalidTrigger", message: "unknown time zone 'CEST' in 'on_calendar'"),
     ]
 
     @Test("bad calls get error replies and leave the daemon healthy", arguments: badCalls)

@@ -68,7 +68,16 @@ struct ConfigSchemaTests {
                   toml: "[daemon]\nmissed = \"never\"\nmax_pending = 0\n[[notification]]\ntitle = \"x\"\nafter = \"soon\"\n",
                   expected: ["2:10: 'missed' must be one of 'skip', 'fire-once', 'fire-all', found 'never'",
                              "3:15: 'max_pending' must be between 1 and 100000000, found 0",
-                             "6:10: invalid 'after': expected a number"]),
+                             "6:10: invalid 'after': expected a number before 'soon'"]),
+        SchemaRow(name: "unknown span unit is named with the valid ones, caret on the unit",
+                  toml: "[[notification]]\ntitle = \"x\"\nafter = \"5 parsecs\"\n",
+                  expected: ["3:12: invalid 'after': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)"]),
+        SchemaRow(name: "a dangling decimal point in a span, caret after the point",
+                  toml: "[[notification]]\ntitle = \"x\"\nevery = \"1.h\"\n",
+                  expected: ["3:12: invalid 'every': expected a digit after the decimal point"]),
+        SchemaRow(name: "unknown unit inside remind_before",
+                  toml: "[[notification]]\ntitle = \"x\"\nat = 2030-01-01T10:00:00Z\nremind_before = [\"1h\", \"10 mins\"]\n",
+                  expected: ["4:17: invalid offset '10 mins' in 'remind_before': unknown time unit 'mins' (expected us, ms, s, min, h, d, w, M, y)"]),
     ]
 
     @Test("bad configs produce exactly these diagnostics", arguments: rows)

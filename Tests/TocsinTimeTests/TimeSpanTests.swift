@@ -10,9 +10,10 @@ struct TimeSpanTests {
         "5", "0", "1.5", "1.5s", "1.5h", ".5s", "5s5", "5m3", "1 h", "3 s", "1 day 2 hours", "3 months",
         "1 year", "7 seconds", "2 minutes", "10 msec", "10 usec", "1.25min", "0.000001s", "1.0000005s",
         "100ms 5us", "1d 1h 1min 1s 1ms 1us", "59.999999s", "61s", "3599s", "86401s", "12345678us", "4h 0min",
-        "1hr", "2 hours", "3 sec", "1minute", "1second", "52w",
+        "1hr", "2 hours", "3 sec", "1minute", "1second", "52w", "1hours", "1 y 2 M", "5m3s", "5min3", "1 s5",
     ]
-    static let invalid: [String] = ["", "bogus", "5 parsecs", "1.5.5s", "1e3", "5x", "h", "1 2x", "s5"]
+    static let invalid: [String] = ["", "bogus", "5 parsecs", "1.5.5s", "1e3", "5x", "h", "1 2x", "s5",
+                                    "5 secs", "3 mins", "1Month", "2 msecs", "5.", "1.h", "1 . 5"]
 
     /// Runs `systemd-analyze timespan` on valid spans and parses "μs:" and "Human:".
     static func systemd(_ spans: [String]) throws -> [String: (Int64, String)] {
@@ -58,9 +59,12 @@ struct TimeSpanTests {
     }
 
     @Test func columnsPointAtTheProblem() {
-        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit", column: 2)) { try TimeSpan.parse("5x") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit 'x' (expected us, ms, s, min, h, d, w, M, y)", column: 2)) { try TimeSpan.parse("5x") }
         #expect(throws: TimeSyntaxError(.invalidDuration, "durations cannot be negative", column: 1)) { try TimeSpan.parse("-5s") }
-        #expect(throws: TimeSyntaxError(.invalidDuration, "expected a number", column: 3)) { try TimeSpan.parse("5 parsecs") }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)", column: 3)) {
+            try TimeSpan.parse("5 parsecs")
+        }
+        #expect(throws: TimeSyntaxError(.invalidDuration, "expected a digit after the decimal point", column: 3)) { try TimeSpan.parse("3.s") }
     }
 
     @Test func positiveSpans() throws {

@@ -6,10 +6,19 @@ public struct FieldIssue: Error, Hashable, Sendable, CustomStringConvertible {
     public var field: String
     public var location: SourceLocation
     public var message: String
+    /// For a string a TocsinTime parser refused: the 1-based column of the problem inside the
+    /// value. A file reports it through `location`; a surface without positions (D-Bus) has only
+    /// the message, so `messageWithValueColumn` spells it out.
+    public var valueColumn: Int?
     public init(field: String, location: SourceLocation, message: String) {
         self.field = field; self.location = location; self.message = message
     }
     public var description: String { message }
+
+    /// `message`, plus where in the value the problem is when that is known.
+    public var messageWithValueColumn: String {
+        valueColumn.map { "\(message) (column \($0) of the value)" } ?? message
+    }
 }
 
 /// Typed, position-aware access to a TOML table that records every problem instead of stopping
@@ -143,7 +152,10 @@ public struct TableReader: FieldReader, Sendable {
         } catch {
             var loc = valueLocation(of: key)
             if case .string = table[key]?.value { loc.column += error.column }  // opening quote + offset
-            issues.append(FieldIssue(field: key, location: loc, message: "invalid '\(key)': \(error.message)"))
+            var issue = FieldIssue(field: key, location: loc, message: "invalid '\(key)': \(error.message)")
+            // A non-positive interval is wrong as a whole; a column would point nowhere useful.
+            if case .string = table[key]?.value, error.code != .nonPositiveInterval { issue.valueColumn = error.column }
+            issues.append(issue)
             return nil
         }
     }

@@ -37,13 +37,11 @@ struct SpecResolver: Sendable {
             guard p.microseconds > 0 else { throw CenterError(.invalidTrigger, "'every' must be positive; an interval of 0 is refused", field: "every") }
             trigger = .every(period: p, starting: starting.map(instant) ?? now + p, count: count, until: until.map(instant))
         case .onCalendar(let c):
-            var z = zone
-            if let own = c.timeZoneName {
-                do { z = try zones.rules(own) } catch {
-                    throw CenterError(.invalidTrigger, "unknown time zone '\(own)' in 'on_calendar'", field: "on_calendar")
-                }
+            let resolved: (spec: CalendarSpec, zone: TimeZoneRules)
+            do { resolved = try c.resolvingZone(local: zone, rules: zones.rules) } catch {
+                throw CenterError(.invalidTrigger, "\(error.message) in 'on_calendar'", field: "on_calendar")
             }
-            trigger = .calendar(c, zone: z)
+            trigger = .calendar(resolved.spec, zone: resolved.zone)
         case .remindBefore(let event, let offsets):
             trigger = .remindBefore(event: instant(event), offsets: offsets)
         }

@@ -82,8 +82,9 @@ struct TriggerColumns {
                 if calendars.count < 4096 { calendars[text] = parsed }
                 spec = parsed
             }
-            guard let rules = try? zones.rules(spec.timeZoneName ?? zone) else { return nil }
-            return .calendar(spec, zone: rules)
+            guard let local = try? zones.rules(zone),
+                  let resolved = try? spec.resolvingZone(local: local, rules: zones.rules) else { return nil }
+            return .calendar(resolved.spec, zone: resolved.zone)
         case 4:
             guard let a, let text else { return nil }
             let offsets = text.split(separator: ",").compactMap { Int64($0) }.map { TimeSpan(microseconds: $0) }

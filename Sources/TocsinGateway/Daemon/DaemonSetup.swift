@@ -105,9 +105,14 @@ public enum ConfigValidation: Sendable {
                 diags.append(Diagnostic(file: loaded.file, location: n.location,
                                         message: "unknown time zone '\(tz)' in notification '\(n.key ?? "")'"))
             }
-            if case .onCalendar(let c) = n.trigger, let tz = c.timeZoneName, unknown(tz) {
-                diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
-                                        message: "unknown time zone '\(tz)' in 'on_calendar'"))
+            if case .onCalendar(let c) = n.trigger {
+                // The zone the daemon will run it in: its own, else [daemon]'s, else $TZ or the system's.
+                let local = (n.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
+                    ?? zones.defaultZone(tz: environment["TZ"])
+                do { _ = try c.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+                    diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
+                                            message: "\(error.message) in 'on_calendar'"))
+                }
             }
         }
         if diags.isEmpty { return .success(loaded) }
