@@ -37,9 +37,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -88,8 +86,6 @@ let package = Package(
             name: "TocsinExecBackend",
             dependencies: [
                 "TocsinCore", "TocsinConfig", "TocsinTime",
-                .product(name: "Subprocess", package: "swift-subprocess"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Plugins/Exec",
             swiftSettings: strict

@@ -1,10 +1,6 @@
-import Subprocess
 public import TocsinConfig
 public import TocsinCore
 public import TocsinTime
-#if canImport(SystemPackage)
-import SystemPackage
-#endif
 
 /// `type = "exec"`: runs a program for each firing.
 ///
@@ -49,43 +45,35 @@ public struct ExecBackend: DeliveryBackend {
         return env
     }
 
+    static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+    /// Runs the hook as a `ChildProcess`, as alarms run their players: its own process group, so
+    /// the timeout stops whatever it started too, and the deadline kept on the child's own thread.
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
-        guard let program = command.first else { throw DeliveryError(.permanent, "empty command") }
-        var env: [Environment.Key: String] = [:]
-        for (k, v) in Self.environment(for: firing, base: baseEnvironment) { env[Environment.Key(stringLiteral: k)] = v }
-        var platform = PlatformOptions()
-        platform.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: .seconds(2))]
-        let executable: Executable = program.contains("/") ? .path(FilePath(program)) : .name(program)
-        let timeout = self.timeout
-        let args = Array(command.dropFirst())
-        let environment = env
-        let platformOptions = platform
-        let outcome: Result<TerminationStatus, DeliveryError> = await withTaskGroup(of: Result<TerminationStatus, DeliveryError>?.self) { group in
-            group.addTask {
-                do {
-                    let r = try await Subprocess.run(executable, arguments: Arguments(args), environment: .custom(environment),
-                                                     platformOptions: platformOptions, input: .none, output: .discarded, error: .discarded)
-                    return .success(r.terminationStatus)
-                } catch {
-                    return .failure(DeliveryError(.permanent, "cannot run \(program): \(error)"))
-                }
+        guard let program = command.first, !program.isEmpty else { throw DeliveryError(.permanent, "empty command") }
+        let environment = Self.environment(for: firing, base: baseEnvironment)
+        var argv = command
+        if !program.contains("/") {
+            // Looked up at each firing: a hook installed after the daemon started is found.
+            guard let path = Spawn.lookUp(program, path: environment["PATH"] ?? Self.defaultPath) else {
+                throw DeliveryError(.permanent, "cannot run \(program): not found on PATH")
             }
-            group.addTask {
-                try? await Task.sleep(for: .microseconds(timeout.microseconds))
-                return Task.isCancelled ? nil : .failure(DeliveryError(.timedOut, "\(program) still running after \(timeout); stopped"))
-            }
-            var first: Result<TerminationStatus, DeliveryError>?
-            for await r in group {
-                if let r { first = r; group.cancelAll(); break }
-            }
-            return first ?? .failure(DeliveryError(.failed, "cancelled"))
+            argv[0] = path
         }
-        switch outcome {
-        case .failure(let e): throw e
-        case .success(let status):
-            if case .exited(0) = status { return }
-            throw DeliveryError(.permanent, "\(program) ended with \(status)")
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(argv, environment: environment, cap: .microseconds(timeout.microseconds), grace: .seconds(2))
+        } catch {
+            throw DeliveryError(.permanent, error.description)
         }
+        guard let exit = await child.waitForExit() else {
+            // The delivery was abandoned (shutdown): the hook goes with it.
+            _ = await child.stop(.withdrawn(.shutdown))
+            throw DeliveryError(.failed, "\(program) stopped: the delivery was cancelled")
+        }
+        if exit.stoppedBy == .capped { throw DeliveryError(.timedOut, "\(program) still running after \(timeout); stopped") }
+        if exit.status.isSuccess { return }
+        throw DeliveryError(.permanent, "\(program) ended with \(exit.status)")
     }
 }
 
@@ -118,7 +106,7 @@ public struct ExecBackendFactory: BackendFactory {
 
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
         let command = options.command, timeout = options.timeout
-        var base: [String: String] = ["PATH": environment.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"]
+        var base: [String: String] = ["PATH": environment.environment["PATH"] ?? ExecBackend.defaultPath]
         for k in ["HOME", "LANG", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY"] {
             if let v = environment.environment[k] { base[k] = v }
         }

@@ -53,7 +53,7 @@ public struct PlayerLimits: Hashable, Sendable {
 /// What happened to players, for tests and for whoever watches the backend.
 public enum PlayerEvent: Hashable, Sendable {
     case started(key: String, ring: UInt32, pid: Int32)
-    case ended(key: String, ring: UInt32, pid: Int32, exit: PlayerExit)
+    case ended(key: String, ring: UInt32, pid: Int32, exit: ChildExit)
 }
 
 /// Counts since start, for the log and for tests.
@@ -82,7 +82,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     private struct Playing {
         var id: UInt64
         var ring: UInt32
-        var process: PlayerProcess
+        var process: ChildProcess
     }
     private struct State {
         var playing: [String: Playing] = [:]
@@ -155,9 +155,9 @@ public final class SoundBackend: DeliveryBackend, Sendable {
             logger.debug("ring withdrawn before it started", metadata: ["key": "\(key)", "reason": "\(reason)"])
             return
         }
-        let process: PlayerProcess
+        let process: ChildProcess
         do {
-            process = try PlayerProcess.spawn(settings.arguments, environment: environment, cap: limits.cap, grace: limits.termGrace)
+            process = try ChildProcess.spawn(settings.arguments, environment: environment, cap: limits.cap, grace: limits.termGrace)
         } catch {
             count { $0.failedStarts += 1 }
             throw DeliveryError(.permanent, error.description)
@@ -233,7 +233,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     }
 
     /// Waits for the player to end (the process stops it at the cap by itself).
-    private func supervise(key: String, id: UInt64, ring: UInt32, process: PlayerProcess) async {
+    private func supervise(key: String, id: UInt64, ring: UInt32, process: ChildProcess) async {
         guard let exit = await process.waitForExit() else { return }
         if exit.stoppedBy == .capped {
             logger.notice("sound still playing at the length cap; stopped",
@@ -242,7 +242,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         ended(key: key, id: id, ring: ring, process: process, exit: exit, early: false)
     }
 
-    private func ended(key: String, id: UInt64, ring: UInt32, process: PlayerProcess, exit: PlayerExit, early: Bool) {
+    private func ended(key: String, id: UInt64, ring: UInt32, process: ChildProcess, exit: ChildExit, early: Bool) {
         state.withLock { s in
             if s.playing[key]?.id == id { s.playing[key] = nil }
             switch exit.stoppedBy {

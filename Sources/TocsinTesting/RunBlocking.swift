@@ -1,4 +1,5 @@
-import Foundation
+import Glibc
+import TocsinCore
 
 /// The output of a finished child process.
 public struct CapturedRun: Sendable {
@@ -8,25 +9,59 @@ public struct CapturedRun: Sendable {
 }
 
 /// Runs a program to completion and captures its output, for synchronous tests that consult an
-/// oracle (`systemd-analyze`, `date`, `python3`). stderr goes through a file, so a chatty child can
-/// never block on a full pipe while we read stdout.
+/// oracle (`systemd-analyze`, `date`, `python3`). Started the daemon's way (`Spawn.child`); both
+/// pipes are drained together with poll, so a chatty child never blocks on a full pipe while we
+/// read the other. `environment` nil: this process's own.
 public func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> CapturedRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let errPath = NSTemporaryDirectory() + "tocsin-run-\(UUID().uuidString).err"
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    defer { try? FileManager.default.removeItem(atPath: errPath) }
-    let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = errHandle
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try errHandle.close()
-    let err = FileManager.default.contents(atPath: errPath) ?? Data()
-    return CapturedRun(status: process.terminationStatus, stdout: String(decoding: data, as: UTF8.self),
-                       stderr: String(decoding: err, as: UTF8.self))
+    let env = environment ?? currentEnvironment()
+    let child: Spawn.Child
+    do {
+        child = try Spawn.child([executable] + arguments, environment: env, stdout: .pipe, stderr: .pipe, searchPath: true)
+    } catch {
+        throw TestProcessError(error.description)
+    }
+    var out: [UInt8] = [], err: [UInt8] = []
+    var fds = [pollfd(fd: child.stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: child.stderr, events: Int16(POLLIN), revents: 0)]
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while fds.contains(where: { $0.fd >= 0 }) {
+        if poll(&fds, nfds_t(fds.count), -1) < 0 {
+            if errno == EINTR { continue }
+            break
+        }
+        for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
+            let n = buffer.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                if i == 0 { out += buffer[0..<n] } else { err += buffer[0..<n] }
+            } else if n == 0 || errno != EINTR {
+                close(fds[i].fd)
+                fds[i].fd = -1
+            }
+        }
+    }
+    var status: Int32 = 0
+    while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+    // WIFEXITED/WEXITSTATUS are macros; a signal shows as 128 + its number, as in a shell.
+    let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return CapturedRun(status: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+}
+
+func currentEnvironment() -> [String: String] {
+    var env: [String: String] = [:]
+    var p = environ
+    while let entry = p.pointee {
+        let s = String(cString: entry)
+        if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+        p += 1
+    }
+    return env
+}
+
+/// Whether `pid`, which need not be our child, exits (or is already gone) within the deadline:
+/// a pidfd becomes readable when the process ends, so this waits on the event itself.
+public func waitForExit(ofAnyProcess pid: Int32, timeoutMilliseconds: Int32) -> Bool {
+    let fd = Spawn.pidfdOpen(pid)
+    if fd < 0 { return errno == ESRCH }
+    defer { close(fd) }
+    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    return poll(&p, 1, timeoutMilliseconds) == 1
 }

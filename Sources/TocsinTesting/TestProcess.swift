@@ -3,6 +3,7 @@
 import CDispatch
 import Glibc
 import Synchronization
+import TocsinCore
 
 /// How a child process ended.
 public enum ExitStatus: Sendable, Hashable, CustomStringConvertible {
@@ -130,84 +131,16 @@ extension Array where Element == UInt8 {
 
 // MARK: - Spawning
 
-/// Serialises pipe creation and spawning: pipes are created then marked close-on-exec, and a
-/// concurrent spawn in between would leak their write ends into an unrelated child (whose
-/// lifetime would then delay our EOF).
-private let spawnLock = Mutex(())
-
-private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-
-/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34+) is not in Swift's Glibc module.
-private let addCloseFrom: AddCloseFrom? = {
-    guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(sym, to: AddCloseFrom.self)
-}()
-
-private func makePipe() throws -> (read: Int32, write: Int32) {
-    var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else { throw TestProcessError("pipe failed: errno \(errno)") }
-    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-    return (fds[0], fds[1])
-}
-
+/// The daemon's own way of starting programs (`Spawn.child`), with the test's environment laid
+/// over this process's and the program looked up on PATH.
 private func spawn(_ command: [String], environment: [String: String]) throws -> (pid_t, Int32, Int32) {
-    var env: [String: String] = [:]
-    var p = environ
-    while let entry = p.pointee {
-        let s = String(cString: entry)
-        if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
-        p += 1
-    }
+    var env = currentEnvironment()
     for (k, v) in environment { env[k] = v }
-    let envStrings = env.map { "\($0.key)=\($0.value)" }
-
-    return try spawnLock.withLock { _ in
-        let out = try makePipe()
-        let err: (read: Int32, write: Int32)
-        do { err = try makePipe() } catch {
-            close(out.read)
-            close(out.write)
-            throw error
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
-        if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
-
-        var attr = posix_spawnattr_t()
-        posix_spawnattr_init(&attr)
-        defer { posix_spawnattr_destroy(&attr) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attr, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attr, &empty)
-        posix_spawnattr_setpgroup(&attr, 0)
-        posix_spawnattr_setflags(
-            &attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-        var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = envStrings.map { strdup($0) } + [nil]
-        defer {
-            for a in argv { free(a) }
-            for e in envp { free(e) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, command[0], &actions, &attr, &argv, &envp)
-        close(out.write)
-        close(err.write)
-        guard rc == 0 else {
-            close(out.read)
-            close(err.read)
-            throw TestProcessError("cannot spawn \(command[0]): \(String(cString: strerror(rc)))")
-        }
-        return (pid, out.read, err.read)
+    do {
+        let child = try Spawn.child(command, environment: env, stdout: .pipe, stderr: .pipe, searchPath: true)
+        return (child.pid, child.stdout, child.stderr)
+    } catch {
+        throw TestProcessError(error.description)
     }
 }
 

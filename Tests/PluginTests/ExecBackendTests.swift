@@ -67,6 +67,39 @@ struct ExecBackendTests {
         #expect(ContinuousClock.now - start < .seconds(10))
     }
 
+    @Test("a hook stopped at its timeout takes what it started with it (its own process group)")
+    func timeoutStopsGroup() async throws {
+        let dir = TemporaryDirectory()
+        let pidFile = dir.path + "/grandchild"
+        let script = try dir.write("hook.sh", "#!/bin/sh\nsleep 30 &\necho $! > \(pidFile)\nwait\n")
+        chmod(script, 0o755)
+        do {
+            try await ExecBackend(name: "slow", command: [script], timeout: TimeSpan(microseconds: 300_000),
+                                  baseEnvironment: ["PATH": "/usr/bin:/bin"]).deliver(firing(title: "x"))
+            Issue.record("the hook finished within its timeout")
+        } catch {
+            #expect(error.code == .timedOut)
+        }
+        let text = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let pid = try #require(pid_t(text))
+        #expect(waitForExit(ofAnyProcess: pid, timeoutMilliseconds: 2000), "the hook's own child \(pid) outlived the timeout")
+    }
+
+    @Test("a program named without a slash is found on the hook's PATH, at each firing")
+    func lookedUpOnPath() async throws {
+        let dir = TemporaryDirectory()
+        let out = dir.path + "/ran"
+        try await ExecBackend(name: "t", command: ["touch", out], baseEnvironment: ["PATH": "/nonexistent:/usr/bin:/bin"]).deliver(firing(title: "x"))
+        #expect(FileManager.default.fileExists(atPath: out))
+        do {
+            try await ExecBackend(name: "t", command: ["touch", out], baseEnvironment: ["PATH": "/nonexistent"]).deliver(firing(title: "x"))
+            Issue.record("a program absent from PATH ran")
+        } catch {
+            #expect(error.code == .permanent)
+            #expect(error.message.contains("not found on PATH"))
+        }
+    }
+
     @Test("config: command is required and must be an argv list")
     func factory() {
         func issues(_ toml: String) -> [String] {

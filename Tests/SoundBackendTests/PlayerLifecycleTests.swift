@@ -74,7 +74,7 @@ final class AlarmRig: Sendable {
 
     /// Waits for the end of the player `pid`.
     @discardableResult
-    func ended(pid: Int32, timeout: Duration = .seconds(10)) async throws -> PlayerExit {
+    func ended(pid: Int32, timeout: Duration = .seconds(10)) async throws -> ChildExit {
         let s = try await events.wait("end of player \(pid)", timeout: timeout) { evs in
             evs.contains { if case .ended(_, _, pid, _) = $0 { true } else { false } }
         }
@@ -92,18 +92,6 @@ final class AlarmRig: Sendable {
 
 /// Alive and not reaped: signal 0 reaches it. Our own children only, so no recycled pid in between.
 func isRunning(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
-
-private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
-
-/// Whether `pid` exits (or is already gone) within the deadline.
-func waitForExit(ofAnyProcess pid: Int32, timeoutMilliseconds: Int32) -> Bool {
-    guard let sym = dlsym(nil, "pidfd_open") else { return false }
-    let fd = unsafeBitCast(sym, to: PidfdOpen.self)(pid, 0)
-    if fd < 0 { return errno == ESRCH }
-    defer { close(fd) }
-    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    return poll(&p, 1, timeoutMilliseconds) == 1
-}
 
 @Suite("Sound backend: one player per ring")
 struct PlayerLifecycleTests {

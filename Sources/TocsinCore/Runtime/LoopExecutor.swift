@@ -69,10 +69,10 @@ public enum LoopExecutor: Sendable {
     /// thread, which must be the loop's (inside `runMain`), and reach the stream in order.
     ///
     /// Call it before other threads exist: threads inherit the mask of their creator. A thread
-    /// that unblocks them anyway (swift-subprocess waits in `epoll_pwait` with an empty mask)
-    /// gets a handler that forwards the signal to the loop thread instead of the default action.
-    /// Children spawned with a reset mask (posix_spawn with POSIX_SPAWN_SETSIGMASK, as
-    /// swift-subprocess and the sound plugin do) are unaffected. The signals stay trapped after the
+    /// that unblocks them anyway (a library waiting in `epoll_pwait` with an empty mask) gets a
+    /// handler that forwards the signal to the loop thread instead of the default action.
+    /// Children start with a reset mask and default dispositions (`Spawn.child`), so they are
+    /// unaffected. The signals stay trapped after the
     /// stream ends, so a late one is not fatal.
     public static func signals(_ numbers: [Int32]) -> AsyncStream<Int32> {
         _ = numbers.withUnsafeBufferPointer { tocsin_trap_signals($0.baseAddress, Int32($0.count)) }

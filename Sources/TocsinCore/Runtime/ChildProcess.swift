@@ -1,9 +1,8 @@
 public import Glibc
 import Synchronization
-public import TocsinCore
 
-/// How a player ended.
-public enum PlayerStatus: Hashable, Sendable, CustomStringConvertible {
+/// How a child process ended.
+public enum ChildStatus: Hashable, Sendable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     public var isSuccess: Bool { self == .exited(0) }
@@ -15,11 +14,11 @@ public enum PlayerStatus: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Why we stopped a player, if we did.
-public enum PlayerStopCause: Hashable, Sendable, CustomStringConvertible {
+/// Why we stopped a child, if we did.
+public enum ChildStopCause: Hashable, Sendable, CustomStringConvertible {
     /// `withdraw` (acknowledged, snoozed, cancelled, unanswered), a newer ring (`.replaced`) or shutdown.
     case withdrawn(WithdrawReason)
-    /// Still playing at the length cap.
+    /// Still running at its cap (a sound's length limit, a hook's timeout).
     case capped
     public var description: String {
         switch self {
@@ -29,11 +28,11 @@ public enum PlayerStopCause: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What we know once a player is reaped.
-public struct PlayerExit: Hashable, Sendable {
-    public var status: PlayerStatus
+/// What we know once a child is reaped.
+public struct ChildExit: Hashable, Sendable {
+    public var status: ChildStatus
     /// Set when we asked it to stop; its status is then ours, not an error of the player.
-    public var stoppedBy: PlayerStopCause?
+    public var stoppedBy: ChildStopCause?
     /// The end of what it wrote to stderr (paplay's "Connection refused" and the like).
     public var stderr: String
     /// From spawn to reap.
@@ -46,34 +45,29 @@ public struct PlayerExit: Hashable, Sendable {
     public var stopLatency: Duration? { stopRequestedAt.map { reapedAt - $0 } }
 }
 
-/// Why a player could not be started.
-public struct PlayerSpawnError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var errno: Int32
-    public var program: String
-    public var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
-}
 
-/// A running player.
+/// A child process of the daemon: an alarm's sound player, an `exec` hook. The one way the daemon
+/// runs programs, so every child gets the same isolation and the same guaranteed end.
 ///
-/// Spawned with `posix_spawn` (argv only, no shell) in its own process group, with default signal
+/// Spawned by `Spawn.child` (argv only, no shell) in its own process group, with default signal
 /// dispositions and an empty mask (the daemon traps SIGTERM/SIGHUP and children must not inherit
 /// that), stdin and stdout on /dev/null, stderr on a pipe, and no other descriptor.
 ///
-/// One thread per player waits with `poll` on a pidfd (readable when the child exits), the stderr
+/// One thread per child waits with `poll` on a pidfd (readable when the child exits), the stderr
 /// pipe and a wake-up pipe, with a timeout only while a deadline is pending: the length cap, and
 /// SIGKILL `grace` after SIGTERM. Deadlines live on that thread rather than in Swift tasks so that a
-/// busy executor can never keep a sound playing past its stop. When the child exits the thread kills
+/// busy executor can never keep a sound playing (or a hook running) past its stop. When the child exits the thread kills
 /// what is left of its process group, then reaps it. Signals go to the group only while the leader
 /// is not yet reaped, so a recycled pid is never hit.
-public final class PlayerProcess: Sendable {
+public final class ChildProcess: Sendable {
     private struct Waiter {
         let id: UInt64
-        let continuation: CheckedContinuation<PlayerExit?, Never>
+        let continuation: CheckedContinuation<ChildExit?, Never>
     }
     private struct State {
-        var exit: PlayerExit?
+        var exit: ChildExit?
         var reaping = false
-        var stoppedBy: PlayerStopCause?
+        var stoppedBy: ChildStopCause?
         var stopRequestedAt: ContinuousClock.Instant?
         /// SIGKILL is due then, if it has not exited.
         var killAt: ContinuousClock.Instant?
@@ -107,14 +101,15 @@ public final class PlayerProcess: Sendable {
     /// Starts `argv` (its first element an absolute path) with exactly `environment`; stops it
     /// `cap` after the start, and `grace` after a SIGTERM with SIGKILL.
     public static func spawn(_ argv: [String], environment: [String: String], cap: Duration,
-                             grace: Duration) throws(PlayerSpawnError) -> PlayerProcess {
-        guard let program = argv.first, !program.isEmpty else { throw PlayerSpawnError(errno: ENOENT, program: "(empty)") }
-        let (pid, stderrRead) = try spawnChild(argv, environment: environment)
-        let process = PlayerProcess(pid: pid, argv: argv, started: .now, cap: cap, grace: grace)
+                             grace: Duration) throws(SpawnError) -> ChildProcess {
+        guard let program = argv.first, !program.isEmpty else { throw SpawnError(errno: ENOENT, program: "(empty)") }
+        let child = try Spawn.child(argv, environment: environment, stdout: .null, stderr: .pipe)
+        let (pid, stderrRead) = (child.pid, child.stderr)
+        let process = ChildProcess(pid: pid, argv: argv, started: .now, cap: cap, grace: grace)
         // Open the pidfd before anyone could reap the child, so it cannot name another process.
-        let pidfd = pidfdOpen.map { $0(pid, 0) } ?? -1
+        let pidfd = Spawn.pidfdOpen(pid)
         var wake: [Int32] = [-1, -1]
-        if pidfd >= 0, makePipe(&wake, O_CLOEXEC | O_NONBLOCK) == 0 {
+        if pidfd >= 0, Spawn.makePipe(&wake, O_CLOEXEC | O_NONBLOCK) == 0 {
             process.state.withLock { $0.wakeFD = wake[1] }
         } else if pidfd >= 0 {
             wake = [-1, -1]
@@ -132,7 +127,7 @@ public final class PlayerProcess: Sendable {
     }
 
     /// The exit, once reaped.
-    public var exit: PlayerExit? { state.withLock { $0.exit } }
+    public var exit: ChildExit? { state.withLock { $0.exit } }
 
     /// Sends `signal` to the player's process group; false once it is reaped.
     @discardableResult
@@ -144,7 +139,7 @@ public final class PlayerProcess: Sendable {
     }
 
     /// SIGTERM now, SIGKILL `grace` later if it is still there; returns once it is reaped.
-    public func stop(_ cause: PlayerStopCause) async -> PlayerExit {
+    public func stop(_ cause: ChildStopCause) async -> ChildExit {
         let onExecutor = state.withLock { s -> Bool in
             requestStop(&s, cause, now: .now)
             return !s.reaping && s.wakeFD < 0
@@ -158,12 +153,12 @@ public final class PlayerProcess: Sendable {
         // SIGKILL cannot be refused; the deadline only guards against a child stuck in the kernel.
         if let e = await waitForExit(within: grace + .seconds(5)) { return e }
         let now = ContinuousClock.now
-        return PlayerExit(status: .signaled(SIGKILL), stoppedBy: cause, stderr: "not reaped 5 s after SIGKILL",
+        return ChildExit(status: .signaled(SIGKILL), stoppedBy: cause, stderr: "not reaped 5 s after SIGKILL",
                           elapsed: now - started, stopRequestedAt: nil, reapedAt: now)
     }
 
     /// Under the lock: SIGTERM to the group, SIGKILL scheduled, the watcher woken to keep time.
-    private func requestStop(_ s: inout State, _ cause: PlayerStopCause, now: ContinuousClock.Instant) {
+    private func requestStop(_ s: inout State, _ cause: ChildStopCause, now: ContinuousClock.Instant) {
         guard !s.reaping else { return }
         if s.stoppedBy == nil {
             s.stoppedBy = cause
@@ -178,11 +173,11 @@ public final class PlayerProcess: Sendable {
     }
 
     /// Waits until it is reaped; nil if the waiting task is cancelled.
-    public func waitForExit() async -> PlayerExit? {
+    public func waitForExit() async -> ChildExit? {
         let id = state.withLock { s -> UInt64 in s.nextID += 1; return s.nextID }
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<PlayerExit?, Never>) in
-                let now = state.withLock { s -> PlayerExit?? in
+            await withCheckedContinuation { (c: CheckedContinuation<ChildExit?, Never>) in
+                let now = state.withLock { s -> ChildExit?? in
                     if let e = s.exit { return .some(e) }
                     if s.cancelled.remove(id) != nil { return .some(nil) }
                     s.waiters.append(Waiter(id: id, continuation: c))
@@ -201,9 +196,9 @@ public final class PlayerProcess: Sendable {
     }
 
     /// Waits at most `timeout`; nil if it is still running (or the task is cancelled).
-    public func waitForExit(within timeout: Duration) async -> PlayerExit? {
+    public func waitForExit(within timeout: Duration) async -> ChildExit? {
         if let e = exit { return e }
-        return await withTaskGroup(of: PlayerExit?.self) { group in
+        return await withTaskGroup(of: ChildExit?.self) { group in
             group.addTask { await self.waitForExit() }
             group.addTask {
                 try? await Task.sleep(for: timeout)
@@ -251,10 +246,10 @@ public final class PlayerProcess: Sendable {
         }
     }
 
-    fileprivate func finish(_ status: PlayerStatus, stderr: [UInt8]) {
-        let waiters = state.withLock { s -> ([Waiter], PlayerExit) in
+    fileprivate func finish(_ status: ChildStatus, stderr: [UInt8]) {
+        let waiters = state.withLock { s -> ([Waiter], ChildExit) in
             let now = ContinuousClock.now
-            let e = PlayerExit(status: status, stoppedBy: s.stoppedBy,
+            let e = ChildExit(status: status, stoppedBy: s.stoppedBy,
                                stderr: String(decoding: stderr, as: UTF8.self).trimmingTrailingWhitespace(),
                                elapsed: now - started, stopRequestedAt: s.stopRequestedAt, reapedAt: now)
             s.exit = e
@@ -278,13 +273,13 @@ extension String {
 
 /// Owns the pidfd and the stderr read end of one player.
 private final class Watcher: Sendable {
-    let process: PlayerProcess
+    let process: ChildProcess
     let pidfd: Int32
     let stderrFD: Int32
     let wakeFD: Int32
     static let keep = 2048
 
-    init(process: PlayerProcess, pidfd: Int32, stderrFD: Int32, wakeFD: Int32) {
+    init(process: ChildProcess, pidfd: Int32, stderrFD: Int32, wakeFD: Int32) {
         self.process = process
         self.pidfd = pidfd
         self.stderrFD = stderrFD
@@ -357,7 +352,7 @@ private final class Watcher: Sendable {
         var status: Int32 = 0
         var r: pid_t
         repeat { r = waitpid(process.pid, &status, 0) } while r < 0 && errno == EINTR
-        let result: PlayerStatus
+        let result: ChildStatus
         if r < 0 {
             result = .exited(-1)
         } else if status & 0x7f == 0 {
@@ -373,88 +368,4 @@ private func watcherMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPoi
     guard let arg else { return nil }
     Unmanaged<Watcher>.fromOpaque(arg).takeRetainedValue().run()
     return nil
-}
-
-// MARK: - Spawning
-
-private typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
-private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-
-/// glibc 2.36's `pidfd_open`, not in Swift's Glibc module; nil on older systems (the watcher then
-/// falls back to `waitid`).
-nonisolated(unsafe) private let pidfdOpen: PidfdOpen? = {
-    guard let sym = dlsym(nil, "pidfd_open") else { return nil }
-    return unsafeBitCast(sym, to: PidfdOpen.self)
-}()
-
-private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
-
-/// Not in Swift's Glibc module (it is behind _GNU_SOURCE).
-nonisolated(unsafe) private let pipe2: Pipe2? = {
-    guard let sym = dlsym(nil, "pipe2") else { return nil }
-    return unsafeBitCast(sym, to: Pipe2.self)
-}()
-
-/// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`: the daemon's sockets and the SQLite
-/// file must not leak into a player.
-nonisolated(unsafe) private let addCloseFrom: AddCloseFrom? = {
-    guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
-    return unsafeBitCast(sym, to: AddCloseFrom.self)
-}()
-
-/// pipe2, or pipe and fcntl where glibc lacks it.
-private func makePipe(_ fds: inout [Int32], _ flags: Int32) -> Int32 {
-    if let pipe2 { return pipe2(&fds, flags) }
-    let r = pipe(&fds)
-    guard r == 0 else { return r }
-    for fd in fds {
-        if flags & O_CLOEXEC != 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        if flags & O_NONBLOCK != 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-    }
-    return 0
-}
-
-/// Returns the pid and the read end of its stderr pipe.
-private func spawnChild(_ argv: [String], environment: [String: String]) throws(PlayerSpawnError) -> (pid_t, Int32) {
-    let program = argv[0]
-    var fds: [Int32] = [-1, -1]
-    // pipe2 creates both ends close-on-exec at once, so a concurrent spawn elsewhere in the daemon
-    // cannot inherit them.
-    guard makePipe(&fds, O_CLOEXEC) == 0 else { throw PlayerSpawnError(errno: errno, program: program) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-    if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
-
-    var attr = posix_spawnattr_t()
-    posix_spawnattr_init(&attr)
-    defer { posix_spawnattr_destroy(&attr) }
-    var defaults = sigset_t()
-    sigfillset(&defaults)
-    sigdelset(&defaults, SIGKILL)
-    sigdelset(&defaults, SIGSTOP)
-    posix_spawnattr_setsigdefault(&attr, &defaults)
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attr, &empty)
-    posix_spawnattr_setpgroup(&attr, 0)
-    posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-    var cargv: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-    var cenv: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        for a in cargv { free(a) }
-        for e in cenv { free(e) }
-    }
-    var pid: pid_t = 0
-    let rc = posix_spawn(&pid, program, &actions, &attr, &cargv, &cenv)
-    close(fds[1])
-    guard rc == 0 else {
-        close(fds[0])
-        throw PlayerSpawnError(errno: rc, program: program)
-    }
-    return (pid, fds[0])
 }
