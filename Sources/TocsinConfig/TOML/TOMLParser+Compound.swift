@@ -101,19 +101,24 @@ extension TOMLParser {
 
     /// Inline tables of plain keys (the usual case) are built directly as `TOMLTable`; the first
     /// dotted key switches to an arena table, which applies the dotted-key rules.
+    /// TOML 1.1 allows newlines, comments and a trailing comma between the braces; in 1.0 mode
+    /// each is reported as a 1.1 feature and the table is read on, so later errors still show.
     mutating func parseInlineTable(depth: Int, location loc: SourceLocation) throws(TOMLAbort) -> TOMLTable {
         try checkDepth(depth)
+        let open = pos
         pos += 1
         openDelimiters += 1
         var direct: [TOMLTable.Entry] = []
         var builder: TOMLTableArena.ID?
         let sectionID = nextSection
         nextSection += 1
-        skipSpaces()
+        var spansLines = false
+        try skipInlineTableSpace(&spansLines)
         if cur == ASCII.rbrace, !atEnd { pos += 1; openDelimiters -= 1; return TOMLTable(location: loc) }
         while true {
-            if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
-                throw fail("expected a key in inline table, found newline (inline tables must be on one line)", at: pos)
+            if atEnd { throw unterminatedInlineTable(open) }
+            if cur == ASCII.comma {
+                throw fail("expected a key or '}' in inline table, found ','", at: pos)
             }
             let keys = try parseKeyPath(depthBase: depth)
             skipSpaces()
@@ -143,23 +148,45 @@ extension TOMLParser {
                 }
                 insert(keys, value, into: table, section: sectionID)
             }
-            skipSpaces()
+            try skipInlineTableSpace(&spansLines)
+            var closed = false
             if cur == ASCII.comma, !atEnd {
+                let comma = pos
                 pos += 1
-                skipSpaces()
+                try skipInlineTableSpace(&spansLines)
                 if cur == ASCII.rbrace, !atEnd {
-                    throw fail("trailing comma is not allowed in an inline table", at: pos)
+                    require(.inlineTableTrailingComma, at: comma)
+                    closed = true
                 }
             } else if cur == ASCII.rbrace, !atEnd {
+                closed = true
+            } else if atEnd {
+                throw unterminatedInlineTable(open)
+            } else {
+                throw fail("expected ',' or '}' in inline table (opened at \(location(open))), found \(describe(pos))", at: pos)
+            }
+            if closed {
                 pos += 1
                 openDelimiters -= 1
                 if let builder { return arena.freeze(builder) }
                 return TOMLTable(location: loc, uniqueEntries: direct)
-            } else if cur == ASCII.lf || cur == ASCII.cr, !atEnd {
-                throw fail("expected ',' or '}' in inline table, found newline (inline tables must be on one line)", at: pos)
-            } else {
-                throw fail("expected ',' or '}' in inline table, found \(describe(pos))", at: pos)
             }
         }
+    }
+
+    private mutating func unterminatedInlineTable(_ open: Int) -> TOMLAbort {
+        fail("unterminated inline table (opened at \(location(open))): expected '}', found end of file", at: pos)
+    }
+
+    /// Spaces, and (TOML 1.1) newlines and comments between the braces of an inline table.
+    /// `spansLines` keeps a 1.0 document's multi-line table to one message.
+    @inline(__always) private mutating func skipInlineTableSpace(_ spansLines: inout Bool) throws(TOMLAbort) {
+        skipSpaces()
+        guard pos < end, buf[pos] == ASCII.lf || buf[pos] == ASCII.cr || buf[pos] == ASCII.hash else { return }
+        if !spansLines {
+            spansLines = true
+            require(.multilineInlineTable, at: pos)
+        }
+        try skipArraySpace()
     }
 }

@@ -61,20 +61,26 @@ extension TOMLParser {
         return .dateTime(TOMLDateTime(date: nil, time: time ?? TOMLLocalTime(hour: 0, minute: 0, second: 0), offsetMinutes: nil))
     }
 
-    /// `HH:MM:SS[.fraction]`; nanoseconds keep the first nine fraction digits. Returns nil after
-    /// reporting an out-of-range field (the syntax was fine, so parsing continues).
+    /// `HH:MM[:SS[.fraction]]` (seconds are optional from TOML 1.1); nanoseconds keep the first
+    /// nine fraction digits. Returns nil after reporting an out-of-range field (the syntax was
+    /// fine, so parsing continues).
     private mutating func parseTimeFields(start: Int) throws(TOMLAbort) -> TOMLLocalTime? {
         let what = "time"
+        let timeStart = pos
         guard let hour = fixedDigits(2) else { throw fail("invalid date-time '\(makeString(start, pos))': expected a two-digit hour, found \(describe(pos))", at: start) }
         try expect(ASCII.colon, in: what, start: start)
         guard let minute = fixedDigits(2) else { throw fail("invalid time '\(makeString(start, pos))': expected two-digit minutes, found \(describe(pos))", at: start) }
-        guard cur == ASCII.colon, !atEnd else {
-            throw fail("invalid time '\(makeString(start, pos))': expected ':' and seconds, found \(describe(pos))", at: start)
-        }
-        pos += 1
-        guard let second = fixedDigits(2) else { throw fail("invalid time '\(makeString(start, pos))': expected two-digit seconds, found \(describe(pos))", at: start) }
+        var second = 0
         var nanos = 0
-        if cur == ASCII.dot, !atEnd {
+        let hasSeconds = cur == ASCII.colon && !atEnd
+        if hasSeconds {
+            pos += 1
+            guard let s = fixedDigits(2) else { throw fail("invalid time '\(makeString(start, pos))': expected two-digit seconds, found \(describe(pos))", at: start) }
+            second = s
+        } else {
+            require(.timeWithoutSeconds, at: timeStart)
+        }
+        if hasSeconds, cur == ASCII.dot, !atEnd {
             pos += 1
             guard isDigit(pos) else {
                 throw fail("invalid time '\(makeString(start, pos))': expected fractional seconds after '.', found \(describe(pos))", at: start)

@@ -15,6 +15,7 @@ extension TOMLParser {
         let close = p
         var ok = true
         let buf = self.buf
+        let v11 = version == .v1_1
         let s = String(unsafeUninitializedCapacity: close - start) { out in
             var w = 0, r = start
             while r < close {
@@ -35,6 +36,23 @@ extension TOMLParser {
                 case UInt8(ascii: "r"): simple = 0x0D
                 case UInt8(ascii: "b"): simple = 0x08
                 case UInt8(ascii: "f"): simple = 0x0C
+                case UInt8(ascii: "e") where v11: simple = 0x1B
+                case UInt8(ascii: "x") where v11:
+                    guard r + 4 <= close, let hi = hexValue(buf[r + 2]), let lo = hexValue(buf[r + 3]) else {
+                        ok = false
+                        return 0
+                    }
+                    let v = hi << 4 | lo
+                    if v < 0x80 {
+                        out[w] = v
+                        w += 1
+                    } else {
+                        out[w] = 0xC0 | v >> 6
+                        out[w + 1] = 0x80 | v & 0x3F
+                        w += 2
+                    }
+                    r += 4
+                    continue
                 case UInt8(ascii: "u"), UInt8(ascii: "U"):
                     let n = e == UInt8(ascii: "u") ? 4 : 8
                     guard r + 2 + n <= close else { ok = false; return 0 }
@@ -78,20 +96,24 @@ extension TOMLParser {
         case UInt8(ascii: "r"): replacement = 0x0D
         case ASCII.quote: replacement = ASCII.quote
         case ASCII.backslash: replacement = ASCII.backslash
-        case UInt8(ascii: "u"), UInt8(ascii: "U"):
-            let digits = e == UInt8(ascii: "u") ? 4 : 8
+        case UInt8(ascii: "e"):
+            require(.escapeE, at: at)
+            replacement = 0x1B
+        case UInt8(ascii: "x"), UInt8(ascii: "u"), UInt8(ascii: "U"):
+            let digits = e == UInt8(ascii: "x") ? 2 : e == UInt8(ascii: "u") ? 4 : 8
             var value: UInt32 = 0
             var i = 0
             while i < digits, let d = hexValue(byte(pos + 2 + i)), pos + 2 + i < end {
                 value = value << 4 | UInt32(d)
                 i += 1
             }
-            let letter = e == UInt8(ascii: "u") ? "u" : "U"
+            let letter = Character(Unicode.Scalar(e))
             guard i == digits else {
                 report("invalid escape '\\\(letter)\(makeString(pos + 2, pos + 2 + i))': expected \(digits) hexadecimal digits, found \(describe(pos + 2 + i))", at: at)
                 pos += 2 + i
                 return
             }
+            if digits == 2 { require(.escapeX, at: at) }
             pos += 2 + digits
             guard let scalar = Unicode.Scalar(value) else {
                 report("escape '\\\(letter)\(makeString(pos - digits, pos))' is not a Unicode scalar value", at: at)

@@ -29,6 +29,7 @@ struct TOMLParser {
     let buf: UnsafeBufferPointer<UInt8>
     let end: Int
     let file: String
+    let version: TOMLVersion
     var pos = 0
     /// 1-based line of `pos`, and the byte offset where that line starts.
     var line = 1
@@ -50,10 +51,11 @@ struct TOMLParser {
     /// they close instead of reading their continuation lines as statements.
     var openDelimiters = 0
 
-    init(buffer: UnsafeBufferPointer<UInt8>, file: String) {
+    init(buffer: UnsafeBufferPointer<UInt8>, file: String, version: TOMLVersion = .default) {
         buf = buffer
         end = buffer.count
         self.file = file
+        self.version = version
         root = arena.newTable(location: SourceLocation(line: 1, column: 1), depth: 0)
         current = root
     }
@@ -226,7 +228,8 @@ struct TOMLParser {
     /// After a syntax error: drop the rest of the line, then any following lines that cannot start
     /// a statement (continuation lines of a broken array or string), so one mistake is one message.
     mutating func recover() {
-        if openDelimiters > 0 { skipToClosingDelimiters(openDelimiters) }
+        // Stopped at a header: that line is the next statement, not part of the broken one.
+        if openDelimiters > 0, skipToClosingDelimiters(openDelimiters) { return }
         skipRestOfLine()
         while pos < end {
             var p = pos
@@ -237,8 +240,9 @@ struct TOMLParser {
     }
 
     /// Skips past the `]`/`}` closing `depth` open delimiters (strings and comments skipped
-    /// roughly), or up to a line that looks like a table header, whichever comes first.
-    private mutating func skipToClosingDelimiters(_ depth: Int) {
+    /// roughly), or up to a line that looks like a table header, whichever comes first; true
+    /// in the second case.
+    private mutating func skipToClosingDelimiters(_ depth: Int) -> Bool {
         var depth = depth
         while pos < end, depth > 0 {
             switch buf[pos] {
@@ -246,7 +250,7 @@ struct TOMLParser {
                 newline()
                 var p = pos
                 while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
-                if p < end, buf[p] == ASCII.lbracket, looksLikeStatement(from: p) { return }
+                if p < end, buf[p] == ASCII.lbracket, looksLikeStatement(from: p) { return true }
                 continue
             case ASCII.quote, ASCII.apostrophe:
                 let q = buf[pos]
@@ -266,6 +270,7 @@ struct TOMLParser {
             }
             pos += 1
         }
+        return false
     }
 
     private mutating func skipRestOfLine() {
