@@ -16,7 +16,7 @@ struct CheckCommand: ParsableCommand {
     @Argument(help: "The config file (default: $XDG_CONFIG_HOME/tocsin/config.toml).")
     var file: String?
 
-    @Option(name: .customLong("toml-version"), help: "Read the file as TOML 1.0 or 1.1; in 1.0 a 1.1 feature is an error naming it.",
+    @Option(name: .customLong("toml-version"), help: "Read the file as TOML 1.0 or 1.1 (default: 1.1); in 1.0 a 1.1 feature is an error naming it.",
             transform: Configs.tomlVersion)
     var tomlVersion: TOMLVersion = .default
 

@@ -24,7 +24,7 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
-    @Option(name: .customLong("toml-version"), help: "Read the config as TOML 1.0 or 1.1; in 1.0 a 1.1 feature is an error naming it.",
+    @Option(name: .customLong("toml-version"), help: "Read the config as TOML 1.0 or 1.1 (default: 1.1); in 1.0 a 1.1 feature is an error naming it.",
             transform: Configs.tomlVersion)
     var tomlVersion: TOMLVersion = .default
 
