@@ -12,7 +12,16 @@ Known, deliberate differences are folded into the expectation rather than ignore
   * fractional seconds: tomllib keeps microseconds, the decoder nanoseconds; compared at 6 digits;
   * a leading UTF-8 BOM: tomllib rejects it, TOML (and toml-test) accept it; stripped for tomllib.
 
-Usage: toml-differential.py --decoder PATH [--cases N] [--seed S] [--jobs J]
+tomllib reads TOML 1.0, so the decoder runs with `--toml-version 1.0`. A document both reject is
+also given to the decoder in 1.1 mode: if 1.1 accepts it (a mutation made a 1.1-only document,
+such as a time without seconds), the 1.0 diagnostics must say that the feature is TOML 1.1.
+
+With --v11-cases N, N generated valid documents are also rewritten into a TOML 1.1 form that
+means the same (a `:00` seconds field dropped, a newline after `{`, a trailing comma before `}`).
+Where tomllib rejects the rewrite and 1.1 mode accepts it, 1.1 mode must decode it to tomllib's
+value of the original, and 1.0 mode must reject it naming the 1.1 feature.
+
+Usage: toml-differential.py --decoder PATH [--cases N] [--v11-cases N] [--seed S] [--jobs J]
 """
 
 import argparse
@@ -21,6 +30,7 @@ import datetime
 import json
 import math
 import random
+import re
 import subprocess
 import sys
 import tomllib
@@ -323,6 +333,23 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
     return bytes(b)
 
 
+def one_one_rewrite(rng: random.Random, data: bytes):
+    """One TOML 1.1-only rewrite of a valid 1.0 document that keeps its meaning, or None."""
+    text = data.decode("utf-8")
+    kind = rng.choice(["seconds", "newline", "comma"])
+    if kind == "seconds":
+        spots = [(m.start(1), m.end(1), "") for m in re.finditer(r"\d\d:\d\d(:00)(?![.\d])", text)]
+    elif kind == "newline":
+        spots = [(m.end(), m.end(), "\n") for m in re.finditer(r"\{", text)]
+    else:
+        spots = [(m.start(), m.start(), ",") for m in re.finditer(r"[^{,\s]\s*\}", text)]
+        spots = [(s + 1, s + 1, c) for s, _, c in spots]
+    if not spots:
+        return None
+    start, end, insert = rng.choice(spots)
+    return (text[:start] + insert + text[end:]).encode("utf-8")
+
+
 # ----------------------------------------------------------------------------- expectations
 
 INT64 = (-(2 ** 63), 2 ** 63 - 1)
@@ -438,12 +465,16 @@ def expectation(data: bytes):
         return None, None
 
 
-def run_case(decoder, data):
+def run_case(decoder, data, version="1.0"):
     try:
-        p = subprocess.run([decoder], input=data, capture_output=True, timeout=10)
+        p = subprocess.run([decoder, "--toml-version", version], input=data, capture_output=True, timeout=10)
     except subprocess.TimeoutExpired:
         return "hang", b"", b""
     return p.returncode, p.stdout, p.stderr
+
+
+# Documents that 1.0 rejects and 1.1 accepts (list.append is atomic under the GIL).
+ONLY_1_1 = []
 
 
 def check(decoder, data):
@@ -462,6 +493,11 @@ def check(decoder, data):
     if not accepts:
         if not err.strip() or b": error: " not in err:
             return "rejected without a diagnostic"
+        rc11, _, _ = run_case(decoder, data, "1.1")
+        if rc11 == 0:
+            ONLY_1_1.append(data)
+            if b"only in TOML 1.1" not in err:
+                return "TOML 1.1 accepts, 1.0 rejects without naming the 1.1 feature: " + err.decode(errors="replace").splitlines()[0]
         return None
     try:
         got = json.loads(out)
@@ -470,10 +506,38 @@ def check(decoder, data):
     return same(expected, got)
 
 
+def check_rewrite(decoder, original, rewritten):
+    """None when the rewrite is handled right; "1.1" when 1.1 mode read it as the original."""
+    accepts, _ = expectation(rewritten)
+    if accepts is None:
+        return None
+    if accepts:
+        # It landed in a string or comment and is still TOML 1.0: an ordinary case.
+        return check(decoder, rewritten)
+    rc10, _, err10 = run_case(decoder, rewritten, "1.0")
+    if rc10 != 1:
+        return f"tomllib rejects a TOML 1.1 rewrite, 1.0 mode exits {rc10}"
+    rc11, out11, err11 = run_case(decoder, rewritten, "1.1")
+    if rc11 not in (0, 1):
+        return f"decoder crashed in 1.1 mode (exit {rc11}): {err11.decode(errors='replace')[-400:]}"
+    if rc11 == 1:
+        return None
+    if b"only in TOML 1.1" not in err10:
+        return "TOML 1.1 accepts, 1.0 rejects without naming the 1.1 feature: " + err10.decode(errors="replace").splitlines()[0]
+    ok, expected = expectation(original)
+    try:
+        got = json.loads(out11)
+    except ValueError as e:
+        return f"decoder printed invalid JSON in 1.1 mode ({e}): {out11[:300]!r}"
+    difference = same(expected, got)
+    return f"1.1 mode reads the rewrite differently from the original: {difference}" if difference else "1.1"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--decoder", required=True)
     ap.add_argument("--cases", type=int, default=3000)
+    ap.add_argument("--v11-cases", type=int, default=0)
     ap.add_argument("--seed", type=int, default=20261121)
     ap.add_argument("--jobs", type=int, default=4)
     args = ap.parse_args()
@@ -497,8 +561,29 @@ def main():
     for c, r in failures[:25]:
         print(f"MISMATCH {r}\n  input: {c!r}")
     print(f"{len(cases) - len(failures)}/{len(cases)} cases agree "
-          f"({accepted} valid per tomllib, {len(cases) - accepted} invalid); seed {args.seed}")
-    return 1 if failures else 0
+          f"({accepted} valid per tomllib, {len(cases) - accepted} invalid, "
+          f"{len(ONLY_1_1)} of them valid TOML 1.1); seed {args.seed}")
+
+    # A generator of its own, so the cases above stay the same with or without rewrites.
+    rng11 = random.Random(args.seed + 1)
+    gen11 = Gen(rng11)
+    pairs = []
+    while len(pairs) < args.v11_cases:
+        doc = gen11.document()
+        if expectation(doc)[0]:
+            rewritten = one_one_rewrite(rng11, doc)
+            if rewritten is not None:
+                pairs.append((doc, rewritten))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results11 = list(pool.map(lambda p: check_rewrite(args.decoder, *p), pairs))
+    failures11 = [(p, r) for p, r in zip(pairs, results11) if r and r != "1.1"]
+    for (doc, rewritten), r in failures11[:25]:
+        print(f"MISMATCH {r}\n  original: {doc!r}\n  rewrite: {rewritten!r}")
+    if pairs:
+        read11 = sum(1 for r in results11 if r == "1.1")
+        print(f"{len(pairs) - len(failures11)}/{len(pairs)} TOML 1.1 rewrites agree "
+              f"({read11} read by 1.1 mode as tomllib reads the original and named in 1.0 mode)")
+    return 1 if failures or failures11 else 0
 
 
 if __name__ == "__main__":

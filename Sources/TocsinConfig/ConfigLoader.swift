@@ -52,7 +52,9 @@ public enum ConfigLoader: Sendable {
         return (environment["HOME"] ?? "") + "/.config/tocsin/config.toml"
     }
 
-    public static func load(file: String) -> Result<LoadedConfig, ConfigLoadError> {
+    /// `tomlVersion` is the TOML specification the file is read against (default 1.1); in 1.0
+    /// mode a 1.1 feature is an error that names it.
+    public static func load(file: String, tomlVersion: TOMLVersion = .default) -> Result<LoadedConfig, ConfigLoadError> {
         guard let bytes = readFile(file) else {
             let err = String(cString: strerror(errno))
             return .failure(ConfigLoadError(code: .unreadable, file: file,
@@ -60,14 +62,15 @@ public enum ConfigLoader: Sendable {
                                                                      message: "cannot read config file: \(err)")],
                                             source: ""))
         }
-        return load(bytes: bytes, file: file)
+        return load(bytes: bytes, file: file, tomlVersion: tomlVersion)
     }
 
-    public static func load(bytes: [UInt8], file: String, limits: SpecLimits = SpecLimits()) -> Result<LoadedConfig, ConfigLoadError> {
+    public static func load(bytes: [UInt8], file: String, limits: SpecLimits = SpecLimits(),
+                            tomlVersion: TOMLVersion = .default) -> Result<LoadedConfig, ConfigLoadError> {
         let source = String(decoding: bytes, as: UTF8.self)
         let root: TOMLTable
         do {
-            root = try TOML.parse(bytes, file: file)
+            root = try TOML.parse(bytes, file: file, version: tomlVersion)
         } catch {
             return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: error.diagnostics, source: source))
         }

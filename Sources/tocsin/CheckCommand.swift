@@ -16,10 +16,14 @@ struct CheckCommand: ParsableCommand {
     @Argument(help: "The config file (default: $XDG_CONFIG_HOME/tocsin/config.toml).")
     var file: String?
 
+    @Option(name: .customLong("toml-version"), help: "Read the file as TOML 1.0 or 1.1 (default: 1.1); in 1.0 a 1.1 feature is an error naming it.",
+            transform: Configs.tomlVersion)
+    var tomlVersion: TOMLVersion = .default
+
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let path = file ?? ConfigLoader.defaultPath(environment: env)
-        switch Configs.loadChecked(path: path, environment: env) {
+        switch Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion) {
         case .success(let loaded):
             let c = loaded.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
@@ -35,8 +39,15 @@ struct CheckCommand: ParsableCommand {
 enum Configs {
     static func registry() -> BackendRegistry { Plugins.registry() }
 
-    static func loadChecked(path: String, environment: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
-        switch ConfigLoader.load(file: path) {
+    /// `--toml-version 1.0|1.1` of `check` and `daemon`.
+    static func tomlVersion(_ text: String) throws -> TOMLVersion {
+        guard let version = TOMLVersion(text) else { throw ValidationError("expected 1.0 or 1.1, found '\(text)'") }
+        return version
+    }
+
+    static func loadChecked(path: String, environment: [String: String],
+                            tomlVersion: TOMLVersion = .default) -> Result<LoadedConfig, ConfigLoadError> {
+        switch ConfigLoader.load(file: path, tomlVersion: tomlVersion) {
         case .success(let l): return validate(l, environment: environment)
         case .failure(let e):
             guard let partial = e.partial else { return .failure(e) }

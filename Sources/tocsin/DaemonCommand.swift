@@ -24,6 +24,10 @@ struct DaemonCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String?
 
+    @Option(name: .customLong("toml-version"), help: "Read the config as TOML 1.0 or 1.1 (default: 1.1); in 1.0 a 1.1 feature is an error naming it.",
+            transform: Configs.tomlVersion)
+    var tomlVersion: TOMLVersion = .default
+
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
@@ -84,11 +88,11 @@ struct DaemonCommand: AsyncParsableCommand {
     private func loadConfigResult(_ env: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
         let result: Result<LoadedConfig, ConfigLoadError>
         if let config {
-            result = Configs.loadChecked(path: config, environment: env)
+            result = Configs.loadChecked(path: config, environment: env, tomlVersion: tomlVersion)
         } else {
             let path = ConfigLoader.defaultPath(environment: env)
             if FileManager.default.fileExists(atPath: path) {
-                result = Configs.loadChecked(path: path, environment: env)
+                result = Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion)
             } else {
                 result = DefaultConfig.load(environment: env)
             }

@@ -36,9 +36,36 @@ func writeAll(_ fd: Int32, _ text: String) {
     }
 }
 
+/// `--toml-version 1.0|1.1` (default 1.1), so both toml-test corpora can be run through it.
+func requestedVersion() -> TOMLVersion {
+    let args = Array(CommandLine.arguments.dropFirst())
+    var version = TOMLVersion.default
+    var i = 0
+    while i < args.count {
+        var text: String?
+        if args[i] == "--toml-version", i + 1 < args.count {
+            text = args[i + 1]
+            i += 1
+        } else if args[i].hasPrefix("--toml-version=") {
+            text = String(args[i].dropFirst("--toml-version=".count))
+        } else {
+            writeAll(2, "toml-test-decoder: unknown argument '\(args[i])'; usage: toml-test-decoder [--toml-version 1.0|1.1]\n")
+            exit(2)
+        }
+        guard let t = text, let v = TOMLVersion(t) else {
+            writeAll(2, "toml-test-decoder: --toml-version: expected 1.0 or 1.1, found '\(text ?? "")'\n")
+            exit(2)
+        }
+        version = v
+        i += 1
+    }
+    return version
+}
+
+let version = requestedVersion()
 let input = readStandardInput()
 do {
-    let table = try TOML.parse(input, file: "<stdin>")
+    let table = try TOML.parse(input, file: "<stdin>", version: version)
     writeAll(1, TOMLTaggedJSON.encode(table))
     exit(0)
 } catch {

@@ -89,6 +89,50 @@ struct CheckCommandTests {
         #expect(out.stderrText.hasPrefix("\(path):3:1: error: duplicate key 'missed'"), "\(out.stderrText)")
     }
 
+    /// A multi-line `actions` table with a trailing comma: TOML 1.1, the default.
+    static let tomlOneOneConfig = """
+        [backend.log]
+        type = "log"
+
+        [[notification]]
+        key = "standup"
+        title = "Stand-up"
+        on_calendar = "Mon..Fri 09:25"
+        actions = {
+          join = "Join call",
+          skip = "Skip",
+        }
+        """
+
+    @Test("a TOML 1.1 config passes by default; with --toml-version 1.0 each 1.1 feature is named at its position")
+    func tomlVersion() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("v11.toml", Self.tomlOneOneConfig)
+        let tocsin = Products.executable("tocsin")
+        for args in [["check", path], ["check", "--toml-version", "1.1", path]] {
+            let out = try await TestProcess.run(tocsin, args)
+            #expect(out.status == .exited(0), "\(args): \(out.stderrText)")
+            #expect(out.stdoutText == "ok: 1 backend, 1 notification\n", "\(args)")
+        }
+        let out = try await TestProcess.run(tocsin, ["check", "--toml-version", "1.0", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):8:12: error: inline tables may span lines only in TOML 1.1 (reading as TOML 1.0)
+            actions = {
+                       ^
+            \(path):10:16: error: a trailing comma in an inline table is allowed only in TOML 1.1 (reading as TOML 1.0)
+              skip = "Skip",
+                           ^
+
+            """
+        #expect(out.stderrText == expected)
+        #expect(out.stdoutText.isEmpty)
+
+        let bad = try await TestProcess.run(tocsin, ["check", "--toml-version", "2.0", path])
+        #expect(bad.status != .exited(0))
+        #expect(bad.stderrText.contains("toml-version"), "\(bad.stderrText)")
+    }
+
     @Test("without FILE it checks $XDG_CONFIG_HOME/tocsin/config.toml")
     func defaultPath() async throws {
         let dir = TemporaryDirectory()

@@ -61,9 +61,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
         ("array of tables over table", "[a]\n[[a]]", "config.toml:2:1: error: cannot define array of tables [[a]]: 'a' is already a table (defined at 1:1)"),
         ("append to static array", "a = []\n[[a]]", "config.toml:2:1: error: cannot append to static array 'a' (defined at 1:1) with [[a]]"),
         ("value used as table", "a = 1\na.b = 2", "config.toml:2:1: error: key 'a' is already an integer (defined at 1:1), not a table"),
-        ("trailing comma in inline table", "a = {b = 1,}", "config.toml:1:12: error: trailing comma is not allowed in an inline table"),
-        ("inline table opened at end of line", "a = {\n b = 1\n}\nc = 1 x", "config.toml:1:6: error: expected a key in inline table, found newline (inline tables must be on one line)"),
-        ("newline in inline table", "a = {b = 1\n}", "config.toml:1:11: error: expected ',' or '}' in inline table, found newline (inline tables must be on one line)"),
+        ("inline table over several lines (TOML 1.1)", "a = {\n b = 1\n}\nc = 1 x", "config.toml:4:7: error: expected newline after value, found 'x'"),
         ("missing array comma", "a = [1 2]", "config.toml:1:8: error: expected ',' or ']' after array element, found '2'"),
         ("leading array comma", "a = [,1]", "config.toml:1:6: error: expected a value or ']' in array, found ','"),
         ("unclosed header", "[a", "config.toml:1:3: error: expected ']' to close table header, found end of file"),
@@ -72,7 +70,6 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
         ("bad day", "d = 2021-02-29", "config.toml:1:5: error: invalid date '2021-02-29': day must be 01 to 28"),
         ("bad month", "d = 2021-13-01", "config.toml:1:5: error: invalid date '2021-13-01': month must be 01 to 12"),
         ("bad hour", "t = 24:00:00", "config.toml:1:5: error: invalid time '24:00:00': hour must be 00 to 23"),
-        ("missing seconds", "t = 07:32", "config.toml:1:5: error: invalid time '07:32': expected ':' and seconds, found end of file"),
         ("bad offset", "t = 1979-05-27T07:32:00+24:00", "config.toml:1:5: error: invalid date-time '1979-05-27T07:32:00+24:00': offset must be at most 23:59"),
         ("columns count scalars", "s = \"é日\" x", "config.toml:1:10: error: expected newline after value, found 'x'"),
         ("non-ASCII bare key", "é = 1", "config.toml:1:1: error: expected a key, found 'é' (U+00E9)"),
@@ -119,7 +116,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
             "config.toml:2:5: error: expected a value, found '='",
             "config.toml:4:5: error: expected ',' or ']' after array element, found '3'",
             "config.toml:7:1: error: duplicate key 'd' (first defined at 6:1)",
-            "config.toml:8:11: error: expected ',' or '}' in inline table, found newline (inline tables must be on one line)",
+            "config.toml:9:1: error: expected ',' or '}' in inline table (opened at 8:5), found 'f'",
             "config.toml:11:18: error: unterminated string: expected \"'\" before the end of the line, found newline",
         ])
     }
@@ -127,7 +124,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
     @Test func brokenArraysAndInlineTablesAreSkippedToTheirEnd() {
         let source = """
             person = {
-              first = "Tom",
+              first = "Tom"
               last = "Preston-Werner"
             }
             list = [ 1, 2
@@ -138,7 +135,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { To
             ok = 2
             """
         #expect(diagnostics(source) == [
-            "config.toml:1:11: error: expected a key in inline table, found newline (inline tables must be on one line)",
+            "config.toml:3:3: error: expected ',' or '}' in inline table (opened at 1:10), found 'l'",
             "config.toml:6:3: error: expected ',' or ']' after array element, found '3'",
             "config.toml:10:1: error: duplicate key 'ok' (first defined at 9:1)",
         ])

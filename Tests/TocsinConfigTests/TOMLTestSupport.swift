@@ -11,6 +11,10 @@ enum TOMLTestPaths {
     static let corpus: URL = packageRoot.deletingLastPathComponent()
         .appendingPathComponent("shared/toml-test", isDirectory: true)
 
+    /// `../shared/toml-test-1.1`: the TOML 1.1.0 cases, same layout.
+    static let corpus11: URL = packageRoot.deletingLastPathComponent()
+        .appendingPathComponent("shared/toml-test-1.1", isDirectory: true)
+
     /// The `toml-test-decoder` built alongside this test bundle. `swift build --build-tests` and
     /// `swift test` build every product into the same directory as the test runner.
     static func decoder() -> URL? {

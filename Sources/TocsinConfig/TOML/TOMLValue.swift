@@ -132,11 +132,12 @@ public struct TOMLTable: Sendable {
 }
 
 public enum TOML: Sendable {
-    /// Parses a whole document. `file` names the source in diagnostics.
+    /// Parses a whole document. `file` names the source in diagnostics; `version` is the
+    /// specification it is read against (a 1.1 feature in 1.0 mode is an error naming it).
     /// Throws every error found (at least one); never crashes or hangs on any byte sequence.
-    public static func parse(_ bytes: [UInt8], file: String) throws(DiagnosticError) -> TOMLTable {
+    public static func parse(_ bytes: [UInt8], file: String, version: TOMLVersion = .default) throws(DiagnosticError) -> TOMLTable {
         let result: Result<TOMLTable, DiagnosticError> = bytes.withUnsafeBufferPointer { buffer in
-            var parser = TOMLParser(buffer: buffer, file: file)
+            var parser = TOMLParser(buffer: buffer, file: file, version: version)
             let invalid = tomlInvalidUTF8Offsets(buffer)
             if !invalid.isEmpty {
                 // Positions past the first bad byte are still meaningful (lines are found by
@@ -152,8 +153,8 @@ public enum TOML: Sendable {
         }
         return try result.get()
     }
-    public static func parse(_ text: String, file: String) throws(DiagnosticError) -> TOMLTable {
-        try parse(Array(text.utf8), file: file)
+    public static func parse(_ text: String, file: String, version: TOMLVersion = .default) throws(DiagnosticError) -> TOMLTable {
+        try parse(Array(text.utf8), file: file, version: version)
     }
 }
 
