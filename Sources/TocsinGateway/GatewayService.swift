@@ -16,14 +16,17 @@ public final class GatewayService: Sendable {
     private let reloader: Reloader
     let link: BusLink
     private let perClientLimit: Int
+    private let limits: SpecLimits
 
-    /// `maxPendingPerClient` is `[daemon] max_pending_per_client`.
+    /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
+    /// (`min_period` among them) as they bound the config file.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
-                reload: @escaping Reloader) {
+                limits: SpecLimits = SpecLimits(), reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload
         self.link = link
         self.perClientLimit = max(1, maxPendingPerClient)
+        self.limits = limits
     }
 
     // MARK: Interface
@@ -49,9 +52,10 @@ public final class GatewayService: Sendable {
         let center = self.center
         let reloader = self.reloader
         let limit = self.perClientLimit
+        let limits = self.limits
         return DBusInterface(Gateway.interface, methods: [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
-                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true, limits: limits)
                 let client = Self.client(call, limit: limit)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec, client: client) })]
             },
@@ -69,7 +73,7 @@ public final class GatewayService: Sendable {
                 return [.array(.dictionary(key: .string, value: .variant), items.map { Self.encode($0, allBackends: all) })]
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
-                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false, limits: limits)
                 let client = Self.client(call, limit: limit)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec, client: client) })]
             },

@@ -67,6 +67,7 @@ public actor TocsinCenter {
         self.timer = timer
         self.logger = logger
         self.store = store
+        machine.minPeriod = options.limits.minPeriod
         resolver = SpecResolver(zones: ZoneCache(directory: options.zones), defaultZone: options.defaultZone,
                                 defaultMissed: options.defaultMissed, defaultMaxLate: options.defaultMaxLate)
     }

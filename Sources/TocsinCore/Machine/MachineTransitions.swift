@@ -204,7 +204,9 @@ extension NotificationMachine {
         e.cancelled = row.cancelled
         if !row.cancelled {
             let origin = Instant(microseconds: Int64.min / 2)
-            e.next = PackedOccurrence(row.notification.trigger.next(after: row.last?.instant ?? origin, previous: row.last))
+            let trigger = row.notification.trigger
+            e.next = PackedOccurrence(row.last.map { successor(of: $0, in: trigger) }
+                                      ?? trigger.next(after: origin, previous: nil))
         }
         put(e)
         if row.notification.source == .config { setFingerprint(e.key, row.notification.fingerprint) }

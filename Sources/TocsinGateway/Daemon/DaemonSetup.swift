@@ -80,6 +80,7 @@ extension CenterOptions {
         maxPending = d.maxPending
         defaultMissed = d.missed
         defaultMaxLate = d.maxLate
+        limits.minPeriod = d.minPeriod
     }
 }
 

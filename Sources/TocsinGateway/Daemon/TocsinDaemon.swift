@@ -51,7 +51,8 @@ public final class TocsinDaemon: Sendable {
             throw DaemonError(.storage, error.message)
         }
         let reloader = Mutex<TocsinDaemon?>(nil)
-        let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient) {
+        let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
+                                     limits: options.limits) {
             guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
             return await daemon.reload()
         }
