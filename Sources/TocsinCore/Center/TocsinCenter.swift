@@ -255,6 +255,36 @@ public actor TocsinCenter {
         }
     }
 
+    /// One page of pending notifications in key order (the UTF-8 bytes of the key): up to
+    /// `limit` whose key sorts after `cursor` (empty: from the first), and whether more follow.
+    /// Key order makes a walk stable while the schedule changes: a notification pending for the
+    /// whole walk is listed exactly once, whatever fires or is added meanwhile. Each page costs
+    /// an index range of the store, not a sort of everything pending.
+    public func listPage(after cursor: String, limit: Int) async throws(CenterError) -> (items: [PendingNotification], more: Bool) {
+        let limit = max(1, limit)
+        var found: [NotificationMachine.Summary] = []
+        var after = cursor
+        var exhausted = false
+        do {
+            while found.count <= limit && !exhausted {
+                let chunk = max(limit + 1 - found.count, 64)
+                let keys = try await store.keys(after: after, limit: chunk)
+                exhausted = keys.count < chunk
+                for k in keys {
+                    after = k
+                    if let s = machine.summary(k) { found.append(s) }
+                    if found.count > limit { break }
+                }
+            }
+            let page = found.prefix(limit)
+            let rows = try await store.notifications(page.map(\.key))
+            let items = page.compactMap { s in rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) } }
+            return (items, found.count > limit)
+        } catch {
+            throw CenterError(.storage, "could not read notifications: \(error.message)")
+        }
+    }
+
     public func lookup(_ key: String) async -> PendingNotification? {
         guard let s = machine.summary(key), let n = try? await store.notifications([key])[key] else { return nil }
         return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state)
