@@ -37,6 +37,9 @@ public final class TocsinDaemon: Sendable {
         do { options = try CenterOptions(settings: c.daemon, environment: setup.environment) } catch {
             throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
         }
+        if c.daemon.timezone == nil, let problem = ZoneInfoDirectory().tzProblem(setup.environment["TZ"]) {
+            logger.warning("\(problem)")
+        }
         let stateDirectory = setup.stateDirectory ?? c.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(setup.environment)
         let link = BusLink(logger: logger)
         let registry = setup.registry(link)
