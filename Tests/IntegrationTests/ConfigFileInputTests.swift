@@ -39,7 +39,7 @@ struct ConfigFileInputTests {
         Row(name: "not UTF-8", make: { dir in
             let path = dir.path + "/latin1.toml"
             let bytes = Array("[[notification]]\ntitle = \"caf".utf8) + [0xE9] + Array("\"\nafter = \"1h\"\n".utf8)
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { throw TestProcessError("write failed") }
             return path
         }, expected: "2:13: error: invalid UTF-8 byte 0xE9"),
         Row(name: "a NUL byte", make: { dir in try dir.write("nul.toml", "[daemon]\nlog_level = \"info\u{0}\"\n") },

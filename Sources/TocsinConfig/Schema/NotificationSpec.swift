@@ -91,6 +91,9 @@ public struct SpecLimits: Hashable, Sendable {
     public var maxRemindOffsets = 64
     /// `[daemon] min_period`: no trigger may fire twice within less than this (zero: no floor).
     public var minPeriod = TimeSpan.seconds(1)
+    /// icon, category, sound, and each action's id and label.
+    public var maxShortStringBytes = 4096
+    public var maxBackends = 64
     public init() {}
 }
 
@@ -190,6 +193,7 @@ public enum NotificationFields: Sendable {
             spec.triggerLocation = trigger.1
         }
 
+        for issue in sizeIssues(spec, r, limits: limits) { r.report(issue) }
         var known = all.map(\.name)
         if allowReplace { known += dbusOnly.map(\.name) }
         r.finish(known: known)
