@@ -60,4 +60,15 @@ struct ConfigFileInputTests {
             #expect(out.status == .exited(0), "row '\(row.name)': \(out.stderrText)")
         }
     }
+
+    @Test("a TZ that names no zone: the daemon warns, runs in UTC and serves")
+    func unknownTZIsWarnedAbout() async throws {
+        try await withGateway(environment: ["TZ": "Invalid/Zone"]) { g in
+            #expect(g.process.stderr.contains("TZ='Invalid/Zone' is neither a time zone nor a POSIX rule; using UTC"), "\(g.process.stderr)")
+            let out = try await g.gdbus("Schedule", "{'key': <'cal'>, 'title': <'x'>, 'on_calendar': <'daily'>}")
+            #expect(out.status == .exited(0), "\(out.stderrText)")
+            let list = try await g.tocsin("list", "--json")
+            #expect(list.stdoutText.contains("*-*-* 00:00:00 UTC"), "\(list.stdoutText)")
+        }
+    }
 }

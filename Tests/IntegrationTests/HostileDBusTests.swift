@@ -130,14 +130,14 @@ struct HostileDBusTests {
                     bus = dbus.bus.BusConnection(ADDRESS)
                     gw = dbus.Interface(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway'), 'io.github.tocsin.Gateway1')
                     for i in range(50):
-                        call('Schedule', 'a{sv}', [dbus.Dictionary({'key': 'gone-%d-%d' % (c, i), 'title': 'x', 'after': '1h'}, signature='sv'),
+                        gw.Schedule(dbus.Dictionary({'key': 'gone-%d-%d' % (c, i), 'title': 'x', 'after': '1h'}, signature='sv'),
                                     reply_handler=lambda *a: None, error_handler=lambda *a: None)
                     bus.close()
                 # 300 clients in turn: connect, schedule one, leave.
                 for c in range(300):
                     bus = dbus.bus.BusConnection(ADDRESS)
                     gw = dbus.Interface(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway'), 'io.github.tocsin.Gateway1')
-                    call('Schedule', 'a{sv}', [dbus.Dictionary({'key': 'visit-%d' % c, 'title': 'x', 'after': '1h'}, signature='sv'))
+                    gw.Schedule(dbus.Dictionary({'key': 'visit-%d' % c, 'title': 'x', 'after': '1h'}, signature='sv'))
                     bus.close()
                 """)
             try #require(out.status == .exited(0), "\(out.stderrText)")
