@@ -142,7 +142,11 @@ extension ListCommand {
         var items: [(next: Int64?, key: String, value: DBusValue)] = []
         var cursor = ""
         repeat {
-            let reply = try await client.call("ListPage", [.string(cursor), .uint32(0)])
+            guard let reply = try await client.callIfKnown("ListPage", [.string(cursor), .uint32(0)]) else {
+                // A daemon from before ListPage: its one-reply List.
+                guard cursor.isEmpty, case .array(_, let all)? = try await client.call("List").first else { return [] }
+                return all
+            }
             guard reply.count == 2, case .array(_, let page) = reply[0], case .string(let next) = reply[1] else {
                 throw ClientFailure("the daemon answered ListPage with '\(reply.map { "\($0.type)" }.joined())', expected 'aa{sv}s'")
             }
