@@ -11,10 +11,11 @@ extension GatewayService {
     public static let defaultPageSize = 1000
     public static let maxPageSize = 10_000
 
-    /// The bytes left for the notifications of one reply: the header, the array's length and
-    /// padding, and a `next` key (at most 255 bytes) come off the bus's limit.
+    /// The bytes left for the notifications of one reply: the header, the array's length, and a
+    /// `next` key (at most 255 bytes) come off the bus's limit.
+    /// The one array of notifications may hold at most 64 MiB whatever the message size.
     static func room(_ maxMessageSize: Int) -> Int {
-        min(maxMessageSize, DBusWireSize.messageMaximum) - DBusWireSize.headerAllowance - 8 - 512
+        min(min(maxMessageSize, DBusWireSize.messageMaximum) - DBusWireSize.headerAllowance - 8 - 512, DBusWireSize.arrayMaximum)
     }
 
     static func listPage(_ center: TocsinCenter, after cursor: String, requested: UInt32,
@@ -59,7 +60,7 @@ extension GatewayService {
                 used += DBusWireSize.size(of: v, at: 4 + used)
                 if used > room {
                     let pending = await center.activeCount
-                    throw DBusError(.limitsExceeded, "List would return \(pending) notifications in more than the \(min(maxMessageSize, DBusWireSize.messageMaximum)) bytes a message on this bus may have; ListPage returns them in pages ('tocsin list' uses it)")
+                    throw DBusError(.limitsExceeded, "List would return \(pending) notifications in more than the \(room) bytes one reply on this bus may carry; ListPage returns them in pages ('tocsin list' uses it)")
                 }
                 entries.append((p.nextFire, p.notification.key, v))
             }

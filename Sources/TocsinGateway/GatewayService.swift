@@ -23,7 +23,7 @@ public final class GatewayService: Sendable {
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
     /// (`min_period` among them) as they bound the config file.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
-                limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSettings().maxMessageSize,
+                limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSetup.unconfiguredBusLimit,
                 reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload

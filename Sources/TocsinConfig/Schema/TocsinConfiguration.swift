@@ -24,9 +24,10 @@ public struct DaemonSettings: Hashable, Sendable {
     public var minPeriod: TimeSpan = .seconds(1)
     /// The largest message the daemon sends on the bus. dbus-daemon drops a connection that sends
     /// a message above its `max_message_size`, so replies that would be larger are refused
-    /// instead; 32 MiB is the smallest limit of a stock dbus-daemon (its built-in default, which
-    /// the system bus keeps).
-    public var maxMessageSize: Int = 32 << 20
+    /// instead. nil: by the bus (`DaemonSetup.busMessageLimit`): the stock session bus takes what
+    /// the protocol allows (128 MiB), a dbus-daemon whose config sets no limit (the system bus,
+    /// a private one) 32 MiB.
+    public var maxMessageSize: Int?
     public static let minPeriodRange = TimeSpan(microseconds: 1000)...TimeSpan.hours(24)
     public static let maxMessageSizeRange: ClosedRange<Int64> = (1 << 20)...(128 << 20)
     public init() {}
@@ -40,7 +41,7 @@ public struct DaemonSettings: Hashable, Sendable {
         .init(name: "max_pending_per_client", type: "integer", summary: "Per D-Bus client (unique name): limit on pending notifications it scheduled (default 10000)."),
         .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
         .init(name: "min_period", type: "duration", summary: "Least distance between two firings of one notification (default 1s, 1ms to 1d)."),
-        .init(name: "max_message_size", type: "integer", summary: "Largest D-Bus message the daemon sends, in bytes (default 33554432)."),
+        .init(name: "max_message_size", type: "integer", summary: "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432)."),
     ]
 }
 

@@ -55,7 +55,7 @@ public final class TocsinDaemon: Sendable {
         }
         let reloader = Mutex<TocsinDaemon?>(nil)
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
-                                     limits: options.limits, maxMessageSize: c.daemon.maxMessageSize) {
+                                     limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit) {
             guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
             return await daemon.reload()
         }
