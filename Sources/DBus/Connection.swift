@@ -150,11 +150,23 @@ public final class DBusConnection: Sendable {
 
     // MARK: Signals
 
-    /// Emits a signal; arguments are validated first and invalid ones throw.
+    /// The largest message this connection sends, in bytes (default: the protocol's 128 MiB).
+    /// Set it to the bus's `max_message_size` when that is lower: a reply over it is answered
+    /// with `LimitsExceeded` instead, a signal over it throws, an error text is cut to fit.
+    public var maxMessageSize: Int {
+        get { core.maxMessageSize.load(ordering: .relaxed) }
+        set { core.maxMessageSize.store(min(max(newValue, 4096), DBusWireSize.messageMaximum), ordering: .relaxed) }
+    }
+
+    /// Emits a signal; arguments are validated first and invalid ones throw, as does a signal
+    /// larger than `maxMessageSize`.
     public func emit(
         path: ObjectPath, interface: InterfaceName, member: MemberName, arguments: [DBusValue] = [],
         destination: BusName? = nil
     ) throws {
+        if let problem = DBusWireSize.problem(arguments, limit: maxMessageSize) {
+            throw DBusError(.limitsExceeded, "signal \(member) is too large to send: \(problem)")
+        }
         core.send(try DBusMessage.signal(
             path: path, interface: interface, member: member, arguments: arguments, destination: destination))
     }

@@ -94,6 +94,9 @@ final class ConnectionCore: @unchecked Sendable {
     private let eventListeners = Mutex<[UInt64: AsyncStream<DBusConnection.Event>.Continuation]?>([:])
     private let nextListenerID = Atomic<UInt64>(0)
     let connected = Atomic<Bool>(false)
+    /// The largest message this side sends: replies and signals built from values above it are
+    /// refused (see `DBusWireSize`).
+    let maxMessageSize = Atomic<Int>(DBusWireSize.messageMaximum)
     let uniqueNameBox = Mutex<String?>(nil)
 
     // Loop thread only.

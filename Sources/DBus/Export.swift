@@ -1,4 +1,5 @@
 import CDBus
+import Synchronization
 
 /// An incoming method call, decoded on the loop thread and handed to a handler.
 public struct DBusMethodCall: Sendable {
@@ -286,6 +287,12 @@ extension ConnectionCore {
         let message: DBusMessage?
         switch result {
         case .success(let values):
+            if let problem = DBusWireSize.problem(values, limit: maxMessageSize.load(ordering: .relaxed)) {
+                // Sent, it would make the bus drop this connection: answer with what went wrong.
+                let member = call.member.map { "\($0)" } ?? "the method"
+                message = DBusMessage.error(replyingTo: call, DBusError(.limitsExceeded, "the reply of \(member) is too large to send: \(problem)"))
+                break
+            }
             do {
                 message = try DBusMessage.methodReturn(replyingTo: call, arguments: values)
             } catch {
@@ -293,7 +300,7 @@ extension ConnectionCore {
                 message = DBusMessage.error(replyingTo: call, DBusError(.failed, "reply could not be encoded: \(error.message)"))
             }
         case .failure(let error):
-            message = DBusMessage.error(replyingTo: call, error)
+            message = DBusMessage.error(replyingTo: call, error.fitting(maxMessageSize.load(ordering: .relaxed)))
         }
         if let message { send(message) }
     }

@@ -52,17 +52,21 @@ public enum ConfigLoader: Sendable {
         return (environment["HOME"] ?? "") + "/.config/tocsin/config.toml"
     }
 
+    /// The largest config file read: a config is a few kilobytes, and `--config /dev/zero` or a
+    /// runaway generator must not take the daemon's memory.
+    public static let maxFileSize = 16 << 20
+
     /// `tomlVersion` is the TOML specification the file is read against (default 1.1); in 1.0
     /// mode a 1.1 feature is an error that names it.
     public static func load(file: String, tomlVersion: TOMLVersion = .default) -> Result<LoadedConfig, ConfigLoadError> {
-        guard let bytes = readFile(file) else {
-            let err = String(cString: strerror(errno))
+        switch readFile(file) {
+        case .success(let bytes): return load(bytes: bytes, file: file, tomlVersion: tomlVersion)
+        case .failure(let problem):
             return .failure(ConfigLoadError(code: .unreadable, file: file,
                                             diagnostics: [Diagnostic(file: file, location: SourceLocation(line: 1, column: 1),
-                                                                     message: "cannot read config file: \(err)")],
+                                                                     message: "cannot read config file: \(problem.message)")],
                                             source: ""))
         }
-        return load(bytes: bytes, file: file, tomlVersion: tomlVersion)
     }
 
     public static func load(bytes: [UInt8], file: String, limits: SpecLimits = SpecLimits(),
@@ -81,19 +85,42 @@ public enum ConfigLoader: Sendable {
         return .failure(error)
     }
 
-    static func readFile(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
+    struct ReadProblem: Error { var message: String }
+
+    /// Reads a regular file of at most `maxFileSize` bytes. Opened without blocking, so a FIFO
+    /// with no writer is refused instead of hanging `tocsin check` or a reload; a directory, a
+    /// device or a symlink loop get the system's reason.
+    static func readFile(_ path: String) -> Result<[UInt8], ReadProblem> {
+        func failure(_ what: String? = nil) -> Result<[UInt8], ReadProblem> {
+            .failure(ReadProblem(message: what ?? String(cString: strerror(errno))))
+        }
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return failure() }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return failure() }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return failure("it is a directory")
+        default: return failure("it is not a regular file")
+        }
+        guard st.st_size <= maxFileSize else {
+            return failure("it is \(st.st_size) bytes; a config file may have at most \(maxFileSize)")
+        }
         var out: [UInt8] = []
+        out.reserveCapacity(Int(st.st_size))
         var buf = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buf.withUnsafeMutableBytes { fread($0.baseAddress, 1, 65536, f) }
-            if n > 0 { out.append(contentsOf: buf[0..<n]) }
-            if n < 65536 {
-                if ferror(f) != 0 { return nil }
-                break
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return failure()
             }
+            if n == 0 { break }
+            out.append(contentsOf: buf[0..<n])
+            // The file may grow while it is read.
+            if out.count > maxFileSize { return failure("it is more than \(maxFileSize) bytes; a config file may have at most that") }
         }
-        return out
+        return .success(out)
     }
 }

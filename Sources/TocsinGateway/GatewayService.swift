@@ -16,14 +16,21 @@ public final class GatewayService: Sendable {
     private let reloader: Reloader
     let link: BusLink
     private let perClientLimit: Int
+    private let limits: SpecLimits
+    /// `[daemon] max_message_size`: no reply is larger, and `ListPage` fills pages up to it.
+    let maxMessageSize: Int
 
-    /// `maxPendingPerClient` is `[daemon] max_pending_per_client`.
+    /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
+    /// (`min_period` among them) as they bound the config file.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
+                limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSetup.unconfiguredBusLimit,
                 reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload
         self.link = link
         self.perClientLimit = max(1, maxPendingPerClient)
+        self.limits = limits
+        self.maxMessageSize = maxMessageSize
     }
 
     // MARK: Interface
@@ -49,9 +56,11 @@ public final class GatewayService: Sendable {
         let center = self.center
         let reloader = self.reloader
         let limit = self.perClientLimit
+        let limits = self.limits
+        let maxMessageSize = self.maxMessageSize
         return DBusInterface(Gateway.interface, methods: [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
-                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true)
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true, limits: limits)
                 let client = Self.client(call, limit: limit)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec, client: client) })]
             },
@@ -64,12 +73,15 @@ public final class GatewayService: Sendable {
                 return [.uint32(UInt32(clamping: n))]
             },
             DBusMethod("List", output: "aa{sv}", outputNames: ["notifications"]) { _ in
-                let items = await center.list()
-                let all = await center.defaultTargets
-                return [.array(.dictionary(key: .string, value: .variant), items.map { Self.encode($0, allBackends: all) })]
+                try await Self.listAll(center, maxMessageSize: maxMessageSize)
+            },
+            DBusMethod("ListPage", input: "su", output: "aa{sv}s", inputNames: ["after", "limit"],
+                       outputNames: ["notifications", "next"]) { call in
+                try await Self.listPage(center, after: try call.arguments[0].asString(), requested: try call.arguments[1].asUInt32(),
+                                        maxMessageSize: maxMessageSize)
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
-                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false)
+                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false, limits: limits)
                 let client = Self.client(call, limit: limit)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec, client: client) })]
             },
@@ -110,7 +122,7 @@ public final class GatewayService: Sendable {
         call.sender.map { NotificationMachine.Client(name: $0.rawValue, limit: limit) }
     }
 
-    private static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {
+    static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {
         do { return try await body() } catch { throw error.dbusError }
     }
 
@@ -139,6 +151,7 @@ public final class GatewayService: Sendable {
 
     /// Serves the object on `connection` (a new one after each reconnect).
     public func attach(_ connection: DBusConnection) async throws {
+        connection.maxMessageSize = maxMessageSize
         try await connection.export(exportedObject, at: Gateway.objectPath)
         link.set(connection)
     }

@@ -73,6 +73,8 @@ struct DBusFieldReader: FieldReader {
 
     func has(_ key: String) -> Bool { index[key] != nil }
     func location(of key: String) -> SourceLocation { Self.origin }
+    func valueLocation(of key: String) -> SourceLocation { Self.origin }
+    func elementLocation(of key: String, at index: Int) -> SourceLocation { Self.origin }
 
     mutating func report(_ key: String, _ message: String, atValue: Bool) {
         issues.append(FieldIssue(field: key, location: Self.origin, message: message))

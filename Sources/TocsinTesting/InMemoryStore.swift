@@ -81,6 +81,12 @@ public final class InMemoryStore: NotificationStore {
         return out
     }
 
+    public func keys(after key: String, limit: Int) async throws(StoreError) -> [String] {
+        let after = Array(key.utf8)
+        return state.value.rows.keys.filter { Array($0.utf8).lexicographicallyPrecedes(after) == false && Array($0.utf8) != after }
+            .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.prefix(limit).map { $0 }
+    }
+
     public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
         let s = state.value
         return s.rows[key]?.notification.userInfo ?? s.recentUserInfo[key]

@@ -52,7 +52,20 @@ public struct ZoneInfoDirectory: Sendable {
     }
 
     /// The zone a user means by default: `tz` (the value of `$TZ` as the caller read it) if set, else `/etc/localtime`, else UTC.
+    /// As in glibc (and so `systemd-analyze`), a `TZ` that is set but empty means UTC, and one
+    /// that names no zone and is no POSIX rule means UTC too (`tzProblem` says so).
     public func defaultZone(tz: String?) -> TimeZoneRules {
+        if tz == "" { return .utc }
+        return zone(tz: tz) ?? .utc
+    }
+
+    /// Why `$TZ` falls back to UTC, for a warning; nil when it is unset, empty or understood.
+    public func tzProblem(_ tz: String?) -> String? {
+        guard let tz, !tz.isEmpty, zone(tz: tz) == nil else { return nil }
+        return "TZ='\(tz)' is neither a time zone nor a POSIX rule; using UTC, as the C library does"
+    }
+
+    private func zone(tz: String?) -> TimeZoneRules? {
         if let tz, !tz.isEmpty {
             let name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
             if name.hasPrefix("/") {
@@ -66,7 +79,7 @@ public struct ZoneInfoDirectory: Sendable {
                 // glibc also accepts a bare POSIX rule such as `EST5EDT,M3.2.0,M11.1.0`.
                 return rules
             }
-            return .utc
+            return nil
         }
         if let bytes = Self.readFile("/etc/localtime", limit: 1 << 20) {
             let name = Self.readLink("/etc/localtime").flatMap(zoneName(forPath:)) ?? "localtime"

@@ -29,12 +29,24 @@ struct Client {
     }
 
     func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        guard let reply = try await call(member, arguments, unknownMethodIsNil: false) else { return [] }
+        return reply
+    }
+
+    /// As `call`, but nil when the daemon has no such method (one older than the method).
+    func callIfKnown(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue]? {
+        try await call(member, arguments, unknownMethodIsNil: true)
+    }
+
+    private func call(_ member: MemberName, _ arguments: [DBusValue], unknownMethodIsNil: Bool) async throws -> [DBusValue]? {
         do {
             return try await connection.call(destination: Gateway.busName, path: Gateway.objectPath,
                                              interface: Gateway.interface, member: member, arguments: arguments,
                                              timeout: .seconds(25))
         } catch let e as DBusError where e.code == .serviceUnknown || e.code == .nameHasNoOwner {
             throw ClientFailure("the Tocsin daemon is not running on \(bus.description); start it with 'tocsin daemon' or 'systemctl --user start tocsin'")
+        } catch let e as DBusError where unknownMethodIsNil && e.code == .unknownMethod {
+            return nil
         } catch {
             throw ClientFailure(Self.text(error))
         }

@@ -111,8 +111,7 @@ struct ListCommand: AsyncParsableCommand {
     func run() async throws {
         try await runClient {
             let client = try await Client.connect(bus)
-            let reply = try await client.call("List")
-            guard case .array(_, let items)? = reply.first else { return }
+            let items = try await Self.walk(client)
             if json {
                 print("[" + items.map(\.json).joined(separator: ",") + "]")
                 return
@@ -132,6 +131,43 @@ struct ListCommand: AsyncParsableCommand {
                 print(line + r[4])
             }
         }
+    }
+}
+
+extension ListCommand {
+    /// Every pending notification, soonest first (ringing ones first of all), read with
+    /// `ListPage` one page after the other so that no reply outgrows the bus however much is
+    /// pending; the pages come in key order and are sorted here.
+    static func walk(_ client: Client) async throws -> [DBusValue] {
+        var items: [(next: Int64?, key: String, value: DBusValue)] = []
+        var cursor = ""
+        repeat {
+            guard let reply = try await client.callIfKnown("ListPage", [.string(cursor), .uint32(0)]) else {
+                // A daemon from before ListPage: its one-reply List.
+                guard cursor.isEmpty, case .array(_, let all)? = try await client.call("List").first else { return [] }
+                return all
+            }
+            guard reply.count == 2, case .array(_, let page) = reply[0], case .string(let next) = reply[1] else {
+                throw ClientFailure("the daemon answered ListPage with '\(reply.map { "\($0.type)" }.joined())', expected 'aa{sv}s'")
+            }
+            for item in page {
+                let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
+                items.append(((try? d["next_fire"]?.asInt64()) ?? nil, ((try? d["key"]?.asString()) ?? nil) ?? "", item))
+            }
+            if !next.isEmpty && !cursor.isEmpty && !Array(cursor.utf8).lexicographicallyPrecedes(Array(next.utf8)) {
+                throw ClientFailure("the daemon's ListPage went backwards (after '\(cursor)' it continued at '\(next)')")
+            }
+            cursor = next
+        } while !cursor.isEmpty
+        items.sort { a, b in
+            switch (a.next, b.next) {
+            case (nil, nil): return a.key < b.key
+            case (nil, _): return true
+            case (_, nil): return false
+            case (let x?, let y?): return x != y ? x < y : a.key < b.key
+            }
+        }
+        return items.map(\.value)
     }
 }
 

@@ -48,6 +48,7 @@ struct DaemonCommand: AsyncParsableCommand {
             registry: { Plugins.registry(link: $0) }, stateDirectory: stateDir,
             connect: { [bus] in try await bus.connect() }, busDescription: bus.description,
             clock: SystemClock(), makeTimer: { try TimerFDWakeup() }, logger: logger, environment: env)
+        if bus.bus == "session" { setup.busMessageLimit = DaemonSetup.sessionBusLimit }
         setup.notify = { state in
             switch state {
             case .ready(let status): systemd.ready(status: status)

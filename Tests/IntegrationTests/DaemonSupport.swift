@@ -15,7 +15,7 @@ final class DaemonUnderTest: Sendable {
         env["HOME"] = dir.path
         env["XDG_CONFIG_HOME"] = dir.path + "/config"
         env["XDG_STATE_HOME"] = dir.path + "/state-home"
-        env["TZ"] = "UTC"
+        env["TZ"] = extra["TZ"] ?? "UTC"
         env["NOTIFY_SOCKET"] = env["NOTIFY_SOCKET"] ?? ""
         environment = env
     }

@@ -27,9 +27,10 @@ final class GatewayFixture: Sendable {
         self.process = process
     }
 
+    /// `busConfig`: a bus config file instead of the committed default (`contrib/test/`).
     static func start(config: String = defaultConfig, arguments: [String] = [],
-                      environment: [String: String] = [:]) async throws -> GatewayFixture {
-        let bus = try await PrivateBus.start()
+                      environment: [String: String] = [:], busConfig: String? = nil) async throws -> GatewayFixture {
+        let bus = try await PrivateBus.start(configFile: busConfig ?? PrivateBus.defaultConfigFile)
         let daemon = try DaemonUnderTest(config: config, environment: bus.environment.merging(environment) { $1 })
         let p = try daemon.start(["--bus", bus.address] + arguments)
         do {
@@ -81,9 +82,9 @@ final class GatewayFixture: Sendable {
 
 /// Runs `body` with a fresh gateway and always tears it down.
 func withGateway<T: Sendable>(config: String = GatewayFixture.defaultConfig, arguments: [String] = [],
-                              environment: [String: String] = [:],
+                              environment: [String: String] = [:], busConfig: String? = nil,
                               _ body: (GatewayFixture) async throws -> T) async throws -> T {
-    let g = try await GatewayFixture.start(config: config, arguments: arguments, environment: environment)
+    let g = try await GatewayFixture.start(config: config, arguments: arguments, environment: environment, busConfig: busConfig)
     do {
         let r = try await body(g)
         await g.stop()

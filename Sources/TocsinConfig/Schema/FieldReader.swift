@@ -15,6 +15,9 @@ public protocol FieldReader {
     var tableLocation: SourceLocation { get }
     func has(_ key: String) -> Bool
     func location(of key: String) -> SourceLocation
+    func valueLocation(of key: String) -> SourceLocation
+    /// Where element `index` of the array under `key` is written (the value's place if unknown).
+    func elementLocation(of key: String, at index: Int) -> SourceLocation
     /// Records a problem at the key's value (`atValue`) or at the key itself.
     mutating func report(_ key: String, _ message: String, atValue: Bool)
     mutating func report(_ issue: FieldIssue)

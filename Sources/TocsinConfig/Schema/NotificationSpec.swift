@@ -89,6 +89,11 @@ public struct SpecLimits: Hashable, Sendable {
     public var maxUserInfoEntries = 64
     public var maxUserInfoBytes = 65536
     public var maxRemindOffsets = 64
+    /// `[daemon] min_period`: no trigger may fire twice within less than this (zero: no floor).
+    public var minPeriod = TimeSpan.seconds(1)
+    /// icon, category, sound, and each action's id and label.
+    public var maxShortStringBytes = 4096
+    public var maxBackends = 64
     public init() {}
 }
 
@@ -189,10 +194,12 @@ public enum NotificationFields: Sendable {
         if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
 
         if let trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
+            if let issue = floorIssue(trigger.0, r, limits: limits) { r.report(issue) }
             spec.trigger = trigger.0
             spec.triggerLocation = trigger.1
         }
 
+        for issue in sizeIssues(spec, r, limits: limits) { r.report(issue) }
         var known = all.map(\.name)
         if allowReplace { known += dbusOnly.map(\.name) }
         r.finish(known: known)

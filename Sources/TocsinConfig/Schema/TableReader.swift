@@ -40,6 +40,10 @@ public struct TableReader: FieldReader, Sendable {
     public func has(_ key: String) -> Bool { table[key] != nil }
     public func location(of key: String) -> SourceLocation { table.entry(key)?.keyLocation ?? table.location }
     public func valueLocation(of key: String) -> SourceLocation { table[key]?.location ?? table.location }
+    public func elementLocation(of key: String, at index: Int) -> SourceLocation {
+        if case .array(let items)? = table[key]?.value, items.indices.contains(index) { return items[index].location }
+        return valueLocation(of: key)
+    }
 
     public mutating func report(_ key: String, _ message: String, atValue: Bool) {
         let loc = atValue ? valueLocation(of: key) : location(of: key)

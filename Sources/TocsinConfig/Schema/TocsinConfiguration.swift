@@ -18,6 +18,18 @@ public struct DaemonSettings: Hashable, Sendable {
     public var maxPendingPerClient: Int = 10_000
     /// The zone for calendar expressions and local date-times without their own; nil: `$TZ`, else the system's.
     public var timezone: String?
+    /// The least distance between two firings of one notification: a trigger that would fire
+    /// faster is refused (config, `tocsin check`, `Schedule`), and the machine coalesces anything
+    /// that still would (a DST change, a row stored under a lower floor).
+    public var minPeriod: TimeSpan = .seconds(1)
+    /// The largest message the daemon sends on the bus. dbus-daemon drops a connection that sends
+    /// a message above its `max_message_size`, so replies that would be larger are refused
+    /// instead. nil: by the bus (`DaemonSetup.busMessageLimit`): the stock session bus takes what
+    /// the protocol allows (128 MiB), a dbus-daemon whose config sets no limit (the system bus,
+    /// a private one) 32 MiB.
+    public var maxMessageSize: Int?
+    public static let minPeriodRange = TimeSpan(microseconds: 1000)...TimeSpan.hours(24)
+    public static let maxMessageSizeRange: ClosedRange<Int64> = (1 << 20)...(128 << 20)
     public init() {}
 
     public static let keys: [NotificationFields.Field] = [
@@ -28,6 +40,8 @@ public struct DaemonSettings: Hashable, Sendable {
         .init(name: "max_pending", type: "integer", summary: "Limit on pending notifications (default 1000000); beyond it Schedule is refused."),
         .init(name: "max_pending_per_client", type: "integer", summary: "Per D-Bus client (unique name): limit on pending notifications it scheduled (default 10000)."),
         .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
+        .init(name: "min_period", type: "duration", summary: "Least distance between two firings of one notification (default 1s, 1ms to 1d)."),
+        .init(name: "max_message_size", type: "integer", summary: "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432)."),
     ]
 }
 
@@ -76,6 +90,12 @@ public struct TocsinConfiguration: Sendable {
                 if let n = r.integer("max_pending", in: 1...100_000_000) { config.daemon.maxPending = Int(n) }
                 if let n = r.integer("max_pending_per_client", in: 1...100_000_000) { config.daemon.maxPendingPerClient = Int(n) }
                 config.daemon.timezone = r.string("timezone")
+                if let p = r.duration("min_period", positive: true) {
+                    if DaemonSettings.minPeriodRange.contains(p) { config.daemon.minPeriod = p } else {
+                        r.report("min_period", "'min_period' is \(p); it must be between \(DaemonSettings.minPeriodRange.lowerBound) and \(DaemonSettings.minPeriodRange.upperBound)")
+                    }
+                }
+                if let n = r.integer("max_message_size", in: DaemonSettings.maxMessageSizeRange) { config.daemon.maxMessageSize = Int(n) }
                 r.finish(known: DaemonSettings.keys.map(\.name))
                 issues += r.issues
             } else {
@@ -107,6 +127,9 @@ public struct TocsinConfiguration: Sendable {
             }
         }
 
+        // The floor of this file's notifications is this file's [daemon] min_period.
+        var limits = limits
+        limits.minPeriod = config.daemon.minPeriod
         if let node = top.node("notification") {
             if case .array(let items) = node.value {
                 var seenKeys: [String: SourceLocation] = [:]

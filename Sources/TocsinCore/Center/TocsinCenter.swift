@@ -67,6 +67,7 @@ public actor TocsinCenter {
         self.timer = timer
         self.logger = logger
         self.store = store
+        machine.minPeriod = options.limits.minPeriod
         resolver = SpecResolver(zones: ZoneCache(directory: options.zones), defaultZone: options.defaultZone,
                                 defaultMissed: options.defaultMissed, defaultMaxLate: options.defaultMaxLate)
     }
@@ -262,6 +263,36 @@ public actor TocsinCenter {
         }
         return summaries.compactMap { s in
             rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) }
+        }
+    }
+
+    /// One page of pending notifications in key order (the UTF-8 bytes of the key): up to
+    /// `limit` whose key sorts after `cursor` (empty: from the first), and whether more follow.
+    /// Key order makes a walk stable while the schedule changes: a notification pending for the
+    /// whole walk is listed exactly once, whatever fires or is added meanwhile. Each page costs
+    /// an index range of the store, not a sort of everything pending.
+    public func listPage(after cursor: String, limit: Int) async throws(CenterError) -> (items: [PendingNotification], more: Bool) {
+        let limit = max(1, limit)
+        var found: [NotificationMachine.Summary] = []
+        var after = cursor
+        var exhausted = false
+        do {
+            while found.count <= limit && !exhausted {
+                let chunk = max(limit + 1 - found.count, 64)
+                let keys = try await store.keys(after: after, limit: chunk)
+                exhausted = keys.count < chunk
+                for k in keys {
+                    after = k
+                    if let s = machine.summary(k) { found.append(s) }
+                    if found.count > limit { break }
+                }
+            }
+            let page = found.prefix(limit)
+            let rows = try await store.notifications(page.map(\.key))
+            let items = page.compactMap { s in rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) } }
+            return (items, found.count > limit)
+        } catch {
+            throw CenterError(.storage, "could not read notifications: \(error.message)")
         }
     }
 

@@ -69,23 +69,23 @@ extension NotificationMachine {
         if now - occ.instant <= Self.lateTolerance {
             claimed.append(planned(e, occ, due: occ.instant, now: now, reason: .scheduled, alarm: alarm))
             e.last = PackedOccurrence(occ)
-            e.next = PackedOccurrence(trigger.next(after: occ.instant, previous: occ))
+            e.next = PackedOccurrence(successor(of: occ, in: trigger))
             return
         }
         // Missed: collect what fell due meanwhile, lazily and bounded.
         var missed = [occ]
         var cursor = occ
         var overflow = false
-        var following = trigger.next(after: cursor.instant, previous: cursor)
+        var following = successor(of: cursor, in: trigger)
         while let n = following, n.instant <= now {
             if missed.count >= Self.catchUpLimit { overflow = true; break }
             missed.append(n)
             cursor = n
-            following = trigger.next(after: cursor.instant, previous: cursor)
+            following = successor(of: cursor, in: trigger)
         }
         if overflow {
             // Skip the rest in one step: continue from now.
-            following = trigger.next(after: now, previous: cursor)
+            following = coalesced(trigger.next(after: now, previous: cursor), after: cursor, in: trigger)
         }
         let maxLate: TimeSpan? = e.maxLate == .min ? nil : TimeSpan(microseconds: e.maxLate)
         let eligible = missed.filter { maxLate == nil || now - $0.instant <= maxLate! }
@@ -104,6 +104,28 @@ extension NotificationMachine {
         }
         e.last = PackedOccurrence(cursor)
         e.next = PackedOccurrence(following)
+    }
+
+    /// The occurrence after `occ`, coalesced under `minPeriod`: the first line refuses triggers
+    /// that repeat faster than the floor, this is the second, for what still would (a DST change
+    /// bringing two calendar elapses together, a row stored under a lower floor). Everything due
+    /// within `minPeriod` after `occ` becomes one firing at the end of that window (or exactly at
+    /// the occurrence that falls there), as systemd's AccuracySec merges timers; a trigger whose
+    /// last occurrence lies in the window still fires it, late by less than `minPeriod`.
+    func successor(of occ: Occurrence, in trigger: Trigger) -> Occurrence? {
+        coalesced(trigger.next(after: occ.instant, previous: occ), after: occ, in: trigger)
+    }
+
+    func coalesced(_ next: Occurrence?, after occ: Occurrence, in trigger: Trigger) -> Occurrence? {
+        guard let next, minPeriod > .zero else { return next }
+        let windowEnd = occ.instant + minPeriod
+        guard next.instant < windowEnd else { return next }
+        if let atEnd = trigger.next(after: windowEnd - TimeSpan(microseconds: 1), previous: next), atEnd.instant == windowEnd {
+            return atEnd
+        }
+        var delayed = next
+        delayed.instant = windowEnd
+        return delayed
     }
 
     /// One backend finished (or gave up on) a claimed firing: once all have, the claim is done.

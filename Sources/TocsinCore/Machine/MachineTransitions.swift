@@ -206,11 +206,13 @@ extension NotificationMachine {
         e.cancelled = row.cancelled
         if !row.cancelled {
             let origin: Instant
-            switch row.notification.trigger {
+            let trigger = row.notification.trigger
+            switch trigger {
             case .calendar: origin = row.base ?? now
             default: origin = Instant(microseconds: Int64.min / 2)  // absolute instants: the first one counts
             }
-            e.next = PackedOccurrence(row.notification.trigger.next(after: row.last?.instant ?? origin, previous: row.last))
+            e.next = PackedOccurrence(row.last.map { successor(of: $0, in: trigger) }
+                                      ?? trigger.next(after: origin, previous: nil))
         }
         put(e)
         if row.notification.source == .config { setFingerprint(e.key, row.notification.fingerprint) }

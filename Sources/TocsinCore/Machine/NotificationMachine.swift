@@ -120,6 +120,9 @@ public struct NotificationMachine: Sendable {
     private var resolvedRoutes: [ResolvedRoute] = []
     private var defaultRoute = ResolvedRoute()
     public private(set) var backends: [BackendInfo] = []
+    /// `[daemon] min_period`: consecutive firings of one notification are at least this far apart
+    /// (see `successor`). Zero: no coalescing.
+    public var minPeriod: TimeSpan = .zero
     /// Definitions of config entries as written, so an unchanged one keeps its state on reload.
     private(set) var fingerprints: [String: String] = [:]
     /// Claimed firings not yet confirmed by every backend.

@@ -70,6 +70,9 @@ public protocol NotificationStore: Sendable {
     func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>>
     /// The full rows of `keys` that exist.
     func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification]
+    /// Up to `limit` keys of stored rows after `key` (empty: from the first), in the order of
+    /// their UTF-8 bytes: what `List` pages walk, so a page costs an index range, not a sort.
+    func keys(after key: String, limit: Int) async throws(StoreError) -> [String]
     /// The user_info of a notification, pending or recently finished.
     func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
     func close() async

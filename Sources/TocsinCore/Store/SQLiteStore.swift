@@ -87,6 +87,10 @@ public final class SQLiteStore: NotificationStore {
         try await worker.run { s throws(StoreError) in try s.read(keys) }
     }
 
+    public func keys(after key: String, limit: Int) async throws(StoreError) -> [String] {
+        try await worker.run { s throws(StoreError) in try s.keys(after: key, limit: limit) }
+    }
+
     public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
         try await worker.run { s throws(StoreError) in try s.userInfo(key) }
     }

@@ -22,6 +22,7 @@ final class StateStore {
     private var keepInfoStmt: SQLiteStatement
     private var readStmt: SQLiteStatement
     private var recentStmt: SQLiteStatement
+    private var keysStmt: SQLiteStatement
     private var inTransaction = false
     private var keptSinceTrim = 0
     /// Parsed calendar expressions by their stored text: a million rows of one rule parse it once.
@@ -73,6 +74,7 @@ final class StateStore {
         keepInfoStmt = try db.prepare("INSERT OR REPLACE INTO recent(key, user_info) SELECT key, user_info FROM notification WHERE key=?1 AND user_info != ''")
         readStmt = try db.prepare("SELECT \(Self.columns) FROM notification WHERE key=?1")
         recentStmt = try db.prepare("SELECT user_info FROM recent WHERE key=?1")
+        keysStmt = try db.prepare("SELECT key FROM notification WHERE key > ?1 ORDER BY key LIMIT ?2")
     }
 
     private static func prepareDirectory(_ dir: String) throws(StoreError) {
@@ -314,6 +316,16 @@ final class StateStore {
             defer { readStmt.reset() }
             if try readStmt.step(), case .success(let row) = decodeRow(readStmt) { out[key] = row.notification }
         }
+        return out
+    }
+
+    /// Keys after `key` in the primary key's order (bytes of UTF-8), from its index.
+    func keys(after key: String, limit: Int) throws(StoreError) -> [String] {
+        keysStmt.bind(1, key)
+        keysStmt.bind(2, Int64(limit))
+        defer { keysStmt.reset() }
+        var out: [String] = []
+        while try keysStmt.step() { if let k = keysStmt.text(0) { out.append(k) } }
         return out
     }
 

@@ -22,6 +22,12 @@ public struct DaemonSetup: Sendable {
     public var makeTimer: @Sendable () throws -> any WakeupTimer
     public var logger: Logger
     public var environment: [String: String]
+    /// The largest message the bus takes when `[daemon] max_message_size` does not say: the
+    /// session bus's stock config allows more than the protocol's 128 MiB; a dbus-daemon whose
+    /// config sets no limit (the system bus, a private test bus) takes 32 MiB.
+    public var busMessageLimit = DaemonSetup.unconfiguredBusLimit
+    public static let sessionBusLimit = 128 << 20
+    public static let unconfiguredBusLimit = 32 << 20
     /// Told when the daemon is ready, reloading or stopping (systemd's sd_notify).
     public var notify: @Sendable (DaemonState) -> Void = { _ in }
 
@@ -80,6 +86,7 @@ extension CenterOptions {
         maxPending = d.maxPending
         defaultMissed = d.missed
         defaultMaxLate = d.maxLate
+        limits.minPeriod = d.minPeriod
     }
 }
 

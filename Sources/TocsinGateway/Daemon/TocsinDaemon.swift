@@ -37,6 +37,9 @@ public final class TocsinDaemon: Sendable {
         do { options = try CenterOptions(settings: c.daemon, environment: setup.environment) } catch {
             throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
         }
+        if c.daemon.timezone == nil, let problem = ZoneInfoDirectory().tzProblem(setup.environment["TZ"]) {
+            logger.warning("\(problem)")
+        }
         let stateDirectory = setup.stateDirectory ?? c.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(setup.environment)
         let link = BusLink(logger: logger)
         let registry = setup.registry(link)
@@ -51,7 +54,8 @@ public final class TocsinDaemon: Sendable {
             throw DaemonError(.storage, error.message)
         }
         let reloader = Mutex<TocsinDaemon?>(nil)
-        let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient) {
+        let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
+                                     limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit) {
             guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
             return await daemon.reload()
         }
