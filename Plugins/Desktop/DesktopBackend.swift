@@ -38,6 +38,15 @@ public struct DesktopBackend: DeliveryBackend {
         try result.get()
     }
 
+    /// "no notification server" when nobody owns org.freedesktop.Notifications on the session bus.
+    public func health() async -> BackendHealth {
+        guard let link = runtime.link(logger: route.logger) else {
+            return .unavailable("cannot start the GLib main loop thread for libnotify")
+        }
+        let problem = await link.loop.perform(cancelled: Optional("cancelled")) { link.serverProblem() }
+        return problem.map { .unavailable($0) } ?? .ok
+    }
+
     public func withdraw(key: String, reason: WithdrawReason) async {
         // Never started the loop for a key we could not have shown.
         guard let link = runtime.linkIfStarted() else { return }

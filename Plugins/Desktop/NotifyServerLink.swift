@@ -226,6 +226,33 @@ final class NotifyServerLink: @unchecked Sendable {
         return .success(capabilities)
     }
 
+    /// Why a popup could not be shown now, nil when a server owns the name. Asks the bus, as
+    /// `show` does, but never initialises libnotify or shows anything.
+    func serverProblem() -> String? {
+        assert(loop.isCurrent)
+        let bus: OpaquePointer
+        if let c = connection, g_dbus_connection_is_closed(c) == 0 {
+            bus = c
+        } else {
+            var error: UnsafeMutablePointer<GError>?
+            guard let c = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
+                return "no session bus (\(consume(error)))"
+            }
+            g_dbus_connection_set_exit_on_close(c, 0)
+            if let old = connection { g_object_unref(UnsafeMutableRawPointer(old)) }
+            connection = c
+            bus = c
+        }
+        var error: UnsafeMutablePointer<GError>?
+        guard let raw = tocsin_get_name_owner(bus, Self.serverName, 5000, &error) else {
+            let detail = consume(error)
+            if detail.contains("NameHasNoOwner") || detail.contains("no owner") { return "no notification server" }
+            return "cannot ask the session bus for the notification server: \(detail)"
+        }
+        g_free(raw)
+        return nil
+    }
+
     private func forgetServer() {
         if owner != nil { popups.removeAll() }
         owner = nil

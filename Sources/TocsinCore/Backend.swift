@@ -85,10 +85,31 @@ public protocol DeliveryBackend: Sendable {
     func deliver(_ firing: Firing) async throws(DeliveryError)
     func withdraw(key: String, reason: WithdrawReason) async
     func shutdown() async
+    /// Whether a delivery could succeed now, for `tocsin status`: a person asking why nothing pops
+    /// up needs the reason ("no notification server") without reading retry warnings in the log.
+    /// Must be cheap and must not deliver anything.
+    func health() async -> BackendHealth
+}
+
+/// A backend's answer to "could you deliver now?". Deliberately two states: anything finer
+/// (degraded, flapping) would need history the backends do not keep.
+public enum BackendHealth: Hashable, Sendable, CustomStringConvertible {
+    case ok
+    /// Deliveries fail now, for this reason, e.g. "no notification server".
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .ok: "ok"
+        case .unavailable(let why): why
+        }
+    }
 }
 
 extension DeliveryBackend {
     public var ringPolicy: RingPolicy? { nil }
+    /// Backends that cannot know (a log line, a program run per firing) count as healthy.
+    public func health() async -> BackendHealth { .ok }
     public func start(events: any BackendEventSink) async {}
     public func withdraw(key: String, reason: WithdrawReason) async {}
     public func shutdown() async {}

@@ -102,4 +102,6 @@ public struct PendingNotification: Hashable, Sendable {
     public var notification: Notification
     public var nextFire: Instant?
     public var state: AlertState
+    /// The latest occurrence that fell due; nil before the first.
+    public var lastFire: Instant? = nil
 }

@@ -1,9 +1,10 @@
 public import DBus
 public import Logging
+import Glibc
 import Synchronization
 public import TocsinConfig
 public import TocsinCore
-import TocsinTime
+public import TocsinTime
 
 /// The `io.github.tocsin.Gateway1` object: maps method calls onto the center and the center's
 /// events onto signals. It outlives bus connections: after a reconnect the daemon attaches the
@@ -19,18 +20,21 @@ public final class GatewayService: Sendable {
     private let limits: SpecLimits
     /// `[daemon] max_message_size`: no reply is larger, and `ListPage` fills pages up to it.
     let maxMessageSize: Int
+    private let info: DaemonInfo
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
-    /// (`min_period` among them) as they bound the config file.
+    /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
+    /// about the process.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
                 limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSetup.unconfiguredBusLimit,
-                reload: @escaping Reloader) {
+                info: DaemonInfo = DaemonInfo(), reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload
         self.link = link
         self.perClientLimit = max(1, maxPendingPerClient)
         self.limits = limits
         self.maxMessageSize = maxMessageSize
+        self.info = info
     }
 
     // MARK: Interface
@@ -58,6 +62,7 @@ public final class GatewayService: Sendable {
         let limit = self.perClientLimit
         let limits = self.limits
         let maxMessageSize = self.maxMessageSize
+        let info = self.info
         return DBusInterface(Gateway.interface, methods: [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true, limits: limits)
@@ -101,6 +106,9 @@ public final class GatewayService: Sendable {
                 let until = try await Self.run { () throws(CenterError) in try await center.snooze(key, for: duration) }
                 return [.int64(until.microseconds)]
             },
+            DBusMethod("Status", output: "a{sv}", outputNames: ["status"]) { _ in
+                [await Self.status(center: center, info: info)]
+            },
             DBusMethod("Reload") { _ in
                 if let diagnostics = await reloader() {
                     throw DBusError(name: Gateway.ErrorName.invalidConfig, message: diagnostics)
@@ -141,9 +149,30 @@ public final class GatewayService: Sendable {
                                       n.userInfo.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })),
         ]
         if let next = p.nextFire { fields.append(("next_fire", .int64(next.microseconds))) }
+        if let last = p.lastFire { fields.append(("last_fire", .int64(last.microseconds))) }
         if case .snoozed(let until) = p.state { fields.append(("snoozed_until", .int64(until.microseconds))) }
         if case .ringing(_, let rings) = p.state { fields.append(("rings", .uint32(rings))) }
         if case .unanswered(let rings) = p.state { fields.append(("rings", .uint32(rings))) }
+        return .vardict(fields)
+    }
+
+    /// `Status`: one answer to "is it running, what does it hold, what happens next, which
+    /// backends work". Backend health is `ok` or the reason deliveries fail now.
+    static func status(center: TocsinCenter, info: DaemonInfo) async -> DBusValue {
+        var fields: [(String, DBusValue)] = [
+            ("version", .string(Gateway.version)),
+            ("pid", .uint32(info.pid)),
+            ("started", .int64(info.started.microseconds)),
+            ("config", .string(info.configFile)),
+            ("state_directory", .string(info.stateDirectory)),
+            ("pending", .uint32(UInt32(clamping: await center.activeCount))),
+            ("backends", .dictionary(key: .string, value: .string,
+                                     await center.backendHealth().map { .init(.string($0.name), .string($0.health.description)) })),
+        ]
+        if let next = await center.nextDue() {
+            fields.append(("next_key", .string(next.key)))
+            fields.append(("next_fire", .int64(next.instant.microseconds)))
+        }
         return .vardict(fields)
     }
 
@@ -199,6 +228,21 @@ public final class GatewayService: Sendable {
                 if let o = f.occurrence.offset { d.int64("before", o.microseconds) }
             }
         }
+    }
+}
+
+/// What `Status` says about the daemon process itself.
+public struct DaemonInfo: Sendable {
+    public var configFile: String
+    public var stateDirectory: String
+    public var started: Instant
+    public var pid: UInt32
+
+    /// `pid` nil: this process's.
+    public init(configFile: String = "", stateDirectory: String = "", started: Instant = Instant(microseconds: 0),
+                pid: UInt32? = nil) {
+        self.configFile = configFile; self.stateDirectory = stateDirectory; self.started = started
+        self.pid = pid ?? UInt32(clamping: getpid())
     }
 }
 

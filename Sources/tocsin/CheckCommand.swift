@@ -23,7 +23,10 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         let env = ProcessInfo.processInfo.environment
         let path = file ?? ConfigLoader.defaultPath(environment: env)
-        switch Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion) {
+        let progress = ProgressReporter(phase: "checking \(path): reading and decoding")
+        let result = Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion) { progress.enter("checking \(path): \($0)") }
+        progress.finish()
+        switch result {
         case .success(let loaded):
             let c = loaded.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
@@ -45,12 +48,16 @@ enum Configs {
         return version
     }
 
-    static func loadChecked(path: String, environment: [String: String],
-                            tomlVersion: TOMLVersion = .default) -> Result<LoadedConfig, ConfigLoadError> {
+    /// `phase` hears when the load moves on to the checks only the runtime can make.
+    static func loadChecked(path: String, environment: [String: String], tomlVersion: TOMLVersion = .default,
+                            phase: (String) -> Void = { _ in }) -> Result<LoadedConfig, ConfigLoadError> {
         switch ConfigLoader.load(file: path, tomlVersion: tomlVersion) {
-        case .success(let l): return validate(l, environment: environment)
+        case .success(let l):
+            phase("checking backends, zones and \(l.configuration.notifications.count) notifications")
+            return validate(l, environment: environment)
         case .failure(let e):
             guard let partial = e.partial else { return .failure(e) }
+            phase("checking backends, zones and \(partial.configuration.notifications.count) notifications")
             return validate(partial, environment: environment, earlier: e.diagnostics)
         }
     }

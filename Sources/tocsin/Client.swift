@@ -68,10 +68,9 @@ func runClient(_ body: () async throws -> Void) async throws {
     }
 }
 
-/// Local rendering of instants for people.
+/// Local rendering of instants for people (see `TimeDisplay`), relative to when it is printed.
 enum Show {
-    static let zone = ZoneInfoDirectory().defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
-    static func time(_ usec: Int64) -> String { Timestamp.rfc3339(Instant(microseconds: usec), in: zone) }
+    static func time(_ usec: Int64) -> String { TimeDisplay().moment(Instant(microseconds: usec)) }
 }
 
 extension DBusValue {

@@ -106,6 +106,7 @@ struct PostCommand: AsyncParsableCommand {
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List pending notifications, soonest first.")
     @Flag(help: "One JSON array.") var json = false
+    @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
@@ -117,19 +118,17 @@ struct ListCommand: AsyncParsableCommand {
                 return
             }
             if items.isEmpty { print("no pending notifications"); return }
-            var rows = [["KEY", "NEXT", "STATE", "TRIGGER", "TITLE"]]
-            for item in items {
+            let display = TimeDisplay(utc: utc)
+            let rows = items.map { item in
                 let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
-                let next = (try? d["next_fire"]?.asInt64()).map { Show.time($0) } ?? "-"
-                rows.append([(try? d["key"]?.asString()) ?? "", next, (try? d["state"]?.asString()) ?? "",
-                             (try? d["trigger"]?.asString()) ?? "", (try? d["title"]?.asString()) ?? ""])
+                return TimeDisplay.Row(
+                    key: (try? d["key"]?.asString()) ?? "",
+                    next: (try? d["next_fire"]?.asInt64()).map { Instant(microseconds: $0) },
+                    last: (try? d["last_fire"]?.asInt64()).map { Instant(microseconds: $0) },
+                    state: (try? d["state"]?.asString()) ?? "", trigger: (try? d["trigger"]?.asString()) ?? "",
+                    title: (try? d["title"]?.asString()) ?? "")
             }
-            let widths = (0..<4).map { c in rows.map { $0[c].count }.max() ?? 0 }
-            for r in rows {
-                var line = ""
-                for c in 0..<4 { line += r[c] + String(repeating: " ", count: widths[c] - r[c].count + 2) }
-                print(line + r[4])
-            }
+            for line in display.table(rows) { print(line) }
         }
     }
 }
@@ -272,10 +271,10 @@ struct WatchCommand: AsyncParsableCommand {
         if let key = try? s.arguments.first?.asString() { line += " " + key }
         for (i, a) in s.arguments.dropFirst().enumerated() {
             let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
-            if case .int64(let t) = a, name != "rings" { line += " \(name)=\(Show.time(t))"; continue }
+            if case .int64(let t) = a, name != "rings" { line += " \(name)=\"\(Show.time(t))\""; continue }
             if name == "info" {
                 for (k, v) in a.vardictEntries where ["title", "due", "occurrence", "late"].contains(k) {
-                    if case .int64(let t) = v { line += " \(k)=\(Show.time(t))" } else { line += " \(k)=\(v.json)" }
+                    if case .int64(let t) = v { line += " \(k)=\"\(Show.time(t))\"" } else { line += " \(k)=\(v.json)" }
                 }
                 continue
             }

@@ -11,7 +11,7 @@ struct Tocsin: ParsableCommand {
         abstract: "A notification gateway: schedule notifications, alarms and reminders.",
         subcommands: [
             DaemonCommand.self, ScheduleCommand.self, PostCommand.self, ListCommand.self, CancelCommand.self,
-            AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self,
+            AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self, StatusCommand.self,
         ]
     )
 

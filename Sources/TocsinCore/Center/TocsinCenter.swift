@@ -81,18 +81,22 @@ public actor TocsinCenter {
         // The store decodes the next chunk on its thread while this one is put back.
         let now = clock.now()
         machine.beginRestore(expecting: 0)
+        // A large state takes seconds to load: say so once a second, so a slow start-up reads as work, not a hang.
+        var progress = LoadProgress()
         for await chunk in store.load(chunkSize: 16_384) {
             switch chunk {
             case .failure(let error):
                 machine.endRestore()
                 throw CenterError(.storage, error.message)
             case .success(let part):
-                if let total = part.totalRows { machine.beginRestore(expecting: total) }
+                if let total = part.totalRows { machine.beginRestore(expecting: total); progress.total = total }
                 for p in part.problems { logger.error("\(p)") }
                 for i in part.rows.indices { machine.restore(part.rows[i], now: now) }
+                if let line = progress.advance(by: part.rows.count) { logger.info("\(line)") }
             }
         }
         machine.endRestore()
+        if let line = progress.finished() { logger.info("\(line)") }
         started = true
         loaded = true
         if !queued.isEmpty { startDraining() }
@@ -120,6 +124,15 @@ public actor TocsinCenter {
     }
 
     public var backendNames: [String] { machine.backendNames }
+
+    /// Each configured backend's health, in config order (for `Status`).
+    public func backendHealth() async -> [(name: String, health: BackendHealth)] {
+        var out: [(name: String, health: BackendHealth)] = []
+        for name in machine.backendNames {
+            out.append((name, await backends[name]?.health() ?? .unavailable("not started")))
+        }
+        return out
+    }
     public var defaultTargets: [String] { machine.defaultTargets }
 
     /// Waits on the wake-up timer and fires what is due, until the timer closes.
@@ -262,7 +275,7 @@ public actor TocsinCenter {
             return []
         }
         return summaries.compactMap { s in
-            rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) }
+            rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire) }
         }
     }
 
@@ -298,7 +311,7 @@ public actor TocsinCenter {
 
     public func lookup(_ key: String) async -> PendingNotification? {
         guard let s = machine.summary(key), let n = try? await store.notifications([key])[key] else { return nil }
-        return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state)
+        return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire)
     }
 
     public var activeCount: Int { machine.activeCount }
@@ -317,6 +330,8 @@ public actor TocsinCenter {
 
     /// The instant of the next wake-up (for tests and `next`-style previews).
     public func nextDeadline() -> Instant? { machine.nextDeadline() }
+    /// The soonest deadline and its key (`tocsin status`).
+    public func nextDue() -> (key: String, instant: Instant)? { machine.nextDue() }
 
     func rearm() { timer?.arm(at: machine.nextDeadline()) }
 

@@ -352,11 +352,13 @@ public struct NotificationMachine: Sendable {
         public var key: String
         public var nextFire: Instant?
         public var state: AlertState
+        /// The latest occurrence that fell due, for `tocsin list`'s LAST column.
+        public var lastFire: Instant? = nil
     }
 
     public func summary(_ key: String) -> Summary? {
         guard let e = entry(key), e.isActive else { return nil }
-        return Summary(key: key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert)
+        return Summary(key: key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert, lastFire: e.last.isNone ? nil : Instant(microseconds: e.last.instant))
     }
 
     /// Active notifications, soonest first (ringing ones, which have no next instant, first of all).
@@ -364,7 +366,7 @@ public struct NotificationMachine: Sendable {
         var out: [Summary] = []
         out.reserveCapacity(activeCount)
         for (i, e) in slots.enumerated() where live[i] && e.isActive {
-            out.append(Summary(key: e.key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert))
+            out.append(Summary(key: e.key, nextFire: wakeAt(e).map { Instant(microseconds: $0) }, state: e.alert, lastFire: e.last.isNone ? nil : Instant(microseconds: e.last.instant)))
         }
         out.sort { a, b in
             switch (a.nextFire, b.nextFire) {
@@ -384,6 +386,12 @@ public struct NotificationMachine: Sendable {
             _ = queue.popMin()
         }
         return nil
+    }
+
+    /// The soonest deadline and whose it is, for `Status`, without sorting every notification.
+    public mutating func nextDue() -> (key: String, instant: Instant)? {
+        guard let at = nextDeadline(), let top = queue.min else { return nil }
+        return (slots[Int(top.slot)].key, at)
     }
 
     private func isCurrent(_ item: QueueItem) -> Bool {

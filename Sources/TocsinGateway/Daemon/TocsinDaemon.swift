@@ -55,7 +55,9 @@ public final class TocsinDaemon: Sendable {
         }
         let reloader = Mutex<TocsinDaemon?>(nil)
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
-                                     limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit) {
+                                     limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
+                                     info: DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory,
+                                                      started: setup.clock.now())) {
             guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
             return await daemon.reload()
         }
