@@ -184,10 +184,12 @@ struct CancelCommand: AsyncParsableCommand {
         try await runClient {
             let client = try await Client.connect(bus)
             if all {
-                let n = (try? (try await client.call("CancelAll")).first?.asUInt32()) ?? 0
+                let reply = try await client.call("CancelAll")
+                let n = (try? reply.first?.asUInt32()) ?? 0
                 print("cancelled \(n) notification\(n == 1 ? "" : "s")")
             } else if let key {
-                let existed = (try? (try await client.call("Cancel", [.string(key)])).first?.asBool()) ?? false
+                let reply = try await client.call("Cancel", [.string(key)])
+                let existed = (try? reply.first?.asBool()) ?? false
                 if !existed { throw ClientFailure("no pending notification with key '\(key)'") }
             }
         }
@@ -202,7 +204,8 @@ struct AckCommand: AsyncParsableCommand {
     func run() async throws {
         try await runClient {
             let client = try await Client.connect(bus)
-            let done = (try? (try await client.call("Acknowledge", [.string(key)])).first?.asBool()) ?? false
+            let reply = try await client.call("Acknowledge", [.string(key)])
+            let done = (try? reply.first?.asBool()) ?? false
             if !done { print("'\(key)' was not ringing") }
         }
     }

@@ -1,0 +1,33 @@
+import Foundation
+import Glibc
+import Testing
+import TocsinTesting
+
+/// `scripts/run.sh`'s demo on a machine without a notification server, as a newcomer runs it:
+/// its own bus, no display. run.sh itself only adds the dependency install and a release build.
+@Suite("run.sh demo, headless")
+struct DemoScriptTests {
+    @Test("says once that popups are off, prints no warning or error, shows the firing, and stops cleanly on Ctrl-C")
+    func headless() async throws {
+        let dir = TemporaryDirectory()
+        let p = try TestProcess("bash", [GatewayFixture.repositoryRoot + "/scripts/demo-session.sh", Products.executable("tocsin")],
+                                environment: ["TOCSIN_DEMO_OWN_BUS": "1", "TOCSIN_DEMO_DISPLAY": "none", "TOCSIN_DEMO_DIR": dir.path])
+        var stopped = false
+        defer { if !stopped { p.signal(SIGKILL) } }
+        try await p.waitForStderr(containing: "the daemon keeps running", timeout: .seconds(60))
+        // Ctrl-C: the terminal signals the whole foreground process group.
+        _ = Glibc.kill(-p.pid, SIGINT)
+        let status = try await p.waitForExit(timeout: .seconds(20))
+        stopped = true
+        let err = p.stderr
+        #expect(status == .exited(0), "exit: \(status); stderr:\n\(err)")
+        let lines = err.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.contains("popups are off") }.count == 1, "stderr:\n\(err)")
+        let bad = lines.filter { $0.hasPrefix("warning:") || $0.hasPrefix("error:") || $0.hasPrefix("critical:") || $0.lowercased().contains("error") }
+        #expect(bad.isEmpty, "warning or error lines: \(bad)")
+        let desktop = lines.filter { $0.contains("desktop") && !$0.contains("popups are off") }
+        #expect(desktop.isEmpty, "the desktop backend is not used without a notification server: \(desktop)")
+        #expect(p.stdout.contains("tocsin: fired key=demo"), "the log backend shows the firing on stdout:\n\(p.stdout)")
+        #expect(err.contains("demo: stopped"), "stderr:\n\(err)")
+    }
+}
