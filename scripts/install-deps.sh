@@ -22,6 +22,7 @@ PACKAGES=(
   opus-tools
   python3-dbusmock
   imagemagick
+  tmux
   e2fsprogs
   util-linux
 )
