@@ -101,6 +101,13 @@ struct CLIDisplayTests {
             #expect(object["config"] as? String == g.daemon.configPath)
             #expect((object["started"] as? Int64).map { $0 > 1_700_000_000_000_000 } == true, "started: \(json.stdoutText)")
             #expect(object["backends"] as? [String: String] == ["events": "ok", "log": "ok", "desktop": "no notification server"])
+
+            // Health is asked when status is, not remembered: a server that appears shows at once.
+            let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
+            let healthy = try await Self.tocsin(g, "status", "--json")
+            await server.stop()
+            let after = try #require(try JSONSerialization.jsonObject(with: Data(healthy.stdoutText.utf8)) as? [String: Any], "\(healthy.stdoutText)")
+            #expect((after["backends"] as? [String: String])?["desktop"] == "ok", "with a server: \(healthy.stdoutText)")
         }
     }
 
