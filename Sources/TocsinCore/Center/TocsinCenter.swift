@@ -302,7 +302,7 @@ public actor TocsinCenter {
             }
             let page = found.prefix(limit)
             let rows = try await store.notifications(page.map(\.key))
-            let items = page.compactMap { s in rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state) } }
+            let items = page.compactMap { s in rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire) } }
             return (items, found.count > limit)
         } catch {
             throw CenterError(.storage, "could not read notifications: \(error.message)")
