@@ -49,9 +49,11 @@ has_notification_server() {
 }
 
 why_no_popups=""
+tried_display=""
 if ! has_notification_server; then
   if [ "${TOCSIN_DEMO_OWN_BUS:-}" = 1 ] && [ "${TOCSIN_DEMO_DISPLAY:-}" != none ] \
      && command -v Xvfb >/dev/null && command -v dunst >/dev/null; then
+    tried_display=1
     # Xvfb picks a free display and writes its number to fd 3 once it accepts clients.
     exec 4< <(exec setsid Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>&1 2>"$run/xvfb.log")
     helpers+=("$!")
@@ -63,10 +65,15 @@ if ! has_notification_server; then
     fi
   fi
   if ! has_notification_server; then
+    why_no_popups="no notification server runs on this session bus"
     if [ "${TOCSIN_DEMO_DISPLAY:-}" = none ]; then
-      why_no_popups="no notification server runs on this session bus (a headless machine)"
+      why_no_popups+=" (a headless machine)"
+    elif [ -n "$tried_display" ]; then
+      why_no_popups+=", and Xvfb with dunst could not provide one (see $run/xvfb.log and $run/dunst.log)"
+    elif [ "${TOCSIN_DEMO_OWN_BUS:-}" = 1 ]; then
+      why_no_popups+=" (install xvfb and dunst, as scripts/install-deps.sh does, for popups on a virtual display)"
     else
-      why_no_popups="no notification server runs on this session bus, and Xvfb and dunst could not provide one"
+      why_no_popups+=" (start one, e.g. dunst, or run this in a desktop session)"
     fi
     display=""
   fi
@@ -120,7 +127,11 @@ if gdbus wait --session --timeout 20 io.github.tocsin.Gateway; then
       fi
     fi
   fi
-  say "the daemon keeps running; try '$bin list' or '$bin status' from this session, Ctrl-C stops it"
+  if [ "${TOCSIN_DEMO_OWN_BUS:-}" = 1 ]; then
+    say "the daemon keeps running on a private bus; from another terminal: DBUS_SESSION_BUS_ADDRESS='$DBUS_SESSION_BUS_ADDRESS' $bin status (Ctrl-C here stops it)"
+  else
+    say "the daemon keeps running; try '$bin list' or '$bin status', Ctrl-C stops it"
+  fi
 fi
 status=0
 wait "$daemon" || status=$?
