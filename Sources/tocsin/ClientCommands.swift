@@ -252,6 +252,13 @@ struct WatchCommand: AsyncParsableCommand {
             } catch {
                 throw ClientFailure("cannot subscribe: \(Client.text(error))")
             }
+            // Watching a bus without the daemon is legitimate (it may be started later), but a
+            // silent terminal reads as a hang: say so once, on stderr, and keep watching.
+            if let owned = try? await client.connection.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "NameHasOwner", arguments: [.string(Gateway.busName.rawValue)]).first?.asBool(), !owned {
+                FileHandle.standardError.write(Data("note: the Tocsin daemon is not running on \(bus.description) yet; start it with 'tocsin daemon' or 'systemctl --user start tocsin'. Waiting for its events.\n".utf8))
+            }
             // One write per event, unbuffered: a pipe reader sees each line as it happens.
             for await signal in sub {
                 FileHandle.standardOutput.write(Data(((json ? Self.json(signal) : Self.text(signal)) + "\n").utf8))

@@ -120,6 +120,11 @@ struct CLIDisplayTests {
             #expect(out.stderrText.contains("the Tocsin daemon is not running on \(bus.address); start it with 'tocsin daemon' or 'systemctl --user start tocsin'"),
                     "\(command): \(out.stderrText)")
         }
+        // watch may wait for a daemon started later, but says once that there is none yet.
+        let watch = try TestProcess(Products.executable("tocsin"), ["watch", "--bus", bus.address])
+        try await watch.waitForStderr(containing: "note: the Tocsin daemon is not running on \(bus.address) yet; start it with 'tocsin daemon'",
+                                      timeout: .seconds(20))
+        _ = try await watch.kill()
         await bus.stop()
     }
 
