@@ -231,6 +231,9 @@ final class NotifyServerLink: @unchecked Sendable {
     func serverProblem() -> String? {
         assert(loop.isCurrent)
         let bus: OpaquePointer
+        // A connection of its own when the link has none (or a closed one): replacing the link's
+        // is `show`'s job, which also resets libnotify's proxy bound to the old one.
+        var own: OpaquePointer?
         if let c = connection, g_dbus_connection_is_closed(c) == 0 {
             bus = c
         } else {
@@ -238,11 +241,12 @@ final class NotifyServerLink: @unchecked Sendable {
             guard let c = g_bus_get_sync(G_BUS_TYPE_SESSION, nil, &error) else {
                 return "no session bus (\(consume(error)))"
             }
+            // As in `connect`: GLib would raise SIGTERM when the shared bus connection closes.
             g_dbus_connection_set_exit_on_close(c, 0)
-            if let old = connection { g_object_unref(UnsafeMutableRawPointer(old)) }
-            connection = c
+            own = c
             bus = c
         }
+        defer { if let own { g_object_unref(UnsafeMutableRawPointer(own)) } }
         var error: UnsafeMutablePointer<GError>?
         guard let raw = tocsin_get_name_owner(bus, Self.serverName, 5000, &error) else {
             let detail = consume(error)
