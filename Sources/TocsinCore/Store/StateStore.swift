@@ -42,8 +42,11 @@ final class StateStore {
         self.zones = zones
         try StateStore.prepareDirectory(directory)
         path = directory + "/state.sqlite3"
-        let old = umask(0o077)
-        defer { umask(old) }
+        // Created 0600 here rather than under a narrowed umask: the umask is the whole process's,
+        // so narrowing it races with other threads creating files (and with children inheriting
+        // it). SQLite gives the -wal and -shm files the database file's mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 { close(fd) }
         db = try SQLiteDatabase(path: path)
         do {
             try StateStore.checkOwnership(db)
