@@ -110,8 +110,8 @@ struct CalendarZonePathsTests {
         #expect(first == expected.first, "\(name): D-Bus path")
 
         // The state store: after the first firing, a new process reads the expression back from
-        // its normalized form and resolves it in the stored zone. (Before a first firing a
-        // restored calendar trigger has no base to start from: see docs/RELIABILITY.md.)
+        // its normalized form and resolves it in the stored zone. (A restart before the first
+        // firing is DurabilityTests/calendarBeforeFirstElapse.)
         if let first {
             _ = dbusClock.advance(to: first)
             await dbusCenter.tick()
