@@ -242,9 +242,13 @@ struct PlayerLifecycleTests {
         // Same backend settings, the real player.
         var settings = rig.backend.settings
         settings.player = ["/usr/bin/paplay", "{file}"]
+        // paplay's own failure takes longer on a machine loaded by a sanitizer run: the start
+        // window that tells a failed start from playing is widened the same way as latencies.
+        var limits = PlayerLimits()
+        limits.startWindow = TimingBudget.scaled(limits.startWindow)
         let paplay = SoundBackend(name: "alarm", settings: settings,
                                   environment: ["PATH": "/usr/bin:/bin", "HOME": rig.w.path, "PULSE_SERVER": "unix:/nonexistent/pulse.sock"],
-                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), limits: limits)
         do {
             try await paplay.deliver(rig.firing("wake"))
             Issue.record("paplay played without a server")
