@@ -171,18 +171,9 @@ public enum DefaultPlayer: Sendable {
     /// An absolute path for `program`: itself if it contains a slash, else searched in `path`.
     public static func resolve(_ program: String, path: String) -> String? {
         if program.contains("/") {
-            return program.hasPrefix("/") && isExecutable(program) ? program : nil
+            return program.hasPrefix("/") && Spawn.isExecutable(program) ? program : nil
         }
-        for dir in path.split(separator: ":", omittingEmptySubsequences: true) where dir.hasPrefix("/") {
-            let candidate = "\(dir)/\(program)"
-            if isExecutable(candidate) { return candidate }
-        }
-        return nil
-    }
-
-    static func isExecutable(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
+        return Spawn.lookUp(program, path: path)
     }
 }
 

@@ -120,14 +120,7 @@ extension TOMLParser {
             if cur == ASCII.comma {
                 throw fail("expected a key or '}' in inline table, found ','", at: pos)
             }
-            let keys = try parseKeyPath(depthBase: depth)
-            skipSpaces()
-            guard cur == ASCII.equals, !atEnd else {
-                throw fail("expected '=' after key '\(keys.display())', found \(describe(pos))", at: pos)
-            }
-            pos += 1
-            skipSpaces()
-            let value = try parseValue(depth: depth + keys.count)
+            let (keys, value) = try parseKeyValue(depth: depth)
             if builder == nil, keys.count == 1, direct.count < 8 {
                 let name = keys.first.name
                 if let previous = direct.first(where: { $0.key == name }) {

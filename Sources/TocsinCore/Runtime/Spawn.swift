@@ -94,13 +94,20 @@ public enum Spawn {
         return Child(pid: pid, stdout: out[0], stderr: err[0])
     }
 
-    /// The executable `name` on `path` (a `PATH` value), or nil.
+    /// The executable `name` on `path` (a `PATH` value), or nil. Relative entries are skipped:
+    /// the daemon's working directory says nothing about where its programs are.
     public static func lookUp(_ name: String, path: String) -> String? {
-        for dir in path.split(separator: ":") where !dir.isEmpty {
+        for dir in path.split(separator: ":", omittingEmptySubsequences: true) where dir.hasPrefix("/") {
             let candidate = dir + "/" + name
-            if access(candidate, X_OK) == 0 { return candidate }
+            if isExecutable(candidate) { return candidate }
         }
         return nil
+    }
+
+    /// A regular file this process may execute (a directory on PATH is not a program).
+    public static func isExecutable(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG && access(path, X_OK) == 0
     }
 
     /// A pidfd for `pid` (readable when it exits), or -1 where the kernel or glibc lacks them.
