@@ -91,13 +91,17 @@ extension TimeSpan: CustomStringConvertible {
             }
             let (m, o1) = whole.multipliedReportingOverflow(by: multiplier)
             var part = m
+            var overflow = o1
             var k = multiplier / 10
             for d in fraction where k > 0 {
-                part += d * k
+                // The fraction can carry a whole that is just in range over the top.
+                let (p, o) = part.addingReportingOverflow(d * k)
+                part = p
+                overflow = overflow || o
                 k /= 10
             }
             let (sum, o2) = total.addingReportingOverflow(part)
-            if o1 || o2 { throw fail("duration out of range", numberAt) }
+            if overflow || o2 { throw fail("duration out of range", numberAt) }
             total = sum
             any = true
             i = j

@@ -58,6 +58,17 @@ struct TimeSpanTests {
         }
     }
 
+    /// Regression (found by fuzz-time): a whole just in range plus its fraction overflowed Int64
+    /// and trapped, so one `after` over D-Bus or in a config could crash the daemon.
+    @Test("regression: a fraction carrying an in-range whole past Int64 is out of range, not a trap")
+    func fractionOverflow() {
+        #expect(throws: TimeSyntaxError(.invalidDuration, "duration out of range", column: 1)) {
+            try TimeSpan.parse("009223372036854.85709720236")
+        }
+        #expect(throws: TimeSyntaxError.self) { try TimeSpan.parse("9223372036854.775808s") }
+        #expect((try? TimeSpan.parse("9223372036854.775807s"))?.microseconds == Int64.max)
+    }
+
     @Test func columnsPointAtTheProblem() {
         #expect(throws: TimeSyntaxError(.invalidDuration, "unknown time unit 'x' (expected us, ms, s, min, h, d, w, M, y)", column: 2)) { try TimeSpan.parse("5x") }
         #expect(throws: TimeSyntaxError(.invalidDuration, "durations cannot be negative", column: 1)) { try TimeSpan.parse("-5s") }
