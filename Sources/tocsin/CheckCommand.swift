@@ -31,8 +31,7 @@ struct CheckCommand: ParsableCommand {
             let c = loaded.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
         case .failure(let error):
-            FileHandle.standardError.write(Data((error.rendered + "\n").utf8))
-            throw ExitCode(1)
+            throw CommandFailure(diagnostics: error.rendered)
         }
     }
 }

@@ -5,10 +5,25 @@ import TocsinGateway
 import TocsinConfig
 import TocsinTime
 
-/// A one-line error and a non-zero exit, as every client command reports failure.
-struct ClientFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ d: String) { description = d }
+/// The one way a command reports failure: thrown out of `run()`, printed on stderr by
+/// `Tocsin.main` and turned into exit status 1. Commands never print an error and exit themselves,
+/// so a script sees the same shape (`error: ...`, or compiler-style config diagnostics) and the
+/// same status from every command, and nothing is printed twice.
+struct CommandFailure: Error, CustomStringConvertible {
+    /// Exactly what goes to stderr, without the final newline.
+    let text: String
+
+    /// `error: MESSAGE`, the shape of every failure but config diagnostics.
+    init(_ message: String) { text = "error: \(message)" }
+
+    /// Config diagnostics, already `file:line:column: error: ...` per line.
+    init(diagnostics: String) { text = diagnostics }
+
+    /// The daemon's start-up failure: already logged at `critical`, which under systemd carries the
+    /// journal priority that a plain stderr line would not, so nothing more is printed.
+    static let loggedByDaemon = CommandFailure(diagnostics: "")
+
+    var description: String { text }
 }
 
 /// The CLI side of the gateway API: connect, call, and turn D-Bus errors into sentences.
@@ -24,7 +39,7 @@ struct Client {
             if bus.bus == "session" && ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
                 hint = " (DBUS_SESSION_BUS_ADDRESS is not set: run inside a desktop session or under dbus-run-session)"
             }
-            throw ClientFailure("cannot connect to \(bus.description): \(Self.text(error))\(hint)")
+            throw CommandFailure("cannot connect to \(bus.description): \(Self.text(error))\(hint)")
         }
     }
 
@@ -44,27 +59,17 @@ struct Client {
                                              interface: Gateway.interface, member: member, arguments: arguments,
                                              timeout: .seconds(25))
         } catch let e as DBusError where e.code == .serviceUnknown || e.code == .nameHasNoOwner {
-            throw ClientFailure("the Tocsin daemon is not running on \(bus.description); start it with 'tocsin daemon' or 'systemctl --user start tocsin'")
+            throw CommandFailure("the Tocsin daemon is not running on \(bus.description); start it with 'tocsin daemon' or 'systemctl --user start tocsin'")
         } catch let e as DBusError where unknownMethodIsNil && e.code == .unknownMethod {
             return nil
         } catch {
-            throw ClientFailure(Self.text(error))
+            throw CommandFailure(Self.text(error))
         }
     }
 
     static func text(_ error: any Error) -> String {
         if let e = error as? DBusError { return e.message.isEmpty ? e.name : e.message }
         return "\(error)"
-    }
-}
-
-/// Runs a client command body, printing failures as `error: ...` and exiting 1.
-func runClient(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let e as ClientFailure {
-        FileHandle.standardError.write(Data("error: \(e.description)\n".utf8))
-        throw ExitCode(1)
     }
 }
 

@@ -80,11 +80,9 @@ struct ScheduleCommand: AsyncParsableCommand {
         if let count { f.append(("count", .uint32(count))) }
         if !remindBefore.isEmpty { f.append(("remind_before", .array(.string, remindBefore.map { .string($0) }))) }
         if keepExisting { f.append(("replace", .boolean(false))) }
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply = try await client.call("Schedule", [.vardict(f)])
-            print((try? reply.first?.asString()) ?? "")
-        }
+        let client = try await Client.connect(bus)
+        let reply = try await client.call("Schedule", [.vardict(f)])
+        print((try? reply.first?.asString()) ?? "")
     }
 }
 
@@ -95,11 +93,9 @@ struct PostCommand: AsyncParsableCommand {
 
     func run() async throws {
         let f = try notification.fields()
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply = try await client.call("PostNow", [.vardict(f)])
-            print((try? reply.first?.asString()) ?? "")
-        }
+        let client = try await Client.connect(bus)
+        let reply = try await client.call("PostNow", [.vardict(f)])
+        print((try? reply.first?.asString()) ?? "")
     }
 }
 
@@ -110,26 +106,24 @@ struct ListCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let items = try await Self.walk(client)
-            if json {
-                print("[" + items.map(\.json).joined(separator: ",") + "]")
-                return
-            }
-            if items.isEmpty { print("no pending notifications"); return }
-            let display = TimeDisplay(utc: utc)
-            let rows = items.map { item in
-                let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
-                return TimeDisplay.Row(
-                    key: (try? d["key"]?.asString()) ?? "",
-                    next: (try? d["next_fire"]?.asInt64()).map { Instant(microseconds: $0) },
-                    last: (try? d["last_fire"]?.asInt64()).map { Instant(microseconds: $0) },
-                    state: (try? d["state"]?.asString()) ?? "", trigger: (try? d["trigger"]?.asString()) ?? "",
-                    title: (try? d["title"]?.asString()) ?? "")
-            }
-            for line in display.table(rows) { print(line) }
+        let client = try await Client.connect(bus)
+        let items = try await Self.walk(client)
+        if json {
+            print("[" + items.map(\.json).joined(separator: ",") + "]")
+            return
         }
+        if items.isEmpty { print("no pending notifications"); return }
+        let display = TimeDisplay(utc: utc)
+        let rows = items.map { item in
+            let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
+            return TimeDisplay.Row(
+                key: (try? d["key"]?.asString()) ?? "",
+                next: (try? d["next_fire"]?.asInt64()).map { Instant(microseconds: $0) },
+                last: (try? d["last_fire"]?.asInt64()).map { Instant(microseconds: $0) },
+                state: (try? d["state"]?.asString()) ?? "", trigger: (try? d["trigger"]?.asString()) ?? "",
+                title: (try? d["title"]?.asString()) ?? "")
+        }
+        for line in display.table(rows) { print(line) }
     }
 }
 
@@ -147,14 +141,14 @@ extension ListCommand {
                 return all
             }
             guard reply.count == 2, case .array(_, let page) = reply[0], case .string(let next) = reply[1] else {
-                throw ClientFailure("the daemon answered ListPage with '\(reply.map { "\($0.type)" }.joined())', expected 'aa{sv}s'")
+                throw CommandFailure("the daemon answered ListPage with '\(reply.map { "\($0.type)" }.joined())', expected 'aa{sv}s'")
             }
             for item in page {
                 let d = Dictionary(item.vardictEntries, uniquingKeysWith: { a, _ in a })
                 items.append(((try? d["next_fire"]?.asInt64()) ?? nil, ((try? d["key"]?.asString()) ?? nil) ?? "", item))
             }
             if !next.isEmpty && !cursor.isEmpty && !Array(cursor.utf8).lexicographicallyPrecedes(Array(next.utf8)) {
-                throw ClientFailure("the daemon's ListPage went backwards (after '\(cursor)' it continued at '\(next)')")
+                throw CommandFailure("the daemon's ListPage went backwards (after '\(cursor)' it continued at '\(next)')")
             }
             cursor = next
         } while !cursor.isEmpty
@@ -181,17 +175,15 @@ struct CancelCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            if all {
-                let reply = try await client.call("CancelAll")
-                let n = (try? reply.first?.asUInt32()) ?? 0
-                print("cancelled \(n) notification\(n == 1 ? "" : "s")")
-            } else if let key {
-                let reply = try await client.call("Cancel", [.string(key)])
-                let existed = (try? reply.first?.asBool()) ?? false
-                if !existed { throw ClientFailure("no pending notification with key '\(key)'") }
-            }
+        let client = try await Client.connect(bus)
+        if all {
+            let reply = try await client.call("CancelAll")
+            let n = (try? reply.first?.asUInt32()) ?? 0
+            print("cancelled \(n) notification\(n == 1 ? "" : "s")")
+        } else if let key {
+            let reply = try await client.call("Cancel", [.string(key)])
+            let existed = (try? reply.first?.asBool()) ?? false
+            if !existed { throw CommandFailure("no pending notification with key '\(key)'") }
         }
     }
 }
@@ -202,12 +194,10 @@ struct AckCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply = try await client.call("Acknowledge", [.string(key)])
-            let done = (try? reply.first?.asBool()) ?? false
-            if !done { print("'\(key)' was not ringing") }
-        }
+        let client = try await Client.connect(bus)
+        let reply = try await client.call("Acknowledge", [.string(key)])
+        let done = (try? reply.first?.asBool()) ?? false
+        if !done { print("'\(key)' was not ringing") }
     }
 }
 
@@ -218,11 +208,9 @@ struct SnoozeCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply = try await client.call("Snooze", [.string(key), .string(duration ?? "")])
-            if let until = try? reply.first?.asInt64() { print("snoozed until \(Show.time(until))") }
-        }
+        let client = try await Client.connect(bus)
+        let reply = try await client.call("Snooze", [.string(key), .string(duration ?? "")])
+        if let until = try? reply.first?.asInt64() { print("snoozed until \(Show.time(until))") }
     }
 }
 
@@ -231,10 +219,8 @@ struct ReloadCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            _ = try await client.call("Reload")
-        }
+        let client = try await Client.connect(bus)
+        _ = try await client.call("Reload")
     }
 }
 
@@ -244,25 +230,23 @@ struct WatchCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let sub: DBusSignalSubscription
-            do {
-                sub = try await client.connection.subscribe(MatchRule(interface: Gateway.interface, path: Gateway.objectPath))
-            } catch {
-                throw ClientFailure("cannot subscribe: \(Client.text(error))")
-            }
-            // Watching a bus without the daemon is legitimate (it may be started later), but a
-            // silent terminal reads as a hang: say so once, on stderr, and keep watching.
-            if let owned = try? await client.connection.call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: "NameHasOwner", arguments: [.string(Gateway.busName.rawValue)]).first?.asBool(), !owned {
-                FileHandle.standardError.write(Data("note: the Tocsin daemon is not running on \(bus.description) yet; start it with 'tocsin daemon' or 'systemctl --user start tocsin'. Waiting for its events.\n".utf8))
-            }
-            // One write per event, unbuffered: a pipe reader sees each line as it happens.
-            for await signal in sub {
-                FileHandle.standardOutput.write(Data(((json ? Self.json(signal) : Self.text(signal)) + "\n").utf8))
-            }
+        let client = try await Client.connect(bus)
+        let sub: DBusSignalSubscription
+        do {
+            sub = try await client.connection.subscribe(MatchRule(interface: Gateway.interface, path: Gateway.objectPath))
+        } catch {
+            throw CommandFailure("cannot subscribe: \(Client.text(error))")
+        }
+        // Watching a bus without the daemon is legitimate (it may be started later), but a
+        // silent terminal reads as a hang: say so once, on stderr, and keep watching.
+        if let owned = try? await client.connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "NameHasOwner", arguments: [.string(Gateway.busName.rawValue)]).first?.asBool(), !owned {
+            FileHandle.standardError.write(Data("note: the Tocsin daemon is not running on \(bus.description) yet; start it with 'tocsin daemon' or 'systemctl --user start tocsin'. Waiting for its events.\n".utf8))
+        }
+        // One write per event, unbuffered: a pipe reader sees each line as it happens.
+        for await signal in sub {
+            FileHandle.standardOutput.write(Data(((json ? Self.json(signal) : Self.text(signal)) + "\n").utf8))
         }
     }
 

@@ -59,7 +59,7 @@ struct DaemonCommand: AsyncParsableCommand {
         let daemon: TocsinDaemon
         do { daemon = try await TocsinDaemon.start(setup) } catch {
             logger.critical("\(error.message)")
-            throw ExitCode(1)
+            throw CommandFailure.loggedByDaemon
         }
         let controls = AsyncStream<TocsinDaemon.Control> { c in
             let forward = Task {
@@ -81,8 +81,7 @@ struct DaemonCommand: AsyncParsableCommand {
         switch loadConfigResult(env) {
         case .success(let l): return l
         case .failure(let e):
-            FileHandle.standardError.write(Data((e.rendered + "\n").utf8))
-            throw e
+            throw CommandFailure(diagnostics: e.rendered)
         }
     }
 

@@ -46,7 +46,7 @@ struct NextCommand: ParsableCommand {
         let base: Instant
         if let from {
             do { base = try Timestamp.parse(from, now: now) } catch {
-                fail("invalid --from '\(from)': \(error)")
+                throw CommandFailure("invalid --from '\(from)': \(error)")
             }
         } else {
             base = now
@@ -55,7 +55,7 @@ struct NextCommand: ParsableCommand {
         let displayZone: TimeZoneRules
         if let timezone {
             do { displayZone = try directory.rules(named: timezone) } catch {
-                fail("invalid --timezone '\(timezone)': \(error.message)")
+                throw CommandFailure("invalid --timezone '\(timezone)': \(error.message)")
             }
         } else {
             displayZone = directory.defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
@@ -69,7 +69,7 @@ struct NextCommand: ParsableCommand {
         if let every {
             let period: TimeSpan
             do { period = try TimeSpan.parsePositive(every) } catch {
-                fail("invalid --every '\(every)': \(error)")
+                throw CommandFailure("invalid --every '\(every)': \(error)")
             }
             original = every
             normalized = "every \(period)"
@@ -89,7 +89,7 @@ struct NextCommand: ParsableCommand {
             do throws(TimeSyntaxError) {
                 (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
             } catch {
-                fail("invalid calendar expression '\(text)': \(error)")
+                throw CommandFailure("invalid calendar expression '\(text)': \(error)")
             }
             original = text
             normalized = spec.normalized
@@ -121,11 +121,6 @@ struct NextCommand: ParsableCommand {
             if showUTC { print("       (in UTC): \(Self.human(t, in: .utc))") }
             print("       From now: \(Self.relative(t - base))")
         }
-    }
-
-    private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
-        Foundation.exit(1)
     }
 
     static func pad(_ v: Int, _ width: Int = 2) -> String {

@@ -14,13 +14,11 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply = try await client.call("Status")
-            guard let status = reply.first else { throw ClientFailure("the daemon sent an empty Status reply") }
-            if json { print(status.json); return }
-            for line in Self.lines(status, display: TimeDisplay(utc: utc)) { print(line) }
-        }
+        let client = try await Client.connect(bus)
+        let reply = try await client.call("Status")
+        guard let status = reply.first else { throw CommandFailure("the daemon sent an empty Status reply") }
+        if json { print(status.json); return }
+        for line in Self.lines(status, display: TimeDisplay(utc: utc)) { print(line) }
     }
 
     /// The text form: labels right-aligned as `systemctl status` does, one backend per line.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TocsinCore
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
@@ -28,7 +29,11 @@ struct Tocsin: ParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let failure as CommandFailure {
+            if !failure.text.isEmpty { FileHandle.standardError.write(Data((failure.text + "\n").utf8)) }
+            Foundation.exit(1)
         } catch {
+            // Usage errors (`ValidationError`, unknown options): the parser's own message and help.
             exit(withError: error)
         }
     }

@@ -58,4 +58,46 @@ struct CLITests {
         #expect(out.status == .exited(1))
         #expect(out.stderrText.contains("the Tocsin daemon is not running on \(bus.address); start it with 'tocsin daemon'"))
     }
+
+    /// One row per way a command used to fail on its own (a print and `exit`, `ExitCode` after a
+    /// print, a wrapper around client calls): each must now fail the one way, exit status 1 and its
+    /// message on stderr once, nothing on stdout.
+    struct FailureRow: CustomTestStringConvertible, Sendable {
+        let name: String
+        let arguments: [String]
+        let stderr: String
+        var testDescription: String { name }
+    }
+
+    static let failureRows: [FailureRow] = [
+        FailureRow(name: "next: bad expression", arguments: ["next", "bogus"],
+                   stderr: "error: invalid calendar expression 'bogus': column 1: expected a number\n"),
+        FailureRow(name: "next: bad --from", arguments: ["next", "--from", "soonish", "daily"],
+                   stderr: "error: invalid --from 'soonish': "),
+        FailureRow(name: "next: bad --timezone", arguments: ["next", "--timezone", "Mars/Olympus", "daily"],
+                   stderr: "error: invalid --timezone 'Mars/Olympus': "),
+        FailureRow(name: "next: bad --every", arguments: ["next", "--every", "0"],
+                   stderr: "error: invalid --every '0': "),
+        FailureRow(name: "check: bad config", arguments: ["check", "@BAD"],
+                   stderr: "@BAD:1:5: error: expected a value, found newline\nx = \n    ^\n"),
+        FailureRow(name: "daemon: bad config", arguments: ["daemon", "--config", "@BAD", "--state-dir", "@STATE"],
+                   stderr: "@BAD:1:5: error: expected a value, found newline\nx = \n    ^\n"),
+    ]
+
+    @Test("every command fails the same way: status 1, its message once on stderr", arguments: failureRows)
+    func oneWayToFail(_ row: FailureRow) async throws {
+        let dir = try TemporaryDirectory()
+        let bad = try dir.write("bad.toml", "x = \n")
+        let arguments = row.arguments.map { $0.replacingOccurrences(of: "@BAD", with: bad).replacingOccurrences(of: "@STATE", with: dir.path + "/state") }
+        let out = try await TestProcess.run(Products.executable("tocsin"), arguments)
+        let expected = row.stderr.replacingOccurrences(of: "@BAD", with: bad)
+        #expect(out.status == .exited(1), "\(row.name): \(out.stderrText)")
+        #expect(out.stdoutText == "", "\(row.name)")
+        if expected.hasSuffix("\n") {
+            #expect(out.stderrText == expected, "\(row.name)")
+        } else {
+            #expect(out.stderrText.hasPrefix(expected), "\(row.name): \(out.stderrText)")
+            #expect(out.stderrText.filter { $0 == "\n" }.count == 1, "\(row.name): \(out.stderrText)")
+        }
+    }
 }
