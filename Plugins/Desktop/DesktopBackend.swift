@@ -8,6 +8,8 @@ import TocsinTime
 /// the center (Dismiss acknowledges, Snooze snoozes, anything else is reported as `ActionInvoked`).
 public struct DesktopBackend: DeliveryBackend {
     public let name: String
+    /// Popups wait out quiet hours.
+    public var quietMode: QuietMode { .hold }
     public let options: DesktopOptions
     private let route: EventRoute
     private let runtime: LibNotifyRuntime

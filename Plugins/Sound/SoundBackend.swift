@@ -1,6 +1,7 @@
 import Glibc
 public import Logging
 import Synchronization
+public import TocsinConfig
 public import TocsinCore
 public import TocsinTime
 
@@ -105,6 +106,8 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     private let observer: (@Sendable (PlayerEvent) -> Void)?
     private let state = Mutex(State())
 
+    /// Sound waits out quiet hours; alarms still ring unless `[quiet] alarms = false`.
+    public var quietMode: QuietMode { .hold }
     public var ringPolicy: RingPolicy? { RingPolicy(every: settings.every, maxRings: settings.maxRings) }
 
     /// `environment` is exactly what the player gets. `observer` hears every start and end.

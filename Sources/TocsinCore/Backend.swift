@@ -89,6 +89,10 @@ public protocol DeliveryBackend: Sendable {
     /// up needs the reason ("no notification server") without reading retry warnings in the log.
     /// Must be cheap and must not deliver anything.
     func health() async -> BackendHealth
+    /// What this backend does with a firing during quiet hours unless `[quiet] backends` says
+    /// otherwise: things a person sees or hears (popups, sound) hold; machine-facing ones
+    /// (signals, log, programs) deliver, so subscribers still see `Fired`.
+    var quietMode: QuietMode { get }
 }
 
 /// A backend's answer to "could you deliver now?". Deliberately two states: anything finer
@@ -108,6 +112,7 @@ public enum BackendHealth: Hashable, Sendable, CustomStringConvertible {
 
 extension DeliveryBackend {
     public var ringPolicy: RingPolicy? { nil }
+    public var quietMode: QuietMode { .deliver }
     /// Backends that cannot know (a log line, a program run per firing) count as healthy.
     public func health() async -> BackendHealth { .ok }
     public func start(events: any BackendEventSink) async {}

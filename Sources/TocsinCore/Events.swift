@@ -12,6 +12,8 @@ public enum CenterEvent: Hashable, Sendable {
     case unanswered(key: String, rings: UInt32)
     /// A backend gave up on a firing after its retries.
     case deliveryFailed(key: String, backend: String, message: String)
+    /// Quiet hours began or ended (by schedule, switch or expiry).
+    case quietChanged(QuietStatus)
 }
 
 extension CenterEvent {
@@ -22,6 +24,7 @@ extension CenterEvent {
         case .actionInvoked(let k, _, _), .acknowledged(let k), .snoozed(let k, _), .cancelled(let k),
              .missed(let k, _, _), .unanswered(let k, _), .deliveryFailed(let k, _, _):
             return k
+        case .quietChanged: return ""
         }
     }
 }

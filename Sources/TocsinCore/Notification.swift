@@ -71,6 +71,8 @@ public enum FiringReason: String, Hashable, Sendable {
     case recovered
     /// An alarm ringing again because nobody reacted yet.
     case ring
+    /// Held by a backend during quiet hours and delivered when they ended.
+    case quietEnded = "quiet-ended"
 }
 
 /// One delivery of a notification, as backends receive it.

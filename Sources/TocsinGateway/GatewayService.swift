@@ -47,12 +47,14 @@ public final class GatewayService: Sendable {
         DBusSignalDeclaration("Cancelled", signature: "s", argumentNames: ["key"]),
         DBusSignalDeclaration("Missed", signature: "sx", argumentNames: ["key", "due"]),
         DBusSignalDeclaration("Unanswered", signature: "su", argumentNames: ["key", "rings"]),
+        DBusSignalDeclaration("QuietChanged", signature: "ba{sv}", argumentNames: ["active", "quiet"]),
     ]
 
     public static let properties: [DBusPropertyDeclaration] = [
         DBusPropertyDeclaration("Version", type: .string),
         DBusPropertyDeclaration("Backends", type: .array(.string)),
         DBusPropertyDeclaration("Pending", type: .uint32),
+        DBusPropertyDeclaration("Quiet", type: .dictionary(key: .string, value: .variant)),
     ]
 
     /// The interface table: routing, signature checks and the introspection XML come from it.
@@ -115,7 +117,7 @@ public final class GatewayService: Sendable {
                 }
                 return []
             },
-        ], signals: Self.signals, properties: Self.properties)
+        ] + Self.quietMethodTable(center), signals: Self.signals, properties: Self.properties)
     }
 
     /// The XML served by `Introspect` for the gateway object, committed as
@@ -205,6 +207,7 @@ public final class GatewayService: Sendable {
             case .cancelled(let key): emit("Cancelled", [.string(key)])
             case .missed(let key, let due, _): emit("Missed", [.string(key), .int64(due.microseconds)])
             case .unanswered(let key, let rings): emit("Unanswered", [.string(key), .uint32(rings)])
+            case .quietChanged(let status): emit("QuietChanged", Self.quietChangedArguments(status))
             }
         }
     }
@@ -313,6 +316,7 @@ private struct Properties: DBusPropertyProvider {
         case "Version": return .string(Gateway.version)
         case "Backends": return .array(.string, await center.backendNames.map { .string($0) })
         case "Pending": return .uint32(UInt32(clamping: await center.activeCount))
+        case "Quiet": return GatewayService.encodeQuiet(await center.quietStatus())
         default: throw DBusError(.unknownProperty, "no property \(name) on \(interface)")
         }
     }

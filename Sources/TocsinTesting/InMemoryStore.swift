@@ -16,6 +16,10 @@ public final class InMemoryStore: NotificationStore {
         /// Commits (1-based, counted over the store's life) that will fail.
         public var failing: Set<Int> = []
         public var held = false
+        /// The quiet-hours state as committed.
+        public var quiet = QuietSnapshot()
+        /// Quiet commits fail while true (a full disk).
+        public var failQuiet = false
     }
 
     public let state = WaitableState(State())
@@ -73,6 +77,22 @@ public final class InMemoryStore: NotificationStore {
         state.update { s in for op in ops { Self.apply(op, to: &s) } }
         return try await notifications(reading)
     }
+
+    public func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError) {
+        if state.value.failQuiet { throw StoreError(.full, "injected failure of a quiet commit") }
+        state.update { s in
+            for op in ops {
+                switch op {
+                case .override(let o): s.quiet.override = o
+                case .active(let a): s.quiet.active = a
+                case .hold(let h): s.quiet.held.removeAll { $0.id == h.id }; s.quiet.held.append(h)
+                case .release(let ids): s.quiet.held.removeAll { ids.contains($0.id) }
+                }
+            }
+        }
+    }
+
+    public func loadQuiet() async throws(StoreError) -> QuietSnapshot { state.value.quiet }
 
     public func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification] {
         let rows = state.value.rows

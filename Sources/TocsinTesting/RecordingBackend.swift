@@ -1,4 +1,5 @@
 import Synchronization
+public import TocsinConfig
 public import TocsinCore
 import TocsinTime
 
@@ -31,11 +32,14 @@ public final class RecordingBackend: DeliveryBackend, Sendable {
 
     public let name: String
     public let ringPolicy: RingPolicy?
+    /// As a popup backend (`.hold`) or a signal/log one (`.deliver`) during quiet hours.
+    public let quietMode: QuietMode
     private let state: Mutex<State>
 
-    public init(name: String, ringPolicy: RingPolicy? = nil, behaviour: Behaviour = .succeed) {
+    public init(name: String, ringPolicy: RingPolicy? = nil, behaviour: Behaviour = .succeed, quietMode: QuietMode = .deliver) {
         self.name = name
         self.ringPolicy = ringPolicy
+        self.quietMode = quietMode
         self.state = Mutex(State(behaviour: behaviour))
     }
 

@@ -63,9 +63,11 @@ public struct TocsinConfiguration: Sendable {
     public var daemon = DaemonSettings()
     public var backends: [BackendDeclaration] = []
     public var notifications: [NotificationSpec] = []
+    /// `[quiet]`: do-not-disturb hours (see `QuietSettings.swift`).
+    public var quiet = QuietSettings()
     public init() {}
 
-    public static let topLevelKeys = ["daemon", "backend", "notification"]
+    public static let topLevelKeys = ["daemon", "backend", "notification", "quiet"]
 
     /// Decodes the document, collecting every issue of every table.
     public static func decode(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> Result<TocsinConfiguration, DiagnosticError> {
@@ -159,6 +161,13 @@ public struct TocsinConfiguration: Sendable {
                 top.report("notification", "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)")
             }
         }
+        if let node = top.node("quiet") {
+            if case .table(let t) = node.value {
+                config.quiet = QuietSettings.decode(t, issues: &issues)
+            } else {
+                top.report("quiet", "'quiet' must be a table ([quiet]), found \(node.value.typeName)")
+            }
+        }
         top.finish(known: topLevelKeys)
         issues += top.issues
 
@@ -176,6 +185,12 @@ public struct TocsinConfiguration: Sendable {
                     issues.append(FieldIssue(field: "backends", location: b.location, message: message))
                 }
             }
+        }
+
+        for (name, location) in config.quiet.backendLocations where !names.contains(name) {
+            var message = "unknown backend '\(name)' in [quiet] backends"
+            if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
+            issues.append(FieldIssue(field: "backends", location: location, message: message))
         }
 
         let diags = issues.sorted { $0.location < $1.location }.map {

@@ -9,6 +9,7 @@ import TocsinTime
 /// so a hanging backend delays only its own queue.
 extension TocsinCenter {
     func dispatch(_ firings: [Firing]) {
+        let firings = routeQuiet(firings)
         var batches: [String: [Firing]] = [:]
         var order: [String] = []
         for f in firings {
@@ -44,7 +45,7 @@ extension TocsinCenter {
         }
     }
 
-    private func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend) {
+    func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend) {
         let policy = options.delivery
         let clock = self.clock
         let logger = self.logger
@@ -73,7 +74,7 @@ extension TocsinCenter {
 
     /// `cancelPrevious` abandons what is queued before (a delivery still retrying is pointless
     /// once the key is acknowledged or cancelled), so the withdraw runs at once.
-    private func enqueue(key: String, backend: String, cancelPrevious: Bool, _ work: @escaping @Sendable () async -> Void) {
+    func enqueue(key: String, backend: String, cancelPrevious: Bool, _ work: @escaping @Sendable () async -> Void) {
         let queueKey = Self.queueKey(key, backend)
         let previous = queues[queueKey]?.task
         if cancelPrevious { previous?.cancel() }

@@ -49,6 +49,13 @@ public actor TocsinCenter {
     /// Per (key, backend) delivery queues: see `CenterDelivery.swift`.
     var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]
     var queueCounter = 0
+    /// Quiet hours: see `CenterQuiet.swift`.
+    var quiet = QuietMachine()
+    var quietSettings = QuietSettings()
+    /// When quiet may next change by itself, kept so `rearm` does no calendar search.
+    var quietNext: Instant?
+    /// Quiet writes in call order: a hold is never overtaken by the release that deletes it.
+    var quietWrites: Task<Void, Never>?
 
     /// Opens the SQLite state in `stateDirectory`; throws when it cannot be opened or is damaged.
     public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
@@ -97,6 +104,7 @@ public actor TocsinCenter {
         }
         machine.endRestore()
         if let line = progress.finished() { logger.info("\(line)") }
+        await restoreQuiet()
         started = true
         loaded = true
         if !queued.isEmpty { startDraining() }
@@ -117,6 +125,7 @@ public actor TocsinCenter {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
+        refreshQuietModes()
         machine.setBackends(list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
         let sink = CenterSink(center: self)
         for b in list { await b.start(events: sink) }
@@ -258,6 +267,7 @@ public actor TocsinCenter {
     /// Fires everything due now. Called by the loop on each wake-up; tests call it after moving a
     /// virtual clock. Returns once the firings are claimed and handed to their backends.
     public func tick(_ reason: WakeReason = .due) async {
+        evaluateQuiet()
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             queued.append(.tick(reason, c))
             startDraining()
@@ -333,7 +343,10 @@ public actor TocsinCenter {
     /// The soonest deadline and its key (`tocsin status`).
     public func nextDue() -> (key: String, instant: Instant)? { machine.nextDue() }
 
-    func rearm() { timer?.arm(at: machine.nextDeadline()) }
+    func rearm() {
+        let deadlines = [machine.nextDeadline(), quietNext].compactMap { $0 }
+        timer?.arm(at: deadlines.min())
+    }
 
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {

@@ -75,6 +75,11 @@ public protocol NotificationStore: Sendable {
     func keys(after key: String, limit: Int) async throws(StoreError) -> [String]
     /// The user_info of a notification, pending or recently finished.
     func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
+    /// Applies quiet-hours changes (`QuietStore.swift`) in one transaction, in call order with
+    /// the other writes.
+    func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError)
+    /// The quiet-hours state: the manual switch, whether it was quiet, the held firings.
+    func loadQuiet() async throws(StoreError) -> QuietSnapshot
     func close() async
 }
 

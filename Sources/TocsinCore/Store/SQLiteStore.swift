@@ -12,7 +12,7 @@ import Glibc
 /// while this thread commits (group commit). Jobs run strictly in order, so a read issued after a
 /// commit sees it. The thread sleeps in poll(2) on an eventfd with no timeout: idle, it never wakes.
 public final class SQLiteStore: NotificationStore {
-    private let worker: StoreThread
+    let worker: StoreThread
     public let path: String
 
     /// Opens (creating if needed) `directory/state.sqlite3`; see `StateStore` for the checks.

@@ -11,7 +11,8 @@ import Glibc
 /// WAL mode with `synchronous=FULL`: a commit that returned survives `kill -9` and power loss,
 /// so a D-Bus reply sent after it means durable. Confined to one thread (`SQLiteStore`'s).
 final class StateStore {
-    private let db: SQLiteDatabase
+    /// Internal so the quiet-hours tables (`QuietStore.swift`) share the connection and its transactions.
+    let db: SQLiteDatabase
     let path: String
     private var upsertStmt: SQLiteStatement
     private var progressStmt: SQLiteStatement
@@ -133,6 +134,14 @@ final class StateStore {
               pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS recent(key TEXT PRIMARY KEY, user_info TEXT NOT NULL, seq INTEGER);
+            CREATE TABLE IF NOT EXISTS quiet_state(name TEXT PRIMARY KEY, value INTEGER);
+            CREATE TABLE IF NOT EXISTS quiet_held(
+              id INTEGER PRIMARY KEY, backend TEXT NOT NULL, key TEXT NOT NULL,
+              title TEXT NOT NULL, body TEXT NOT NULL, urgency TEXT NOT NULL, icon TEXT, category TEXT, sound TEXT,
+              actions TEXT NOT NULL, user_info TEXT NOT NULL,
+              due INTEGER NOT NULL, fired INTEGER NOT NULL, occurrence INTEGER NOT NULL, occurrence_instant INTEGER NOT NULL,
+              occurrence_offset INTEGER, reason TEXT NOT NULL, alarm INTEGER NOT NULL
+            );
             INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', '\(schemaVersion)');
             """)
         let q = try db.prepare("SELECT value FROM meta WHERE name='schema_version'")

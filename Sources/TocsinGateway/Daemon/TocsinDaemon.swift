@@ -53,6 +53,11 @@ public final class TocsinDaemon: Sendable {
             timer.close()
             throw DaemonError(.storage, error.message)
         }
+        do { try await center.setQuiet(c.quiet) } catch {
+            timer.close()
+            await center.shutdown()
+            throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
+        }
         let reloader = Mutex<TocsinDaemon?>(nil)
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
@@ -134,6 +139,7 @@ public final class TocsinDaemon: Sendable {
             let loaded = try setup.reloadConfig().get()
             let backends = try Self.makeBackends(loaded, registry: registry, setup: setup)
             let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
+            try await center.setQuiet(loaded.configuration.quiet)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
                                                "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
             return nil
