@@ -107,7 +107,7 @@ extension TocsinCenter {
         var actions: [QuietAction] = []
         quiet.evaluate(now: now, into: &actions)
         quietNext = quiet.nextChange(after: now)
-        guard !actions.isEmpty else { return }
+        guard !actions.isEmpty else { rearm(); return }
         let ops = Self.storeOps(actions)
         let decided = actions
         quietCommitThen(ops) { center, error in

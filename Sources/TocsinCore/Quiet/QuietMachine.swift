@@ -79,6 +79,9 @@ public struct QuietRouting: Hashable, Sendable {
     public var deliver: [String] = []
     public var hold: [String] = []
     public var drop: [String] = []
+    public init(deliver: [String] = [], hold: [String] = [], drop: [String] = []) {
+        self.deliver = deliver; self.hold = hold; self.drop = drop
+    }
 }
 
 /// Quiet hours as a pure state machine beside `NotificationMachine`: it reads no clock and does
@@ -285,12 +288,11 @@ public enum QuietRequest {
             }
         }
         guard !untilText.isEmpty else { return nil }
+        // A time of day or calendar expression first ("07:00" is the next 07:00, not today's);
+        // what never elapses again falls through to the timestamp forms and their messages.
         if let spec = try? CalendarSpec.parse(untilText), let zoneRules = try? spec.resolvingZone(local: zone, rules: { n throws(TimeSyntaxError) in
             try ZoneInfoDirectory().rules(named: n)
-        }) {
-            guard let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) else {
-                throw CenterError(.invalidArguments, "invalid 'until': '\(untilText)' never comes again", field: "until")
-            }
+        }), let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) {
             return t
         }
         let t: Instant

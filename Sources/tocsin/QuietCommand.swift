@@ -1,0 +1,66 @@
+import ArgumentParser
+import DBus
+import Foundation
+import TocsinGateway
+import TocsinTime
+
+/// `tocsin quiet [on|off]`: do-not-disturb from the command line, through the same D-Bus
+/// methods any client uses (`QuietOn`, `QuietOff`, `QuietStatus`).
+struct QuietCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "quiet", abstract: "Show quiet hours, or switch them on or off.",
+        discussion: """
+        Without an argument, shows whether it is quiet, why, until when, and how many firings are held.
+          tocsin quiet on                 quiet until 'tocsin quiet off'
+          tocsin quiet on --for 1h        quiet for an hour, then back to the [quiet] schedule
+          tocsin quiet on --until 07:00   quiet until the next 07:00 (a calendar expression or a timestamp)
+          tocsin quiet off                off now (and for the rest of a scheduled window); held firings are delivered
+        """)
+
+    @Argument(help: "on or off; omit to show the state.") var action: String?
+    @Option(name: .customLong("for"), help: "With on: how long (e.g. 1h, 90min).") var forDuration: String?
+    @Option(help: "With on: until this time (07:00, 'Mon 07:00', RFC 3339, @unix).") var until: String?
+    @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
+    @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
+    @OptionGroup var bus: BusOptions
+
+    func validate() throws {
+        if let action, action != "on" && action != "off" {
+            throw ValidationError("expected 'on' or 'off', got '\(action)'")
+        }
+        if action != "on" && (forDuration != nil || until != nil) {
+            throw ValidationError("--for and --until go with 'tocsin quiet on'")
+        }
+        if forDuration != nil && until != nil { throw ValidationError("give --for or --until, not both") }
+    }
+
+    func run() async throws {
+        try await runClient {
+            let client = try await Client.connect(bus)
+            let reply: [DBusValue]
+            switch action {
+            case "on": reply = try await client.call("QuietOn", [.string(forDuration ?? ""), .string(until ?? "")])
+            case "off": reply = try await client.call("QuietOff")
+            default: reply = try await client.call("QuietStatus")
+            }
+            guard let status = reply.first else { throw ClientFailure("the daemon sent an empty reply") }
+            if json { print(status.json); return }
+            print(Self.line(status, display: TimeDisplay(utc: utc)))
+        }
+    }
+
+    /// `quiet: on (manual) until Tue 2026-11-24 07:00:00 CET (in 9h left); 3 held`.
+    static func line(_ status: DBusValue, display: TimeDisplay) -> String {
+        let d = Dictionary(status.vardictEntries, uniquingKeysWith: { a, _ in a })
+        let active = (try? d["active"]?.asBool()) ?? false
+        let source = (try? d["source"]?.asString()) ?? "none"
+        let held = (try? d["held"]?.asUInt32()) ?? 0
+        var out = "quiet: \(active ? "on" : "off")"
+        if source != "none" { out += " (\(source))" }
+        if let u = try? d["until"]?.asInt64() {
+            out += (active ? " until " : " next at ") + display.moment(Instant(microseconds: u))
+        }
+        out += "; \(held) held"
+        return out
+    }
+}
