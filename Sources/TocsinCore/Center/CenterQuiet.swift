@@ -188,6 +188,7 @@ extension TocsinCenter {
                         }
                         return
                     }
+                    center.logger.info("quiet hours: firing held", metadata: ["key": "\(held.key)", "backend": "\(name)"])
                     center.finishedDelivery(held, backend: name, error: nil)
                 }
             }
