@@ -65,6 +65,11 @@ struct ReadmeReferenceTests {
         }
     }
 
+    @Test("[quiet] keys match the schema")
+    func quietKeys() {
+        #expect(Self.keys(under: "### `[quiet]`") == QuietSettings.keys.map(\.name))
+    }
+
     @Test("[daemon] keys match the schema")
     func daemonKeys() {
         #expect(Self.keys(under: "### `[daemon]`") == DaemonSettings.keys.map(\.name))
