@@ -78,4 +78,18 @@ struct QuietHoursTests {
         _ = try await monitor.kill()
         await bus.stop()
     }
+
+    @Test("tocsin check names a [[quiet.window]] zone that does not exist at file:line:column; exit 1")
+    func checkUnknownZone() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("quiet.toml", """
+            [[quiet.window]]
+            on_calendar = "Mon..Fri 22:00"
+            duration = "9h"
+            timezone = "Mars/Olympus_Mons"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        #expect(out.stderrText.hasPrefix("\(path):4:12: error: unknown time zone 'Mars/Olympus_Mons' in [[quiet.window]] #1"), "\(out.stderrText)")
+    }
 }

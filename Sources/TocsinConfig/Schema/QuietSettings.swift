@@ -19,8 +19,14 @@ public struct QuietWindowSpec: Hashable, Sendable {
     public var duration: TimeSpan
     /// IANA zone; nil: `[daemon] timezone`, else `$TZ`, else the system zone.
     public var timezone: String?
-    public init(onCalendar: CalendarSpec, duration: TimeSpan, timezone: String? = nil) {
+    /// Where `on_calendar` and `timezone` are written, for the zone checks made after loading.
+    public var calendarLocation: SourceLocation
+    public var timezoneLocation: SourceLocation
+    public init(onCalendar: CalendarSpec, duration: TimeSpan, timezone: String? = nil,
+                calendarLocation: SourceLocation = SourceLocation(line: 1, column: 1),
+                timezoneLocation: SourceLocation = SourceLocation(line: 1, column: 1)) {
         self.onCalendar = onCalendar; self.duration = duration; self.timezone = timezone
+        self.calendarLocation = calendarLocation; self.timezoneLocation = timezoneLocation
     }
 }
 
@@ -90,7 +96,9 @@ public struct QuietSettings: Hashable, Sendable {
                     w.finish(known: windowKeys)
                     issues += w.issues
                     if let cal, let duration, w.issues.isEmpty {
-                        out.windows.append(QuietWindowSpec(onCalendar: cal, duration: duration, timezone: tz))
+                        out.windows.append(QuietWindowSpec(onCalendar: cal, duration: duration, timezone: tz,
+                                                           calendarLocation: w.valueLocation(of: "on_calendar"),
+                                                           timezoneLocation: w.valueLocation(of: "timezone")))
                     }
                 }
             } else {

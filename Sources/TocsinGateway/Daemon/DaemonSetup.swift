@@ -122,6 +122,19 @@ public enum ConfigValidation: Sendable {
                 }
             }
         }
+        for (i, w) in loaded.configuration.quiet.windows.enumerated() {
+            if let tz = w.timezone, unknown(tz) {
+                diags.append(Diagnostic(file: loaded.file, location: w.timezoneLocation,
+                                        message: "unknown time zone '\(tz)' in [[quiet.window]] #\(i + 1)"))
+                continue
+            }
+            let local = (w.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
+                ?? zones.defaultZone(tz: environment["TZ"])
+            do { _ = try w.onCalendar.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+                diags.append(Diagnostic(file: loaded.file, location: w.calendarLocation,
+                                        message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
+            }
+        }
         if diags.isEmpty { return .success(loaded) }
         return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: diags.sorted { $0.location < $1.location },
                                         source: loaded.source))
