@@ -166,7 +166,7 @@ extension TocsinCenter {
         var out: [Firing] = []
         out.reserveCapacity(firings.count)
         for var f in firings {
-            let r = quiet.route(f, now: now)
+            let r = quiet.route(f, quiet: true)
             for name in r.drop {
                 inFlight += 1
                 logger.info("quiet hours: firing dropped", metadata: ["key": "\(f.key)", "backend": "\(name)"])

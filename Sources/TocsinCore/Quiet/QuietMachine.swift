@@ -161,9 +161,12 @@ public struct QuietMachine: Sendable {
     }
 
     /// Which backends of `firing` deliver, hold or drop it at `now`.
-    public func route(_ firing: Firing, now: Instant) -> QuietRouting {
+    public func route(_ firing: Firing, now: Instant) -> QuietRouting { route(firing, quiet: isQuiet(at: now)) }
+
+    /// The same with "is it quiet" worked out once for a whole batch.
+    public func route(_ firing: Firing, quiet: Bool) -> QuietRouting {
         var r = QuietRouting()
-        let passes = !isQuiet(at: now)
+        let passes = !quiet
             || (criticalPasses && firing.notification.urgency == .critical)
             || (alarmsPass && firing.isAlarm)
         for b in firing.backends {
