@@ -35,18 +35,16 @@ struct QuietCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await runClient {
-            let client = try await Client.connect(bus)
-            let reply: [DBusValue]
-            switch action {
-            case "on": reply = try await client.call("QuietOn", [.string(forDuration ?? ""), .string(until ?? "")])
-            case "off": reply = try await client.call("QuietOff")
-            default: reply = try await client.call("QuietStatus")
-            }
-            guard let status = reply.first else { throw ClientFailure("the daemon sent an empty reply") }
-            if json { print(status.json); return }
-            print(Self.line(status, display: TimeDisplay(utc: utc)))
+        let client = try await Client.connect(bus)
+        let reply: [DBusValue]
+        switch action {
+        case "on": reply = try await client.call("QuietOn", [.string(forDuration ?? ""), .string(until ?? "")])
+        case "off": reply = try await client.call("QuietOff")
+        default: reply = try await client.call("QuietStatus")
         }
+        guard let status = reply.first else { throw CommandFailure("the daemon sent an empty reply") }
+        if json { print(status.json); return }
+        print(Self.line(status, display: TimeDisplay(utc: utc)))
     }
 
     /// `quiet: on (manual) until Tue 2026-11-24 07:00:00 CET (in 9h left); 3 held`.

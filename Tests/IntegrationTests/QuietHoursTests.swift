@@ -60,6 +60,10 @@ struct QuietHoursTests {
         #expect(shown.stdoutText.contains("\"held\":1"), "\(shown.stdoutText)")
         #expect(second.firings(key: "tea").isEmpty, "the restart delivered the held firing")
 
+        let badCLI = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "on", "--for", "1 parsec", "--bus", bus.address])
+        #expect(badCLI.status == .exited(1))
+        #expect(badCLI.stderrText.hasPrefix("error: field 'for': invalid 'for': unknown time unit 'parsec'"), "\(badCLI.stderrText)")
+
         let off = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "off", "--bus", bus.address])
         #expect(off.status == .exited(0), "\(off.stderrText)")
         #expect(off.stdoutText.hasPrefix("quiet: off; 0 held"), "\(off.stdoutText)")
