@@ -26,7 +26,7 @@ struct QuietHoursTests {
         let first = try d.start(["--bus", bus.address])
         try await first.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
         let monitor = try TestProcess("gdbus", ["monitor", "--address", bus.address, "-d", GatewayFixture.dest])
-        try await monitor.waitForOutput(containing: "name", timeout: .seconds(10))
+        try await monitor.waitForOutput(containing: "name", timeout: TimingBudget.scaled(.seconds(10)))
 
         func call(_ method: String, _ args: String...) async throws -> TestProcess.Output {
             try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
@@ -36,7 +36,7 @@ struct QuietHoursTests {
         let on = try await call("QuietOn", "", "")
         #expect(on.status == .exited(0), "\(on.stderrText)")
         #expect(on.stdoutText.contains("'active': <true>"), "\(on.stdoutText)")
-        try await monitor.waitForOutput(containing: "QuietChanged (true,", timeout: .seconds(10))
+        try await monitor.waitForOutput(containing: "QuietChanged (true,", timeout: TimingBudget.scaled(.seconds(10)))
         let property = try await TestProcess.run("busctl", ["--address=\(bus.address)", "get-property", GatewayFixture.dest,
                                                             GatewayFixture.path, GatewayFixture.iface, "Quiet"])
         #expect(property.stdoutText.contains("\"active\" b true"), "\(property.stdoutText)")
@@ -47,12 +47,12 @@ struct QuietHoursTests {
 
         let scheduled = try await call("Schedule", "{'key': <'tea'>, 'title': <'Tea while quiet'>, 'after': <'1s'>}")
         #expect(scheduled.status == .exited(0), "\(scheduled.stderrText)")
-        try await monitor.waitForOutput(containing: "Fired ('tea'", timeout: .seconds(20))
-        try await first.waitForStderr(containing: "firing held", timeout: .seconds(10))
+        try await monitor.waitForOutput(containing: "Fired ('tea'", timeout: TimingBudget.scaled(.seconds(20)))
+        try await first.waitForStderr(containing: "firing held", timeout: TimingBudget.scaled(.seconds(10)))
         #expect(first.firings(key: "tea").isEmpty, "the log delivered during quiet hours: \(first.stdout)")
 
         first.signal(SIGTERM)
-        #expect(try await first.waitForExit(timeout: .seconds(10)) == .exited(0))
+        #expect(try await first.waitForExit(timeout: TimingBudget.scaled(.seconds(10))) == .exited(0))
         let second = try d.start(["--bus", bus.address])
         try await second.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
         let shown = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "--json", "--bus", bus.address])
@@ -67,17 +67,17 @@ struct QuietHoursTests {
         let off = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "off", "--bus", bus.address])
         #expect(off.status == .exited(0), "\(off.stderrText)")
         #expect(off.stdoutText.hasPrefix("quiet: off; 0 held"), "\(off.stdoutText)")
-        try await second.waitForOutput(containing: "\"key\":\"tea\"", timeout: .seconds(10))
-        try await monitor.waitForOutput(containing: "QuietChanged (false,", timeout: .seconds(10))
+        try await second.waitForOutput(containing: "\"key\":\"tea\"", timeout: TimingBudget.scaled(.seconds(10)))
+        try await monitor.waitForOutput(containing: "QuietChanged (false,", timeout: TimingBudget.scaled(.seconds(10)))
         second.signal(SIGTERM)
-        #expect(try await second.waitForExit(timeout: .seconds(10)) == .exited(0))
+        #expect(try await second.waitForExit(timeout: TimingBudget.scaled(.seconds(10))) == .exited(0))
         #expect(second.firings(key: "tea").count == 1)
         #expect(second.firings(key: "tea").first?["reason"] as? String == "quiet-ended")
 
         let third = try d.start(["--bus", bus.address])
         try await third.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
         third.signal(SIGTERM)
-        #expect(try await third.waitForExit(timeout: .seconds(10)) == .exited(0))
+        #expect(try await third.waitForExit(timeout: TimingBudget.scaled(.seconds(10))) == .exited(0))
         #expect(third.firings(key: "tea").isEmpty, "a released firing was delivered again: \(third.stdout)")
         _ = try await monitor.kill()
         await bus.stop()

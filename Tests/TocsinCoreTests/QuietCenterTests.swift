@@ -172,6 +172,24 @@ struct QuietCenterTests {
         #expect(popup.deliveries.isEmpty, "a dropped firing came back")
     }
 
+    @Test("a reload that adds a window covering now begins quiet; one that removes it releases what was held")
+    func reloadWindows() async throws {
+        let (h, popup, _) = try await harness()
+        let events = await h.center.events()
+        var q = QuietSettings()
+        q.windows = [QuietWindowSpec(onCalendar: try CalendarSpec.parse("Mon 08:00"), duration: .hours(2))]
+        try await h.center.setQuiet(q)
+        #expect(await h.center.quietStatus() == QuietStatus(active: true, source: "schedule", until: t0 + .hours(1), held: 0))
+        for await e in events { if case .quietChanged(let s) = e { #expect(s.active); break } }
+        try await h.center.schedule(spec("r", at(10)))
+        await h.advance(10)
+        await h.center.waitForDeliveries()
+        #expect(popup.deliveries.isEmpty)
+        try await h.center.setQuiet(QuietSettings())
+        #expect(await popup.wait { d, _ in d.map(\.key) == ["r"] })
+        #expect(await h.center.quietStatus() == QuietStatus(active: false, source: "none", until: nil, held: 0))
+    }
+
     @Test("a switch that cannot be saved fails with storage and changes nothing")
     func storageFailure() async throws {
         let store = InMemoryStore()
