@@ -44,4 +44,21 @@ struct DSTPolicyDurabilityTests {
         try await h.restart(backends: [RecordingBackend(name: "spy")])
         #expect(await h.center.lookup("gap")?.nextFire == Self.nextDay)
     }
+
+    @Test("a reload that only changes the DST policy replaces the notification; one that keeps it leaves it alone")
+    func reloadSeesAPolicyChange() async throws {
+        let h = try await Harness(now: Self.beforeGap)
+        var r = try await h.center.applyConfig([try Self.gapSpec(.skip)])
+        #expect(r.added == ["gap"])
+        #expect(await h.center.lookup("gap")?.nextFire == Self.nextDay)
+        r = try await h.center.applyConfig([try Self.gapSpec(.shift)])
+        #expect(r.changed == ["gap"])
+        #expect(await h.center.lookup("gap")?.nextFire == Self.endOfGap)
+        r = try await h.center.applyConfig([try Self.gapSpec(.shift)])
+        #expect(r.unchanged == ["gap"])
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        r = try await h.center.applyConfig([try Self.gapSpec(.shift)])
+        #expect(r.unchanged == ["gap"], "the stored row lost its policy: the reload after a restart saw a change")
+        #expect(await h.center.lookup("gap")?.nextFire == Self.endOfGap)
+    }
 }
