@@ -13,6 +13,7 @@ struct Tocsin: ParsableCommand {
         subcommands: [
             DaemonCommand.self, ScheduleCommand.self, PostCommand.self, ListCommand.self, CancelCommand.self,
             AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self, StatusCommand.self,
+            HistoryCommand.self,
         ]
     )
 
