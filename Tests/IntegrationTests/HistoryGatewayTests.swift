@@ -75,3 +75,37 @@ struct HistoryGatewayTests {
         }
     }
 }
+
+@Suite("History: kill -9")
+struct HistoryCrashTests {
+    @Test("events recorded before kill -9 are in History after the restart")
+    func survivesKillNine() async throws {
+        let bus = try await PrivateBus.start()
+        defer { Task { await bus.stop() } }
+        let d = try DaemonUnderTest(config: "[backend.log]\ntype = \"log\"\n", environment: bus.environment)
+        func call(_ method: String, _ args: String...) async throws -> TestProcess.Output {
+            try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
+                                                "-m", "\(GatewayFixture.iface).\(method)"] + args)
+        }
+        let first = try d.start(["--bus", bus.address])
+        try await first.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+        #expect(try await call("PostNow", "{'key': <'now'>, 'title': <'Posted'>}").status == .exited(0))
+        #expect(try await call("Schedule", "{'key': <'tea'>, 'title': <'Tea'>, 'after': <'1h'>}").status == .exited(0))
+        #expect(try await call("Cancel", "tea").status == .exited(0))
+        // Each reply means durable, the entry included: crash at once.
+        try await first.kill()
+
+        let second = try d.start(["--bus", bus.address])
+        try await second.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+        let history = try await call("History", "{}")
+        #expect(history.status == .exited(0), "\(history.stderrText)")
+        let text = history.stdoutText
+        let cancelled = try #require(text.range(of: "'cancelled'"), "\(text)")
+        let fired = try #require(text.range(of: "'fired'"), "\(text)")
+        #expect(cancelled.lowerBound < fired.lowerBound, "not newest first: \(text)")
+        #expect(text.contains("'Posted'") && text.contains("'Tea'"), "\(text)")
+        second.signal(SIGTERM)
+        _ = try await second.waitForExit(timeout: .seconds(10))
+        await bus.stop()
+    }
+}
