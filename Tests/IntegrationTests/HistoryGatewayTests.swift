@@ -24,7 +24,7 @@ struct HistoryGatewayTests {
                 """)
             #expect(out.status == .exited(0), "\(out.stderrText)")
             let entries = try #require(try JSONSerialization.jsonObject(with: Data(out.stdoutText.utf8)) as? [[String: Any]])
-            #expect(entries.map { $0["event"] as? String } == ["cancelled", "fired"], "\(entries)")
+            try #require(entries.map { $0["event"] as? String } == ["cancelled", "fired"], "\(entries)")
             #expect(entries.map { $0["key"] as? String } == ["tea", "now"])
             #expect(entries.map { $0["title"] as? String } == ["Tea", "Posted"])
             #expect(entries[1]["backends"] as? [String] == ["log"])

@@ -14,11 +14,11 @@ struct HistoryTests {
     }
 
     @Test("a firing's entry shares the claim's transaction; later rings of an alarm add none")
-    func firingEntries() {
+    func firingEntries() throws {
         let log = HistoryLog(retention: HistoryRetention())
         let claim = StoreOp.progress(key: "tea", last: nil, alert: .idle, pending: nil)
         let ops = log.ops([.persist(claim), .deliver(Self.planned("tea")), .deliver(Self.planned("wake", ring: 2))], now: t0)
-        #expect(ops.count == 3, "\(ops)")
+        try #require(ops.count == 3, "\(ops)")
         #expect(ops[0] == claim)
         #expect(ops[1] == .record(HistoryEvent(kind: .fired, time: t0 + .seconds(1), key: "tea", backends: ["log"], due: t0,
                                                occurrence: 3, late: false)))
@@ -70,7 +70,7 @@ struct HistoryTests {
         // A new process on the same file, as after kill -9.
         try await h.restart(backends: [alarm, RecordingBackend(name: "popup")])
         let all = try await h.center.history(HistoryQuery())
-        #expect(all.map(\.kind) == [.cancelled, .acknowledged, .snoozed, .fired], "\(all)")
+        try #require(all.map(\.kind) == [.cancelled, .acknowledged, .snoozed, .fired], "\(all)")
         #expect(all.map(\.key) == ["tea", "wake", "wake", "wake"])
         #expect(all.map(\.title) == ["Tea", "Wake up", "Wake up", "Wake up"], "the title was not copied from the row")
         #expect(all[3].backends == ["alarm", "popup"])
