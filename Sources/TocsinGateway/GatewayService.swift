@@ -108,6 +108,9 @@ public final class GatewayService: Sendable {
                 let until = try await Self.run { () throws(CenterError) in try await center.snooze(key, for: duration) }
                 return [.int64(until.microseconds)]
             },
+            DBusMethod("History", input: "a{sv}", output: "aa{sv}", inputNames: ["filter"], outputNames: ["events"]) { call in
+                try await Self.history(center, filter: call.arguments[0], maxMessageSize: maxMessageSize)
+            },
             DBusMethod("Status", output: "a{sv}", outputNames: ["status"]) { _ in
                 [await Self.status(center: center, info: info)]
             },

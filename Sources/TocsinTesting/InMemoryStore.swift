@@ -10,6 +10,8 @@ public final class InMemoryStore: NotificationStore {
     public struct State: Sendable {
         public var rows: [String: StoredNotification] = [:]
         public var recentUserInfo: [String: [String: String]] = [:]
+        /// History entries, oldest first, with title and backends filled in as the SQLite store does.
+        public var history: [HistoryEvent] = []
         /// Every commit attempted, in order, with its operations; failed ones included.
         public var commits: [[StoreOp]] = []
         public var failed: [Int] = []
@@ -107,6 +109,13 @@ public final class InMemoryStore: NotificationStore {
             .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.prefix(limit).map { $0 }
     }
 
+    public func history(_ query: HistoryQuery) async throws(StoreError) -> [HistoryEvent] {
+        let limit = min(max(query.limit, 0), HistoryQuery.maxLimit)
+        return Array(state.value.history.reversed().filter { e in
+            (query.key.map { $0 == e.key } ?? true) && (query.since.map { e.time >= $0 } ?? true)
+        }.prefix(limit))
+    }
+
     public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
         let s = state.value
         return s.rows[key]?.notification.userInfo ?? s.recentUserInfo[key]
@@ -130,6 +139,20 @@ public final class InMemoryStore: NotificationStore {
             s.rows[key]?.cancelled = true
             s.rows[key]?.alert = .idle
             s.rows[key]?.pending = nil
+        case .record(var entry):
+            let row = s.rows[entry.key]?.notification
+            entry.title = row?.title ?? ""
+            entry.backends = entry.backends ?? row?.backends ?? []
+            s.history.append(entry)
+        case .pruneHistory(let before, let keep, let batch):
+            var removed = 0
+            s.history.removeAll { e in
+                guard removed < batch, e.time < before else { return false }
+                removed += 1
+                return true
+            }
+            let excess = min(max(0, s.history.count - keep), batch)
+            s.history.removeFirst(excess)
         }
     }
 }

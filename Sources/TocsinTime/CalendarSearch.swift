@@ -12,9 +12,8 @@ extension CalendarSpec {
     static let maxBase: Int64 = 253_402_214_399_999_999
 
     /// The first elapse strictly after `instant`, exactly as systemd computes it, or nil when it never elapses again.
-    ///
-    /// When the expression names a zone (`timeZoneName`), `zone` must be that zone's rules; `UTC` needs none.
-    public func nextElapse(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
+    /// `nextElapse` adds the DST policies on top of this.
+    func systemdNextElapse(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
         guard instant.microseconds < Self.maxBase else { return nil }
         var clock = LocalClock(zone: zone, utc: utc)
         let base = instant.microseconds &+ 1

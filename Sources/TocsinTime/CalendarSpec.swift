@@ -40,6 +40,10 @@ public struct CalendarSpec: Hashable, Sendable, CustomStringConvertible {
     var hour: [CalendarComponent]?
     var minute: [CalendarComponent]?
     var microsecond: [CalendarComponent]?
+    /// What a local time skipped by a DST change does (`dst_gap`); systemd's `skip` by default.
+    public var dstGap: DSTGapPolicy = .skip
+    /// Which occurrences of a local time repeated by a DST change fire (`dst_fold`); systemd's `first` by default.
+    public var dstFold: DSTFoldPolicy = .first
 
     init() {}
 

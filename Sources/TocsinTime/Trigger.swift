@@ -69,7 +69,11 @@ public enum Trigger: Hashable, Sendable {
             return s
         case let .calendar(spec, zone):
             // Name the zone unless the expression already does (a zone, UTC, or a local abbreviation).
-            return spec.timeZoneName == nil && spec.dst < 0 ? "\(spec.normalized) \(zone.identifier)" : spec.normalized
+            var s = spec.timeZoneName == nil && spec.dst < 0 ? "\(spec.normalized) \(zone.identifier)" : spec.normalized
+            // The DST policies are shown only when they differ from systemd's.
+            if spec.dstGap != .skip { s += ", dst_gap=\(spec.dstGap.rawValue)" }
+            if spec.dstFold != .first { s += ", dst_fold=\(spec.dstFold.rawValue)" }
+            return s
         case let .remindBefore(event, offsets):
             return "\(offsets.map(\.description).joined(separator: ", ")) before \(Timestamp.rfc3339UTC(event))"
         }

@@ -64,6 +64,8 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Option(help: "With --every: no firing after this time.") var until: String?
     @Option(name: .customLong("on-calendar"), help: "A systemd calendar expression.") var onCalendar: String?
     @Option(help: "IANA time zone for --on-calendar.") var timezone: String?
+    @Option(name: .customLong("dst-gap"), help: "With --on-calendar: skip (default) or shift, fire a time a DST change skips at the first valid instant after it.") var dstGap: String?
+    @Option(name: .customLong("dst-fold"), help: "With --on-calendar: first (default) or both, fire a time a DST change repeats at each occurrence.") var dstFold: String?
     @Option(name: .customLong("remind-before"), help: "Fire this long before --at (repeatable).") var remindBefore: [String] = []
     @Option(help: "skip, fire-once or fire-all.") var missed: String?
     @Option(name: .customLong("max-late"), help: "Skip a missed firing later than this.") var maxLate: String?
@@ -74,7 +76,8 @@ struct ScheduleCommand: AsyncParsableCommand {
     func run() async throws {
         var f = try notification.fields()
         for (k, v) in [("at", at), ("after", after), ("every", every), ("starting", starting), ("until", until),
-                       ("on_calendar", onCalendar), ("timezone", timezone), ("missed", missed), ("max_late", maxLate)] {
+                       ("on_calendar", onCalendar), ("timezone", timezone), ("dst_gap", dstGap), ("dst_fold", dstFold),
+                       ("missed", missed), ("max_late", maxLate)] {
             if let v { f.append((k, .string(v))) }
         }
         if let count { f.append(("count", .uint32(count))) }

@@ -11,7 +11,8 @@ struct NextCommand: ParsableCommand {
         discussion: """
             Output mirrors `systemd-analyze calendar`: elapses are computed exactly as systemd does, \
             including across DST changes. Times are shown in --timezone, else $TZ, else the system zone; \
-            an expression that names its own zone is evaluated in that zone.
+            an expression that names its own zone is evaluated in that zone. --dst-gap and --dst-fold \
+            preview a notification's `dst_gap` and `dst_fold`; each elapse they add is marked.
             """
     )
 
@@ -30,6 +31,12 @@ struct NextCommand: ParsableCommand {
     @Option(help: "A period (e.g. 15min) starting at --from instead of a calendar expression.")
     var every: String?
 
+    @Option(name: .customLong("dst-gap"), help: "skip (default, as systemd) or shift: a local time a DST change skips fires at the first valid instant after the gap.")
+    var dstGap: String?
+
+    @Option(name: .customLong("dst-fold"), help: "first (default, as systemd) or both: a local time a DST change repeats fires at each occurrence.")
+    var dstFold: String?
+
     @Argument(help: "A systemd.time(7) calendar expression.")
     var expression: String?
 
@@ -37,6 +44,15 @@ struct NextCommand: ParsableCommand {
         if count < 1 { throw ValidationError("--count must be at least 1") }
         if every == nil && expression == nil { throw ValidationError("missing calendar expression") }
         if every != nil && expression != nil { throw ValidationError("give either --every or a calendar expression, not both") }
+        if let dstGap, DSTGapPolicy(rawValue: dstGap) == nil {
+            throw ValidationError("--dst-gap must be 'skip' or 'shift', found '\(dstGap)'")
+        }
+        if let dstFold, DSTFoldPolicy(rawValue: dstFold) == nil {
+            throw ValidationError("--dst-fold must be 'first' or 'both', found '\(dstFold)'")
+        }
+        if every != nil && (dstGap != nil || dstFold != nil) {
+            throw ValidationError("--dst-gap and --dst-fold go with a calendar expression, not --every")
+        }
     }
 
     func run() throws {
@@ -65,6 +81,9 @@ struct NextCommand: ParsableCommand {
         let normalized: String
         let evaluationZone: TimeZoneRules
         var elapses: [Instant] = []
+        /// Per elapse, the policy that added it (nil: systemd's own elapse).
+        var addedBy: [String?] = []
+        var policyJSON = ""
 
         if let every {
             let period: TimeSpan
@@ -84,7 +103,7 @@ struct NextCommand: ParsableCommand {
             }
         } else {
             let text = expression ?? ""
-            let spec: CalendarSpec
+            var spec: CalendarSpec
             // The same resolution as the daemon's, with the display zone as the notification's zone.
             do throws(TimeSyntaxError) {
                 (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
@@ -93,9 +112,25 @@ struct NextCommand: ParsableCommand {
             }
             original = text
             normalized = spec.normalized
+            spec.dstGap = dstGap.flatMap(DSTGapPolicy.init(rawValue:)) ?? .skip
+            spec.dstFold = dstFold.flatMap(DSTFoldPolicy.init(rawValue:)) ?? .first
+            if spec.dstGap != .skip { policyJSON += ", \"dst_gap\": \(Self.jsonString(spec.dstGap.rawValue))" }
+            if spec.dstFold != .first { policyJSON += ", \"dst_fold\": \(Self.jsonString(spec.dstFold.rawValue))" }
+            var systemd = spec
+            systemd.dstGap = .skip
+            systemd.dstFold = .first
+            var gapOnly = spec
+            gapOnly.dstFold = .first
             var cursor = base
             while elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
                 elapses.append(t)
+                if systemd.nextElapse(after: cursor, in: evaluationZone) == t {
+                    addedBy.append(nil)
+                } else if spec.dstGap == .shift, gapOnly.nextElapse(after: cursor, in: evaluationZone) == t {
+                    addedBy.append("dst_gap=shift")
+                } else {
+                    addedBy.append("dst_fold=both")
+                }
                 cursor = t
             }
         }
@@ -103,7 +138,7 @@ struct NextCommand: ParsableCommand {
         if json {
             let next = elapses.map { "\"\(Timestamp.rfc3339UTC($0))\"" }.joined(separator: ", ")
             print("{\"expression\": \(Self.jsonString(original)), \"normalized\": \(Self.jsonString(normalized)), "
-                + "\"timezone\": \(Self.jsonString(evaluationZone.identifier)), \"next\": [\(next)]}")
+                + "\"timezone\": \(Self.jsonString(evaluationZone.identifier))\(policyJSON), \"next\": [\(next)]}")
             return
         }
 
@@ -117,7 +152,8 @@ struct NextCommand: ParsableCommand {
         let showUTC = !displayZone.isUTCEquivalent
         for (i, t) in elapses.enumerated() {
             let label = i == 0 ? "    Next elapse" : "       Iter. #\(i + 1)"
-            print("\(label): \(Self.human(t, in: displayZone))")
+            let mark = i < addedBy.count ? addedBy[i].map { " (\($0))" } ?? "" : ""
+            print("\(label): \(Self.human(t, in: displayZone))\(mark)")
             if showUTC { print("       (in UTC): \(Self.human(t, in: .utc))") }
             print("       From now: \(Self.relative(t - base))")
         }

@@ -14,6 +14,7 @@ struct Tocsin: ParsableCommand {
             DaemonCommand.self, ScheduleCommand.self, PostCommand.self, ListCommand.self, CancelCommand.self,
             AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self, StatusCommand.self,
             QuietCommand.self,
+            HistoryCommand.self,
         ]
     )
 

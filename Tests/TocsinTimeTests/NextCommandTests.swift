@@ -79,3 +79,35 @@ struct NextCommandTests {
         #expect(result.out.contains("\"next\": []"), "\(result.out)")
     }
 }
+
+/// `tocsin next --dst-gap/--dst-fold` shows what a notification's policies do, marking each added elapse.
+@Suite("tocsin next DST policy")
+struct NextCommandDSTPolicyTests {
+    @Test func gapShiftAddsTheEndOfTheGap() throws {
+        let args = ["next", "--json", "--from", "@1774652400", "--count", "3", "--timezone", "Europe/Berlin"]
+        let plain = try NextCommandTests.run(NextCommandTests.binary, args + ["*-*-* 02:30"], tz: "UTC")
+        #expect(plain.status == 0, "\(plain.err)")
+        #expect(plain.out.contains("\"next\": [\"2026-03-28T01:30:00Z\", \"2026-03-30T00:30:00Z\", \"2026-03-31T00:30:00Z\"]"), "\(plain.out)")
+        let shifted = try NextCommandTests.run(NextCommandTests.binary, args + ["--dst-gap", "shift", "*-*-* 02:30"], tz: "UTC")
+        #expect(shifted.status == 0, "\(shifted.err)")
+        #expect(shifted.out.contains("\"dst_gap\": \"shift\""), "\(shifted.out)")
+        #expect(shifted.out.contains("\"next\": [\"2026-03-28T01:30:00Z\", \"2026-03-29T01:00:00Z\", \"2026-03-30T00:30:00Z\"]"), "\(shifted.out)")
+    }
+
+    @Test func foldBothIsMarkedInTheHumanOutput() throws {
+        let result = try NextCommandTests.run(NextCommandTests.binary,
+                                              ["next", "--from", "@1793419200", "--count", "3", "--timezone", "America/New_York",
+                                               "--dst-fold", "both", "*-*-* 01:30"], tz: "UTC")
+        #expect(result.status == 0, "\(result.err)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines.contains("       Iter. #2: Sun 2026-11-01 01:30:00 EDT"), "\(result.out)")
+        #expect(lines.contains("       Iter. #3: Sun 2026-11-01 01:30:00 EST (dst_fold=both)"), "\(result.out)")
+    }
+
+    @Test func badPolicyIsRefusedByName() throws {
+        let result = try NextCommandTests.run(NextCommandTests.binary, ["next", "--dst-gap", "later", "daily"], tz: "UTC")
+        #expect(result.status != 0)
+        #expect(result.err.contains("--dst-gap must be 'skip' or 'shift', found 'later'"), "\(result.err)")
+        #expect(result.out.isEmpty)
+    }
+}

@@ -122,6 +122,8 @@ public enum NotificationFields: Sendable {
         Field(name: "on_calendar", type: "string", summary: "Trigger: a systemd calendar expression, e.g. 'Mon..Fri 07:30'."),
         Field(name: "remind_before", type: "array of durations", summary: "Trigger: fire these offsets before the event given by at."),
         Field(name: "timezone", type: "string", summary: "IANA zone for on_calendar and local date-times (default: the daemon's)."),
+        Field(name: "dst_gap", type: "string", summary: "With on_calendar: skip (default, as systemd) or shift (fire at the first valid instant after a DST gap)."),
+        Field(name: "dst_fold", type: "string", summary: "With on_calendar: first (default, as systemd) or both (fire a time repeated by a DST change at each occurrence)."),
         Field(name: "backends", type: "array of strings", summary: "Backend instances to deliver to (default: all except alarms, which ring only when named)."),
         Field(name: "urgency", type: "string", summary: "low, normal (default) or critical."),
         Field(name: "icon", type: "string", summary: "Icon name or path for popups."),
@@ -193,10 +195,23 @@ public enum NotificationFields: Sendable {
         }
         if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
 
-        if let trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
+        let gap = r.choice("dst_gap", DSTGapPolicy.allCases.map { ($0.rawValue, $0) })
+        let fold = r.choice("dst_fold", DSTFoldPolicy.allCases.map { ($0.rawValue, $0) })
+        if var trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
+            if case .onCalendar(var calendar) = trigger.0 {
+                calendar.dstGap = gap ?? .skip
+                calendar.dstFold = fold ?? .first
+                trigger.0 = .onCalendar(calendar)
+            }
             if let issue = floorIssue(trigger.0, r, limits: limits) { r.report(issue) }
             spec.trigger = trigger.0
             spec.triggerLocation = trigger.1
+        }
+        // The policies only mean something for a calendar expression; elsewhere they are a mistake.
+        if !r.has("on_calendar") {
+            for k in ["dst_gap", "dst_fold"] where r.has(k) {
+                r.report(k, "'\(k)' only goes with 'on_calendar'", atValue: false)
+            }
         }
 
         for issue in sizeIssues(spec, r, limits: limits) { r.report(issue) }

@@ -28,6 +28,10 @@ public struct DaemonSettings: Hashable, Sendable {
     /// the protocol allows (128 MiB), a dbus-daemon whose config sets no limit (the system bus,
     /// a private one) 32 MiB.
     public var maxMessageSize: Int?
+    /// History (`tocsin history`, D-Bus `History`): the newest this many events are kept (0: none recorded) ...
+    public var historyMaxEntries: Int = 10_000
+    /// ... and none older than this. Bounded so the state file does not grow without end.
+    public var historyMaxAge: TimeSpan = .hours(30 * 24)
     public static let minPeriodRange = TimeSpan(microseconds: 1000)...TimeSpan.hours(24)
     public static let maxMessageSizeRange: ClosedRange<Int64> = (1 << 20)...(128 << 20)
     public init() {}
@@ -42,6 +46,8 @@ public struct DaemonSettings: Hashable, Sendable {
         .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
         .init(name: "min_period", type: "duration", summary: "Least distance between two firings of one notification (default 1s, 1ms to 1d)."),
         .init(name: "max_message_size", type: "integer", summary: "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432)."),
+        .init(name: "history_max_entries", type: "integer", summary: "History keeps the newest this many events (default 10000; 0 records none)."),
+        .init(name: "history_max_age", type: "duration", summary: "History drops events older than this (default 30d)."),
     ]
 }
 
@@ -98,6 +104,8 @@ public struct TocsinConfiguration: Sendable {
                     }
                 }
                 if let n = r.integer("max_message_size", in: DaemonSettings.maxMessageSizeRange) { config.daemon.maxMessageSize = Int(n) }
+                if let n = r.integer("history_max_entries", in: 0...10_000_000) { config.daemon.historyMaxEntries = Int(n) }
+                if let a = r.duration("history_max_age", positive: true) { config.daemon.historyMaxAge = a }
                 r.finish(known: DaemonSettings.keys.map(\.name))
                 issues += r.issues
             } else {

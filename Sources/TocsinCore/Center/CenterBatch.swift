@@ -98,13 +98,12 @@ extension TocsinCenter {
         // and a fact that cannot be recorded (a full disk) must not fail a request that changed
         // nothing.
         let slices = Self.slices(facts, deliveries: Self.sliceSize)
+        // Each transaction carries the history entries of what it commits (`HistoryLog`).
+        let log = HistoryLog(retention: options.history)
         var batches: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
-            (slice.compactMap { if case .persist(let op) = $0 { return op }; return nil },
-             slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
+            (log.ops(slice, now: now), slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
         }
-        var callOps: [StoreOp] = []
-        for (_, _, actions) in calls { for case .persist(let op) in actions { callOps.append(op) } }
-        batches.append((callOps, []))
+        batches.append((log.ops(calls.flatMap { $0.2 }, now: now), []))
 
         var done = 0
         for await result in store.commitEach(batches) {

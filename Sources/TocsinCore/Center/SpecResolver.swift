@@ -86,6 +86,11 @@ struct SpecResolver: Sendable {
                                s.actions.map { "\($0.id)=\($0.label)" }.joined(separator: "\u{1}"),
                                s.userInfo.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{1}"),
                                s.missed?.rawValue ?? "", s.maxLate.map { "\($0.microseconds)" } ?? "", s.timezone ?? ""]
+        // The DST policies are not part of the expression's text; a changed policy is a changed definition.
+        // Appended only when set, so fingerprints stored before the policies existed stay equal.
+        if case .onCalendar(let c) = s.trigger, c.dstGap != .skip || c.dstFold != .first {
+            parts.append("dst_gap=\(c.dstGap.rawValue);dst_fold=\(c.dstFold.rawValue)")
+        }
         parts = parts.map { "\($0.utf8.count):\($0)" }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in parts.joined().utf8 {

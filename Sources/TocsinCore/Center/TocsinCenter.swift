@@ -13,6 +13,8 @@ public struct CenterOptions: Sendable {
     public var delivery = DeliveryPolicy()
     public var defaultSnooze: TimeSpan = .minutes(5)
     public var limits = SpecLimits()
+    /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
+    public var history = HistoryRetention()
 
     public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
         self.defaultZone = defaultZone

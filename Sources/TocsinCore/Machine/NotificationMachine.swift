@@ -21,6 +21,8 @@ extension MachineAction {
             switch op {
             case .upsert(let row): return row.notification.key
             case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
+            case .record(let e): return e.key
+            case .pruneHistory: return ""
             }
         case .deliver(let d): return d.key
         case .withdraw(let k, _, _): return k

@@ -23,6 +23,18 @@ public struct QuietSnapshot: Hashable, Sendable {
 /// and whether it was quiet, `quiet_held` one row per held firing with its content, so a held
 /// firing survives its notification being cancelled or finished. Enums are stored by name.
 extension StateStore {
+    /// Created with the other tables (`StateStore.migrate`); additive, so older state files gain them.
+    static let quietSchema = """
+        CREATE TABLE IF NOT EXISTS quiet_state(name TEXT PRIMARY KEY, value INTEGER);
+        CREATE TABLE IF NOT EXISTS quiet_held(
+          id INTEGER PRIMARY KEY, backend TEXT NOT NULL, key TEXT NOT NULL,
+          title TEXT NOT NULL, body TEXT NOT NULL, urgency TEXT NOT NULL, icon TEXT, category TEXT, sound TEXT,
+          actions TEXT NOT NULL, user_info TEXT NOT NULL,
+          due INTEGER NOT NULL, fired INTEGER NOT NULL, occurrence INTEGER NOT NULL, occurrence_instant INTEGER NOT NULL,
+          occurrence_offset INTEGER, reason TEXT NOT NULL, alarm INTEGER NOT NULL
+        );
+        """
+
     func applyQuiet(_ ops: [QuietStoreOp]) throws(StoreError) {
         try transaction { () throws(StoreError) in
             for op in ops { try applyQuiet(op) }

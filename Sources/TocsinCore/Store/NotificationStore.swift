@@ -42,6 +42,11 @@ public enum StoreOp: Hashable, Sendable {
     case alert(key: String, AlertState)
     case pending(key: String, PendingDelivery?)
     case markCancelled(key: String)
+    /// Appends a history entry; the store fills in what the center leaves open (title, backends)
+    /// from the notification's row as it is at this point of the transaction.
+    case record(HistoryEvent)
+    /// Removes at most `batch` history entries older than `olderThan` or beyond the newest `keep`.
+    case pruneHistory(olderThan: Instant, keep: Int, batch: Int)
 }
 
 /// What start-up needs to rebuild the schedule: rows whose content (title, body, actions,
@@ -73,6 +78,8 @@ public protocol NotificationStore: Sendable {
     /// Up to `limit` keys of stored rows after `key` (empty: from the first), in the order of
     /// their UTF-8 bytes: what `List` pages walk, so a page costs an index range, not a sort.
     func keys(after key: String, limit: Int) async throws(StoreError) -> [String]
+    /// History entries matching `query`, newest first.
+    func history(_ query: HistoryQuery) async throws(StoreError) -> [HistoryEvent]
     /// The user_info of a notification, pending or recently finished.
     func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
     /// Applies quiet-hours changes (`QuietStore.swift`) in one transaction, in call order with

@@ -59,7 +59,7 @@ struct TriggerColumns {
         case .at(let i): kind = 1; a = i.microseconds; b = nil; c = nil; d = nil; text = nil
         case .every(let p, let s, let count, let until):
             kind = 2; a = p.microseconds; b = s.microseconds; c = count.map(Int64.init); d = until?.microseconds; text = nil
-        case .calendar(let spec, _): kind = 3; a = base?.microseconds; b = nil; c = nil; d = nil; text = spec.normalized
+        case .calendar(let spec, _): kind = 3; a = base?.microseconds; b = nil; c = nil; d = nil; text = CalendarText.encode(spec)
         case .remindBefore(let event, let offsets):
             kind = 4; a = event.microseconds; b = nil; c = nil; d = nil
             text = offsets.map { String($0.microseconds) }.joined(separator: ",")
@@ -78,7 +78,7 @@ struct TriggerColumns {
             guard let text else { return nil }
             let spec: CalendarSpec
             if let cached = calendars[text] { spec = cached } else {
-                guard let parsed = try? CalendarSpec.parse(text) else { return nil }
+                guard let parsed = CalendarText.decode(text) else { return nil }
                 if calendars.count < 4096 { calendars[text] = parsed }
                 spec = parsed
             }
@@ -91,6 +91,33 @@ struct TriggerColumns {
             return .remindBefore(event: Instant(microseconds: a), offsets: offsets)
         default: return nil
         }
+    }
+}
+
+/// A calendar trigger's text column: the normalized expression, then the DST policies that are
+/// not the default by name (`*-*-* 02:30:00;dst_gap=shift;dst_fold=both`). A normalized form never
+/// holds `;`, and rows written before the policies existed read back with the defaults.
+enum CalendarText {
+    static func encode(_ spec: CalendarSpec) -> String {
+        var text = spec.normalized
+        if spec.dstGap != .skip { text += ";dst_gap=" + spec.dstGap.rawValue }
+        if spec.dstFold != .first { text += ";dst_fold=" + spec.dstFold.rawValue }
+        return text
+    }
+
+    static func decode(_ text: String) -> CalendarSpec? {
+        let parts = text.split(separator: ";", omittingEmptySubsequences: false)
+        guard var spec = try? CalendarSpec.parse(String(parts[0])) else { return nil }
+        for part in parts.dropFirst() {
+            let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { return nil }
+            switch pair[0] {
+            case "dst_gap": guard let g = DSTGapPolicy(rawValue: pair[1]) else { return nil }; spec.dstGap = g
+            case "dst_fold": guard let f = DSTFoldPolicy(rawValue: pair[1]) else { return nil }; spec.dstFold = f
+            default: return nil
+            }
+        }
+        return spec
     }
 }
 

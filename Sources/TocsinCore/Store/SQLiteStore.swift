@@ -91,6 +91,10 @@ public final class SQLiteStore: NotificationStore {
         try await worker.run { s throws(StoreError) in try s.keys(after: key, limit: limit) }
     }
 
+    public func history(_ query: HistoryQuery) async throws(StoreError) -> [HistoryEvent] {
+        try await worker.run { s throws(StoreError) in try s.history(query) }
+    }
+
     public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
         try await worker.run { s throws(StoreError) in try s.userInfo(key) }
     }

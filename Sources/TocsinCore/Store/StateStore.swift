@@ -24,6 +24,7 @@ final class StateStore {
     private var readStmt: SQLiteStatement
     private var recentStmt: SQLiteStatement
     private var keysStmt: SQLiteStatement
+    private let history: HistoryTable
     private var inTransaction = false
     private var keptSinceTrim = 0
     /// Parsed calendar expressions by their stored text: a million rows of one rule parse it once.
@@ -79,6 +80,7 @@ final class StateStore {
         readStmt = try db.prepare("SELECT \(Self.columns) FROM notification WHERE key=?1")
         recentStmt = try db.prepare("SELECT user_info FROM recent WHERE key=?1")
         keysStmt = try db.prepare("SELECT key FROM notification WHERE key > ?1 ORDER BY key LIMIT ?2")
+        history = try HistoryTable(db)
     }
 
     private static func prepareDirectory(_ dir: String) throws(StoreError) {
@@ -134,14 +136,8 @@ final class StateStore {
               pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS recent(key TEXT PRIMARY KEY, user_info TEXT NOT NULL, seq INTEGER);
-            CREATE TABLE IF NOT EXISTS quiet_state(name TEXT PRIMARY KEY, value INTEGER);
-            CREATE TABLE IF NOT EXISTS quiet_held(
-              id INTEGER PRIMARY KEY, backend TEXT NOT NULL, key TEXT NOT NULL,
-              title TEXT NOT NULL, body TEXT NOT NULL, urgency TEXT NOT NULL, icon TEXT, category TEXT, sound TEXT,
-              actions TEXT NOT NULL, user_info TEXT NOT NULL,
-              due INTEGER NOT NULL, fired INTEGER NOT NULL, occurrence INTEGER NOT NULL, occurrence_instant INTEGER NOT NULL,
-              occurrence_offset INTEGER, reason TEXT NOT NULL, alarm INTEGER NOT NULL
-            );
+            \(StateStore.quietSchema)
+            \(HistoryTable.schema)
             INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', '\(schemaVersion)');
             """)
         let q = try db.prepare("SELECT value FROM meta WHERE name='schema_version'")
@@ -270,8 +266,12 @@ final class StateStore {
         case .alert(let key, let alert): try saveAlert(key: key, alert)
         case .pending(let key, let p): try savePending(key: key, p)
         case .markCancelled(let key): try markCancelled(key: key)
+        case .record(let entry): try history.insert(entry)
+        case .pruneHistory(let before, let keep, let batch): try history.prune(olderThan: before, keep: keep, batch: batch)
         }
     }
+
+    func history(_ q: HistoryQuery) throws(StoreError) -> [HistoryEvent] { try history.query(q) }
 
     func markCancelled(key: String) throws(StoreError) {
         cancelStmt.bind(1, key)

@@ -87,6 +87,7 @@ extension CenterOptions {
         defaultMissed = d.missed
         defaultMaxLate = d.maxLate
         limits.minPeriod = d.minPeriod
+        history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
     }
 }
 
