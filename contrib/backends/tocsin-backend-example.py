@@ -106,7 +106,7 @@ def main():
     journal = open(args.journal, "a", encoding="utf-8") if args.journal else sys.stdout
     backend = Backend(bus, journal, args.behave, args.report)
     name = dbus.service.BusName(args.bus_name, bus, do_not_queue=True)
-    print("ready", args.bus_name, bus.get_unique_name(), flush=True, file=sys.stderr)
+    print("ready", args.bus_name, bus.get_unique_name(), flush=True)
     loop = GLib.MainLoop()
     try:
         loop.run()
