@@ -32,8 +32,13 @@ struct DBusServiceBackendTests {
         """
 
     static func startDaemon(bus: PrivateBus, state: String, clock: VirtualClock) async throws -> DaemonInProcessTests.Running {
-        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let address = bus.address
+        return try await startDaemon(state: state, clock: clock) { try await DBusConnection.connect(address: address) }
+    }
+
+    static func startDaemon(state: String, clock: VirtualClock,
+                            connect: @escaping @Sendable () async throws -> DBusConnection) async throws -> DaemonInProcessTests.Running {
+        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let setup = DaemonSetup(
             config: loaded, reloadConfig: { .success(loaded) },
             registry: { link in
@@ -42,7 +47,7 @@ struct DBusServiceBackendTests {
                     DBusServiceBackendFactory(bus: ServiceBus(current: { link.current }, connections: { link.connections() })),
                 ])
             },
-            stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
+            stateDirectory: state, connect: connect,
             busDescription: "the test bus", clock: clock, makeTimer: { clock },
             logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, environment: [:])
         let daemon = try await TocsinDaemon.start(setup)
@@ -69,8 +74,8 @@ struct DBusServiceBackendTests {
         #expect(out.status == .exited(0), "\(out.stderrText)")
     }
 
-    static func monitor(_ bus: PrivateBus, _ rule: String) async throws -> TestProcess {
-        let m = try TestProcess("dbus-monitor", ["--address", bus.address, rule])
+    static func monitor(_ bus: PrivateBus, _ rules: String...) async throws -> TestProcess {
+        let m = try TestProcess("dbus-monitor", ["--address", bus.address] + rules)
         _ = try await m.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
         return m
     }
@@ -238,5 +243,48 @@ struct DBusServiceBackendTests {
             await running.shutdown()
             _ = try? await monitor.kill()
         }
+    }
+
+    @Test("after the bus restarts, the daemon listens for the service's signals on the new connection")
+    func listensAgainAfterReconnect() async throws {
+        let listen = try PrivateBus.temporarySocketAddress()
+        let bus = try await PrivateBus.start(listenAddress: listen)
+        let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
+        let clock = VirtualClock(now: Self.t0)
+        // The test decides when the daemon may connect again, so it can watch the new bus first.
+        let mayConnect = WaitableState(true)
+        let running = try await Self.startDaemon(state: dir.path + "/state", clock: clock) {
+            try await mayConnect.wait("the test letting the daemon connect", timeout: .seconds(60)) { $0 }
+            return try await DBusConnection.connect(address: listen)
+        }
+        mayConnect.update { $0 = false }
+        try await bus.crash()
+
+        let again = try await PrivateBus.start(listenAddress: listen)
+        do {
+            try await afterRestart(again, running: running, clock: clock, mayConnect: mayConnect)
+        } catch {
+            await running.shutdown()
+            await again.stop()
+            throw error
+        }
+        await again.stop()
+    }
+
+    private func afterRestart(_ again: PrivateBus, running: DaemonInProcessTests.Running, clock: VirtualClock,
+                              mayConnect: WaitableState<Bool>) async throws {
+        let monitor = try await Self.monitor(again, "type='method_call',member='AddMatch'",
+                                             "type='signal',interface='io.github.tocsin.Gateway1',member='ActionInvoked'")
+        mayConnect.update { $0 = true }
+        _ = try await monitor.waitForOutput(containing: "interface='io.github.tocsin.Backend1'", timeout: .seconds(30))
+        let service = try await Self.service(again, "--report", "action:join")
+        try await schedule(again, key: "after-restart", at: Self.t0 + .seconds(30), backends: ["bridge"])
+        clock.advance(by: .seconds(30))
+        await running.daemon.center.tick()
+        let seen = try await monitor.waitForOutput(containing: "string \"join\"", timeout: .seconds(20))
+        #expect(seen.contains("string \"after-restart\""), "\(seen)")
+        await running.shutdown()
+        _ = try? await monitor.kill()
+        _ = try? await service.kill()
     }
 }
