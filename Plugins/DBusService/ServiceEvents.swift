@@ -62,6 +62,9 @@ final class ServiceEventListener: Sendable {
         self.service = service; self.bus = bus; self.logger = logger
     }
 
+    /// A reload builds a new instance under the same name and drops the old one without
+    /// `shutdown()`: its listener must end with it, or each action would be routed once per
+    /// instance ever built (`DBusServiceBackendTests/reloadKeepsOneListener`).
     deinit { task.withLock { $0 }?.cancel() }
 
     func start(_ sink: any BackendEventSink) {

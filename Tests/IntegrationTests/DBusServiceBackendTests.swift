@@ -287,4 +287,33 @@ struct DBusServiceBackendTests {
         _ = try? await monitor.kill()
         _ = try? await service.kill()
     }
+
+    @Test("after a reload rebuilds the backend, each action from the service is routed once, not once per instance built")
+    func reloadKeepsOneListener() async throws {
+        try await PrivateBus.with { bus in
+            let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
+            let clock = VirtualClock(now: Self.t0)
+            let service = try await Self.service(bus, "--report", "action:join")
+            let running = try await Self.startDaemon(bus: bus, state: dir.path + "/state", clock: clock)
+            let monitor = try await Self.monitor(bus, "type='signal',interface='io.github.tocsin.Gateway1',member='ActionInvoked'")
+            for _ in 0..<2 {
+                let problem = await running.daemon.reload()
+                #expect(problem == nil, "\(problem ?? "")")
+            }
+            try await schedule(bus, key: "first", at: Self.t0 + .seconds(30), backends: ["bridge"])
+            try await schedule(bus, key: "second", at: Self.t0 + .seconds(60), backends: ["bridge"])
+            clock.advance(by: .seconds(30))
+            await running.daemon.center.tick()
+            _ = try await monitor.waitForOutput(containing: "string \"first\"", timeout: .seconds(20))
+            // A later action marks the point by which a duplicate of the first would have come.
+            clock.advance(by: .seconds(30))
+            await running.daemon.center.tick()
+            let seen = try await monitor.waitForOutput(containing: "string \"second\"", timeout: .seconds(20))
+            #expect(seen.components(separatedBy: "string \"first\"").count == 2, "the first action was routed more than once: \(seen)")
+            #expect(seen.components(separatedBy: "string \"second\"").count == 2, "\(seen)")
+            await running.shutdown()
+            _ = try? await monitor.kill()
+            _ = try? await service.kill()
+        }
+    }
 }
