@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Tocsin in release mode and installs it under $DESTDIR$PREFIX:
 #   bin/tocsin, lib/systemd/user/tocsin.service, share/dbus-1/services/io.github.tocsin.Gateway.service,
-#   share/dbus-1/interfaces/io.github.tocsin.Gateway1.xml, shell completions, man page,
+#   share/dbus-1/interfaces/io.github.tocsin.Gateway1.xml and Backend1.xml, shell completions, man page,
 #   share/tocsin/sounds/.
 # PREFIX defaults to /usr/local. CONFIGURATION=debug installs a debug build (used by the tests).
 set -euo pipefail

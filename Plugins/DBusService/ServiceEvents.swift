@@ -14,34 +14,46 @@ public enum ServiceSignal: Sendable {
         switch member {
         case Backend1.actionInvoked:
             guard arguments.count == 2, case .string(let key) = arguments[0], case .string(let action) = arguments[1] else {
-                return .failure(ServiceSignalError("ActionInvoked must carry (s key, s action)"))
+                return .failure(ServiceSignalError(.malformed, "ActionInvoked must carry (s key, s action)"))
             }
             if let problem = check(key: key) { return .failure(problem) }
             if action.isEmpty || action.utf8.count > maxAction {
-                return .failure(ServiceSignalError("ActionInvoked: the action must be 1 to \(maxAction) bytes"))
+                return .failure(ServiceSignalError(.malformed, "ActionInvoked: the action must be 1 to \(maxAction) bytes"))
             }
             return .success(.actionInvoked(key: key, action: action))
         case Backend1.acknowledge:
             guard arguments.count == 1, case .string(let key) = arguments[0] else {
-                return .failure(ServiceSignalError("Acknowledge must carry (s key)"))
+                return .failure(ServiceSignalError(.malformed, "Acknowledge must carry (s key)"))
             }
             if let problem = check(key: key) { return .failure(problem) }
             return .success(.acknowledge(key: key))
         default:
-            return .failure(ServiceSignalError("\(member) is not a signal of \(Backend1.interface)"))
+            return .failure(ServiceSignalError(.unknownSignal, "\(member) is not a signal of \(Backend1.interface)"))
         }
     }
 
     private static func check(key: String) -> ServiceSignalError? {
-        if key.isEmpty || key.utf8.count > maxKey { return ServiceSignalError("the key must be 1 to \(maxKey) bytes") }
+        if key.isEmpty || key.utf8.count > maxKey { return ServiceSignalError(.malformed, "the key must be 1 to \(maxKey) bytes") }
         return nil
     }
 }
 
+/// Why a signal from a service was not routed; logged, never sent back (signals have no reply).
 public struct ServiceSignalError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Backing: String { case malformed, unknownSignal = "unknown-signal" }
+        private let backing: Backing
+        private init(_ b: Backing) { backing = b }
+        /// A known signal whose arguments have the wrong shape or size.
+        public static let malformed = Code(.malformed)
+        /// A member `io.github.tocsin.Backend1` does not define.
+        public static let unknownSignal = Code(.unknownSignal)
+        public var description: String { backing.rawValue }
+    }
+    public var code: Code
     public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+    public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
+    public var description: String { "\(code): \(message)" }
 }
 
 /// Listens for a service's signals on each connection the daemon has, and routes those that

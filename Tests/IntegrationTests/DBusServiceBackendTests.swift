@@ -316,4 +316,35 @@ struct DBusServiceBackendTests {
             _ = try? await service.kill()
         }
     }
+
+    @Test("the example service serves exactly contrib/io.github.tocsin.Backend1.xml, whose members are the ones the backend uses")
+    func exampleMatchesTheInterface() async throws {
+        try await PrivateBus.with { bus in
+            let service = try await Self.service(bus)
+            let served = try await TestProcess.run("gdbus", ["introspect", "--address", bus.address, "--dest", Self.serviceName,
+                                                             "--object-path", Backend1.objectPath.rawValue, "--xml"])
+            #expect(served.status == .exited(0), "\(served.stderrText)")
+            let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
+            let servedFile = try dir.write("served.xml", served.stdoutText)
+            // Members in order, each with its arguments' direction and type: what a client depends on.
+            let shape = try await TestProcess.run("/usr/bin/python3", ["-c", """
+                import sys, xml.etree.ElementTree as ET
+                def shape(path):
+                    iface = [i for i in ET.parse(path).getroot() if i.get('name') == 'io.github.tocsin.Backend1'][0]
+                    return sorted((m.tag, m.get('name'), tuple((a.get('direction') or ('out' if m.tag == 'signal' else 'in'), a.get('type'))
+                                                           for a in m if a.tag == 'arg')) for m in iface)
+                print(shape(sys.argv[1]))
+                print(shape(sys.argv[2]))
+                """, servedFile, GatewayFixture.repositoryRoot + "/contrib/io.github.tocsin.Backend1.xml"])
+            let lines = shape.stdoutText.split(separator: "\n")
+            #expect(lines.count == 2 && lines[0] == lines[1], "served vs committed:\n\(shape.stdoutText)\(shape.stderrText)")
+            let committed = String(lines.last ?? "")
+            for member in [Backend1.deliver, Backend1.withdraw, Backend1.actionInvoked, Backend1.acknowledge] {
+                #expect(committed.contains("'\(member)'"), "\(member) is not in the committed interface")
+            }
+            #expect(committed.contains("('method', 'Deliver', (('in', 'a{sv}'),))"), "\(committed)")
+            #expect(committed.contains("('method', 'Withdraw', (('in', 's'), ('in', 's')))"), "\(committed)")
+            _ = try? await service.kill()
+        }
+    }
 }

@@ -88,13 +88,13 @@ struct DBusServiceBackendUnitTests {
         let rows: [(name: String, member: MemberName, args: [DBusValue], expected: Result<BackendEvent, ServiceSignalError>)] = [
             ("action", "ActionInvoked", [.string("k"), .string("join")], .success(.actionInvoked(key: "k", action: "join"))),
             ("acknowledge", "Acknowledge", [.string("k")], .success(.acknowledge(key: "k"))),
-            ("action without action", "ActionInvoked", [.string("k")], .failure(ServiceSignalError("ActionInvoked must carry (s key, s action)"))),
-            ("action of the wrong type", "ActionInvoked", [.string("k"), .uint32(1)], .failure(ServiceSignalError("ActionInvoked must carry (s key, s action)"))),
-            ("empty action", "ActionInvoked", [.string("k"), .string("")], .failure(ServiceSignalError("ActionInvoked: the action must be 1 to 4096 bytes"))),
-            ("acknowledge with extra", "Acknowledge", [.string("k"), .string("x")], .failure(ServiceSignalError("Acknowledge must carry (s key)"))),
-            ("empty key", "Acknowledge", [.string("")], .failure(ServiceSignalError("the key must be 1 to 255 bytes"))),
-            ("key too long", "Acknowledge", [.string(long)], .failure(ServiceSignalError("the key must be 1 to 255 bytes"))),
-            ("unknown signal", "Snoozed", [.string("k")], .failure(ServiceSignalError("Snoozed is not a signal of io.github.tocsin.Backend1"))),
+            ("action without action", "ActionInvoked", [.string("k")], .failure(ServiceSignalError(.malformed, "ActionInvoked must carry (s key, s action)"))),
+            ("action of the wrong type", "ActionInvoked", [.string("k"), .uint32(1)], .failure(ServiceSignalError(.malformed, "ActionInvoked must carry (s key, s action)"))),
+            ("empty action", "ActionInvoked", [.string("k"), .string("")], .failure(ServiceSignalError(.malformed, "ActionInvoked: the action must be 1 to 4096 bytes"))),
+            ("acknowledge with extra", "Acknowledge", [.string("k"), .string("x")], .failure(ServiceSignalError(.malformed, "Acknowledge must carry (s key)"))),
+            ("empty key", "Acknowledge", [.string("")], .failure(ServiceSignalError(.malformed, "the key must be 1 to 255 bytes"))),
+            ("key too long", "Acknowledge", [.string(long)], .failure(ServiceSignalError(.malformed, "the key must be 1 to 255 bytes"))),
+            ("unknown signal", "Snoozed", [.string("k")], .failure(ServiceSignalError(.unknownSignal, "Snoozed is not a signal of io.github.tocsin.Backend1"))),
         ]
         for row in rows {
             #expect(ServiceSignal.event(member: row.member, arguments: row.args) == row.expected, "row '\(row.name)'")
