@@ -112,15 +112,17 @@ final class ServiceEventListener: Sendable {
         }
         await withTaskCancellationHandler {
             for await signal in subscription {
+                // The owner first: anyone may address a signal to the daemon, and what strangers
+                // send is worth no more than a debug line (a warning each would let them flood the log).
+                let owner = try? await connection.nameOwner(service)
+                guard let sender = signal.sender, let owner, sender == owner else {
+                    logger.debug("ignored \(signal.member) from \(signal.sender?.rawValue ?? "?"): not the owner of \(service)")
+                    continue
+                }
                 switch ServiceSignal.event(member: signal.member, arguments: signal.arguments) {
                 case .failure(let problem):
-                    logger.warning("ignored a malformed signal", metadata: ["sender": "\(signal.sender?.rawValue ?? "?")", "problem": "\(problem)"])
+                    logger.warning("ignored a malformed signal from \(service)", metadata: ["problem": "\(problem)"])
                 case .success(let event):
-                    let owner = try? await connection.nameOwner(service)
-                    guard let sender = signal.sender, let owner, sender == owner else {
-                        logger.warning("ignored \(signal.member) from \(signal.sender?.rawValue ?? "?"): not the owner of \(service)")
-                        continue
-                    }
                     logger.debug("service reported", metadata: ["event": "\(event)"])
                     sink.send(event)
                 }
