@@ -98,6 +98,14 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // Talks to the daemon's bus connection through the DBus module: out-of-process backends.
+        .target(
+            name: "TocsinDBusServiceBackend",
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "DBus", .product(name: "Logging", package: "swift-log")],
+            path: "Plugins/DBusService",
+            swiftSettings: strict
+        ),
+
         .target(
             name: "TocsinDesktopBackend",
             dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
@@ -119,7 +127,7 @@ let package = Package(
             name: "tocsin",
             dependencies: [
                 "CTocsinSystem", "TocsinCore", "TocsinConfig", "TocsinTime",
-                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinGateway", "DBus",
+                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -134,7 +142,7 @@ let package = Package(
                                                            .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
                                                        .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",
@@ -145,7 +153,7 @@ let package = Package(
                     swiftSettings: strict),
         // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",
-                                                          "TocsinDBusSignalBackend", .product(name: "Logging", package: "swift-log")],
+                                                          "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
     ]
 )

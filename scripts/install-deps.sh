@@ -21,6 +21,8 @@ PACKAGES=(
   sox
   opus-tools
   python3-dbusmock
+  python3-dbus
+  python3-gi
   imagemagick
   tmux
   e2fsprogs

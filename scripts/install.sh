@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Tocsin in release mode and installs it under $DESTDIR$PREFIX:
 #   bin/tocsin, lib/systemd/user/tocsin.service, share/dbus-1/services/io.github.tocsin.Gateway.service,
-#   share/dbus-1/interfaces/io.github.tocsin.Gateway1.xml, shell completions, man page,
+#   share/dbus-1/interfaces/io.github.tocsin.Gateway1.xml and Backend1.xml, shell completions, man page,
 #   share/tocsin/sounds/.
 # PREFIX defaults to /usr/local. CONFIGURATION=debug installs a debug build (used by the tests).
 set -euo pipefail
@@ -20,7 +20,7 @@ install -d "$root/bin" "$root/lib/systemd/user" "$root/share/dbus-1/services" "$
 install -m 0755 "$bin" "$root/bin/tocsin"
 sed "s|/usr/local/bin/|$PREFIX/bin/|g" contrib/systemd/tocsin.service > "$root/lib/systemd/user/tocsin.service"
 sed "s|/usr/local/bin/|$PREFIX/bin/|g" contrib/dbus/io.github.tocsin.Gateway.service > "$root/share/dbus-1/services/io.github.tocsin.Gateway.service"
-install -m 0644 contrib/io.github.tocsin.Gateway1.xml "$root/share/dbus-1/interfaces/"
+install -m 0644 contrib/io.github.tocsin.Gateway1.xml contrib/io.github.tocsin.Backend1.xml "$root/share/dbus-1/interfaces/"
 install -m 0644 contrib/examples/*.toml "$root/share/tocsin/examples/"
 if [ -d contrib/sounds ]; then
   install -d "$root/share/tocsin/sounds"

@@ -255,15 +255,43 @@ public struct DaemonInfo: Sendable {
 /// The daemon's current bus connection, shared by the gateway object and the `dbus-signal`
 /// backend; replaced on reconnect, empty while the bus is away.
 public final class BusLink: Sendable {
-    private let connection = Mutex<DBusConnection?>(nil)
+    private struct State {
+        var connection: DBusConnection?
+        /// `connections()` streams, told of each new connection.
+        var watchers: [UInt64: AsyncStream<DBusConnection>.Continuation] = [:]
+        var nextWatcher: UInt64 = 0
+    }
+    private let state = Mutex(State())
     private let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 
-    public func set(_ c: DBusConnection?) { connection.withLock { $0 = c } }
+    public func set(_ c: DBusConnection?) {
+        let watchers = state.withLock { s in
+            s.connection = c
+            return Array(s.watchers.values)
+        }
+        if let c { for w in watchers { w.yield(c) } }
+    }
+
+    /// The connection of the moment (when there is one), then each new one after a reconnect:
+    /// what a backend that listens for signals (`dbus-service`) subscribes on again.
+    public func connections() -> AsyncStream<DBusConnection> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DBusConnection.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { s in
+            s.nextWatcher += 1
+            s.watchers[s.nextWatcher] = continuation
+            if let c = s.connection { continuation.yield(c) }
+            return s.nextWatcher
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
+    }
 
     public var current: DBusConnection? {
-        connection.withLock { $0 }.flatMap { $0.isConnected ? $0 : nil }
+        state.withLock { $0.connection }.flatMap { $0.isConnected ? $0 : nil }
     }
 
     /// Emits a gateway signal; throws when there is no connection or the arguments are invalid.

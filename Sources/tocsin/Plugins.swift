@@ -1,4 +1,5 @@
 import TocsinCore
+import TocsinDBusServiceBackend
 import TocsinDBusSignalBackend
 import TocsinDesktopBackend
 import TocsinExecBackend
@@ -12,13 +13,16 @@ enum Plugins {
     /// `link` is the daemon's bus connection; `check` passes none, since it only validates tables.
     static func registry(link: BusLink? = nil) -> BackendRegistry {
         let emit: DBusSignalBackend.Emit
+        let bus: ServiceBus
         if let link {
             emit = link.firedEmitter()
+            bus = ServiceBus(current: { link.current }, connections: { link.connections() })
         } else {
             emit = { firings in firings.map { _ in DeliveryError(.unavailable, "not connected to a bus") } }
+            bus = .none
         }
         return BackendRegistry([
-            LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit),
+            LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), DBusServiceBackendFactory(bus: bus),
             DesktopBackendFactory(), SoundBackendFactory(),
         ])
     }
