@@ -9,6 +9,8 @@ PACKAGES=(
   libglib2.0-dev
   libnotify-dev
   libsqlite3-dev
+  libmosquitto-dev
+  mosquitto
   dbus
   dbus-bin
   libglib2.0-bin

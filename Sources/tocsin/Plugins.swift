@@ -4,6 +4,7 @@ import TocsinDesktopBackend
 import TocsinExecBackend
 import TocsinGateway
 import TocsinLogBackend
+import TocsinMQTTBackend
 import TocsinSoundBackend
 
 /// The backends this binary links. The registry is a value built here and handed to whoever
@@ -19,7 +20,7 @@ enum Plugins {
         }
         return BackendRegistry([
             LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit),
-            DesktopBackendFactory(), SoundBackendFactory(),
+            DesktopBackendFactory(), SoundBackendFactory(), MQTTBackendFactory(),
         ])
     }
 }

@@ -1,0 +1,65 @@
+import Foundation
+import TocsinConfig
+
+/// One message on `<prefix>/<kind>`: what one machine of the fleet tells the others.
+///
+/// `id` is the idempotency id, `<kind>/<key>/<occurrence>`: MQTT QoS 1 is at-least-once, and a
+/// broker restart or a reconnect redelivers, so receivers record ids (`SeenStore`) and act on
+/// each at most once. The key travels in the payload, not the topic, since keys may hold `/`,
+/// `+` and `#`, which MQTT topics give meaning to.
+public struct FleetMessage: Codable, Hashable, Sendable {
+    public enum Kind: String, Codable, Hashable, Sendable, CaseIterable {
+        case fired, withdrawn, acknowledged, snoozed
+    }
+    public var version: Int = 1
+    public var id: String
+    public var kind: Kind
+    public var key: String
+    public var occurrence: UInt64
+    /// The publishing daemon's client id, so a daemon ignores its own messages.
+    public var origin: String
+    public var title: String?
+    public var due: String?
+    public var reason: String?
+
+    public init(kind: Kind, key: String, occurrence: UInt64, origin: String,
+                title: String? = nil, due: String? = nil, reason: String? = nil) {
+        self.id = Self.id(kind: kind, key: key, occurrence: occurrence)
+        self.kind = kind; self.key = key; self.occurrence = occurrence; self.origin = origin
+        self.title = title; self.due = due; self.reason = reason
+    }
+
+    public static func id(kind: Kind, key: String, occurrence: UInt64) -> String {
+        "\(kind.rawValue)/\(key)/\(occurrence)"
+    }
+
+    public static let maxPayload = 64 * 1024
+
+    public func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array((try? encoder.encode(self)) ?? Data())
+    }
+
+    /// Why a received payload was refused, for the log: a broker is shared, and anything on it
+    /// may publish to our topics.
+    public struct DecodeError: Error, Hashable, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func decode(_ payload: [UInt8]) -> Result<FleetMessage, DecodeError> {
+        guard payload.count <= maxPayload else {
+            return .failure(DecodeError(description: "message of \(payload.count) bytes; the limit is \(maxPayload)"))
+        }
+        let m: FleetMessage
+        do { m = try JSONDecoder().decode(FleetMessage.self, from: Data(payload)) } catch {
+            return .failure(DecodeError(description: "not a Tocsin fleet message: \(error)"))
+        }
+        guard m.version == 1 else { return .failure(DecodeError(description: "unknown message version \(m.version)")) }
+        if let problem = NotificationFields.validateKey(m.key) { return .failure(DecodeError(description: problem)) }
+        guard m.id == id(kind: m.kind, key: m.key, occurrence: m.occurrence) else {
+            return .failure(DecodeError(description: "field 'id' is '\(m.id)', expected '\(id(kind: m.kind, key: m.key, occurrence: m.occurrence))'"))
+        }
+        return .success(m)
+    }
+}

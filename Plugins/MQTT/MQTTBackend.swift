@@ -1,0 +1,156 @@
+import Foundation
+public import Logging
+import Synchronization
+public import TocsinCore
+import TocsinTime
+
+/// `type = "mqtt"`: publishes every firing, withdraw, acknowledge and snooze as a `FleetMessage`
+/// on `<topic_prefix>/<kind>` (QoS 1, persistent session). When `[fleet]` names this backend it
+/// also subscribes to the acknowledges and snoozes of the other machines and hands them to the
+/// center as if a person had answered here, so one answer stops the alarm everywhere.
+///
+/// Nothing local waits on the broker: a publish while it is down is queued by libmosquitto and
+/// sent after the reconnect, and `deliver` returns at once.
+public final class MQTTBackend: DeliveryBackend, Sendable {
+    public let name: String
+    let options: MQTTBackendFactory.Options
+    let subscribes: Bool
+    let stateDirectory: String?
+    let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var client: MosquittoClient?
+        var sink: (any BackendEventSink)?
+        var seen: SeenStore?
+        var connected = false
+        /// The latest occurrence delivered per key, so a withdraw names the occurrence it ends.
+        var occurrences: [String: UInt64] = [:]
+    }
+
+    init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
+        self.name = name; self.options = options; self.subscribes = subscribes
+        self.stateDirectory = stateDirectory; self.logger = logger
+    }
+
+    private var where_: String { "\(options.host):\(options.port)" }
+
+    public func start(events: any BackendEventSink) async {
+        var seen: SeenStore?
+        if let dir = stateDirectory {
+            do { seen = try SeenStore(path: dir + "/mqtt-\(name).sqlite") } catch {
+                logger.error("mqtt \(name): \(error); redelivered fleet messages may act twice")
+            }
+        }
+        let settings = MosquittoClient.Settings(
+            host: options.host, port: options.port, clientID: options.clientID, keepalive: options.keepaliveSeconds,
+            username: options.username, password: options.password, caFile: options.caFile, certFile: options.certFile,
+            keyFile: options.keyFile, reconnectDelay: 1, reconnectDelayMax: options.reconnectMaxSeconds)
+        let client: MosquittoClient
+        do { client = try MosquittoClient(settings, delegate: Delegate(backend: self)) } catch {
+            logger.error("mqtt \(name): \(error); nothing is published")
+            return
+        }
+        state.withLock { $0.client = client; $0.sink = events; $0.seen = seen }
+        do { try client.start(host: options.host, port: options.port, keepalive: options.keepaliveSeconds) } catch {
+            logger.error("mqtt \(name): \(error); nothing is published")
+        }
+    }
+
+    public func deliver(_ firing: Firing) async throws(DeliveryError) {
+        let occurrence = UInt64(firing.occurrence.number)
+        state.withLock { $0.occurrences[firing.key] = occurrence }
+        let m = FleetMessage(kind: .fired, key: firing.key, occurrence: occurrence, origin: options.clientID,
+                             title: firing.notification.title, due: Timestamp.rfc3339UTC(firing.due), reason: firing.reason.rawValue)
+        if case .failure(let e) = publish(m) { throw DeliveryError(.permanent, "\(e)") }
+    }
+
+    public func withdraw(key: String, reason: WithdrawReason) async {
+        let occurrence = state.withLock { $0.occurrences[key] } ?? 0
+        let kind: FleetMessage.Kind = switch reason {
+        case .acknowledged: .acknowledged
+        case .snoozed: .snoozed
+        default: .withdrawn
+        }
+        let m = FleetMessage(kind: kind, key: key, occurrence: occurrence, origin: options.clientID, reason: reason.rawValue)
+        // An answer that came from the fleet is already known there: repeating it would only echo.
+        if kind != .withdrawn, state.withLock({ $0.seen })?.contains(m.id) == true { return }
+        if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
+    }
+
+    public func shutdown() async {
+        let client = state.withLock { s in defer { s.client = nil } ; return s.client }
+        client?.stop()
+    }
+
+    public func health() async -> BackendHealth {
+        state.withLock { s in
+            if s.client == nil { return .unavailable("mqtt client not started") }
+            return s.connected ? .ok : .unavailable("not connected to the MQTT broker at \(where_); retrying with backoff, messages queued")
+        }
+    }
+
+    private func publish(_ m: FleetMessage) -> Result<Void, MosquittoError> {
+        guard let client = state.withLock({ $0.client }) else {
+            return .failure(MosquittoError(rc: 4, what: "mqtt client not started"))
+        }
+        return client.publish(topic: options.topicPrefix + "/" + m.kind.rawValue, payload: m.encoded(), qos: 1)
+    }
+
+    // MARK: Network thread
+
+    fileprivate func connected(_ rc: Int32) {
+        guard rc == 0 else {
+            logger.warning("mqtt \(name): broker at \(where_) refused the connection (code \(rc)); retrying")
+            return
+        }
+        let client = state.withLock { s in s.connected = true; return s.client }
+        logger.info("mqtt \(name): connected to \(where_)")
+        // Subscribed on every connect: a broker that lost its state (restarted without
+        // persistence) no longer knows our persistent session.
+        guard subscribes, let client else { return }
+        for kind in [FleetMessage.Kind.acknowledged, .snoozed] {
+            if case .failure(let e) = client.subscribe(options.topicPrefix + "/" + kind.rawValue, qos: 1) {
+                logger.warning("mqtt \(name): \(e)")
+            }
+        }
+    }
+
+    fileprivate func disconnected(_ rc: Int32) {
+        state.withLock { $0.connected = false }
+        if rc != 0 { logger.warning("mqtt \(name): lost the broker at \(where_); reconnecting with backoff") }
+    }
+
+    fileprivate func received(topic: String, payload: [UInt8]) {
+        let m: FleetMessage
+        switch FleetMessage.decode(payload) {
+        case .success(let v): m = v
+        case .failure(let e):
+            logger.warning("mqtt \(name): ignored a message on \(topic): \(e)")
+            return
+        }
+        guard m.origin != options.clientID, topic == options.topicPrefix + "/" + m.kind.rawValue else { return }
+        let (sink, seen) = state.withLock { ($0.sink, $0.seen) }
+        let now = Int64(Date().timeIntervalSince1970)
+        guard seen?.insert(m.id, kind: m.kind.rawValue, at: now) ?? true else {
+            logger.debug("mqtt \(name): \(m.id) already handled")
+            return
+        }
+        logger.info("mqtt \(name): \(m.kind.rawValue) of \(m.key) from \(m.origin)")
+        switch m.kind {
+        case .acknowledged: sink?.send(.acknowledge(key: m.key))
+        case .snoozed: sink?.send(.snooze(key: m.key, duration: nil))
+        case .fired, .withdrawn: break
+        }
+    }
+}
+
+/// Forwards the network thread's callbacks; weak, so the client's hold on its delegate does not
+/// keep the backend alive.
+private final class Delegate: MosquittoDelegate {
+    weak let backend: MQTTBackend?
+    init(backend: MQTTBackend) { self.backend = backend }
+    func mosquittoConnected(_ rc: Int32) { backend?.connected(rc) }
+    func mosquittoDisconnected(_ rc: Int32) { backend?.disconnected(rc) }
+    func mosquittoMessage(topic: String, payload: [UInt8]) { backend?.received(topic: topic, payload: payload) }
+}

@@ -1,0 +1,35 @@
+import Testing
+import TocsinMQTTBackend
+
+@Suite("FleetMessage")
+struct FleetMessageTests {
+    @Test("a message survives encoding, and its id is kind/key/occurrence")
+    func roundTrip() throws {
+        let m = FleetMessage(kind: .acknowledged, key: "wake/up+#", occurrence: 3, origin: "kitchen", reason: "acknowledged")
+        #expect(m.id == "acknowledged/wake/up+#/3")
+        let back = try FleetMessage.decode(m.encoded()).get()
+        #expect(back == m)
+    }
+
+    @Test("bad payloads are refused with the reason", arguments: [
+        ("not json", "not a Tocsin fleet message"),
+        (#"{"version":2,"id":"acknowledged/k/1","kind":"acknowledged","key":"k","occurrence":1,"origin":"a"}"#, "unknown message version 2"),
+        (#"{"version":1,"id":"acknowledged/k/1","kind":"rung","key":"k","occurrence":1,"origin":"a"}"#, "not a Tocsin fleet message"),
+        (#"{"version":1,"id":"acknowledged/ /1","kind":"acknowledged","key":" ","occurrence":1,"origin":"a"}"#, "spaces or control"),
+        (#"{"version":1,"id":"acknowledged//1","kind":"acknowledged","key":"","occurrence":1,"origin":"a"}"#, "must not be empty"),
+        (#"{"version":1,"id":"acknowledged/other/1","kind":"acknowledged","key":"k","occurrence":1,"origin":"a"}"#, "field 'id'"),
+    ])
+    func refused(row: (String, String)) {
+        switch FleetMessage.decode(Array(row.0.utf8)) {
+        case .success(let m): Issue.record("row \(row.0) decoded as \(m)")
+        case .failure(let e): #expect(e.description.contains(row.1), "row \(row.0): \(e)")
+        }
+    }
+
+    @Test("a payload over the limit is refused before parsing")
+    func tooLarge() {
+        let big = [UInt8](repeating: UInt8(ascii: " "), count: FleetMessage.maxPayload + 1)
+        guard case .failure(let e) = FleetMessage.decode(big) else { Issue.record("accepted"); return }
+        #expect(e.description.contains("limit"))
+    }
+}
