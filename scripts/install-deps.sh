@@ -11,6 +11,7 @@ PACKAGES=(
   libsqlite3-dev
   libmosquitto-dev
   mosquitto
+  mosquitto-clients
   dbus
   dbus-bin
   libglib2.0-bin

@@ -3,7 +3,8 @@ import TocsinConfig
 
 /// One message on `<prefix>/<kind>`: what one machine of the fleet tells the others.
 ///
-/// `id` is the idempotency id, `<kind>/<key>/<occurrence>`: MQTT QoS 1 is at-least-once, and a
+/// `id` is the idempotency id, `<kind>/<key>/<due>/<occurrence>` (due in unix microseconds, since
+/// occurrence numbers start again at 1 when a key is scheduled anew): MQTT QoS 1 is at-least-once, and a
 /// broker restart or a reconnect redelivers, so receivers record ids (`SeenStore`) and act on
 /// each at most once. The key travels in the payload, not the topic, since keys may hold `/`,
 /// `+` and `#`, which MQTT topics give meaning to.
@@ -16,21 +17,22 @@ public struct FleetMessage: Codable, Hashable, Sendable {
     public var kind: Kind
     public var key: String
     public var occurrence: UInt64
+    /// When the occurrence fell due, unix microseconds (0: the publisher never delivered it).
+    public var due: Int64
     /// The publishing daemon's client id, so a daemon ignores its own messages.
     public var origin: String
     public var title: String?
-    public var due: String?
     public var reason: String?
 
-    public init(kind: Kind, key: String, occurrence: UInt64, origin: String,
-                title: String? = nil, due: String? = nil, reason: String? = nil) {
-        self.id = Self.id(kind: kind, key: key, occurrence: occurrence)
-        self.kind = kind; self.key = key; self.occurrence = occurrence; self.origin = origin
-        self.title = title; self.due = due; self.reason = reason
+    public init(kind: Kind, key: String, occurrence: UInt64, due: Int64, origin: String,
+                title: String? = nil, reason: String? = nil) {
+        self.id = Self.id(kind: kind, key: key, due: due, occurrence: occurrence)
+        self.kind = kind; self.key = key; self.occurrence = occurrence; self.due = due; self.origin = origin
+        self.title = title; self.reason = reason
     }
 
-    public static func id(kind: Kind, key: String, occurrence: UInt64) -> String {
-        "\(kind.rawValue)/\(key)/\(occurrence)"
+    public static func id(kind: Kind, key: String, due: Int64, occurrence: UInt64) -> String {
+        "\(kind.rawValue)/\(key)/\(due)/\(occurrence)"
     }
 
     public static let maxPayload = 64 * 1024
@@ -57,8 +59,9 @@ public struct FleetMessage: Codable, Hashable, Sendable {
         }
         guard m.version == 1 else { return .failure(DecodeError(description: "unknown message version \(m.version)")) }
         if let problem = NotificationFields.validateKey(m.key) { return .failure(DecodeError(description: problem)) }
-        guard m.id == id(kind: m.kind, key: m.key, occurrence: m.occurrence) else {
-            return .failure(DecodeError(description: "field 'id' is '\(m.id)', expected '\(id(kind: m.kind, key: m.key, occurrence: m.occurrence))'"))
+        let expected = id(kind: m.kind, key: m.key, due: m.due, occurrence: m.occurrence)
+        guard m.id == expected else {
+            return .failure(DecodeError(description: "field 'id' is '\(m.id)', expected '\(expected)'"))
         }
         return .success(m)
     }

@@ -22,10 +22,11 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     private struct State {
         var client: MosquittoClient?
         var sink: (any BackendEventSink)?
-        var seen: SeenStore?
+        var store: FleetStore?
         var connected = false
-        /// The latest occurrence delivered per key, so a withdraw names the occurrence it ends.
-        var occurrences: [String: UInt64] = [:]
+        /// The latest occurrence delivered per key, so a withdraw names the occurrence it ends
+        /// (also in the store, for after a restart).
+        var delivered: [String: (occurrence: UInt64, due: Int64)] = [:]
     }
 
     init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
@@ -36,9 +37,9 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     private var where_: String { "\(options.host):\(options.port)" }
 
     public func start(events: any BackendEventSink) async {
-        var seen: SeenStore?
+        var store: FleetStore?
         if let dir = stateDirectory {
-            do { seen = try SeenStore(path: dir + "/mqtt-\(name).sqlite") } catch {
+            do { store = try FleetStore(path: dir + "/mqtt-\(name).sqlite") } catch {
                 logger.error("mqtt \(name): \(error); redelivered fleet messages may act twice")
             }
         }
@@ -51,30 +52,36 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             logger.error("mqtt \(name): \(error); nothing is published")
             return
         }
-        state.withLock { $0.client = client; $0.sink = events; $0.seen = seen }
+        state.withLock { $0.client = client; $0.sink = events; $0.store = store }
         do { try client.start(host: options.host, port: options.port, keepalive: options.keepaliveSeconds) } catch {
             logger.error("mqtt \(name): \(error); nothing is published")
         }
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
-        let occurrence = UInt64(firing.occurrence.number)
-        state.withLock { $0.occurrences[firing.key] = occurrence }
-        let m = FleetMessage(kind: .fired, key: firing.key, occurrence: occurrence, origin: options.clientID,
-                             title: firing.notification.title, due: Timestamp.rfc3339UTC(firing.due), reason: firing.reason.rawValue)
+        let occurrence = UInt64(firing.occurrence.number), due = firing.due.microseconds
+        let store = state.withLock { s in
+            s.delivered[firing.key] = (occurrence, due)
+            return s.store
+        }
+        if firing.reason != .ring { store?.recordDelivered(key: firing.key, occurrence: occurrence, due: due) }
+        let m = FleetMessage(kind: .fired, key: firing.key, occurrence: occurrence, due: due, origin: options.clientID,
+                             title: firing.notification.title, reason: firing.reason.rawValue)
         if case .failure(let e) = publish(m) { throw DeliveryError(.permanent, "\(e)") }
     }
 
     public func withdraw(key: String, reason: WithdrawReason) async {
-        let occurrence = state.withLock { $0.occurrences[key] } ?? 0
+        let (known, store) = state.withLock { ($0.delivered[key], $0.store) }
+        let last = known ?? store?.lastDelivered(key: key) ?? (0, 0)
         let kind: FleetMessage.Kind = switch reason {
         case .acknowledged: .acknowledged
         case .snoozed: .snoozed
         default: .withdrawn
         }
-        let m = FleetMessage(kind: kind, key: key, occurrence: occurrence, origin: options.clientID, reason: reason.rawValue)
+        let m = FleetMessage(kind: kind, key: key, occurrence: last.occurrence, due: last.due, origin: options.clientID,
+                             reason: reason.rawValue)
         // An answer that came from the fleet is already known there: repeating it would only echo.
-        if kind != .withdrawn, state.withLock({ $0.seen })?.contains(m.id) == true { return }
+        if kind != .withdrawn, store?.contains(m.id) == true { return }
         if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
     }
 
@@ -130,13 +137,14 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             return
         }
         guard m.origin != options.clientID, topic == options.topicPrefix + "/" + m.kind.rawValue else { return }
-        let (sink, seen) = state.withLock { ($0.sink, $0.seen) }
+        guard m.kind == .acknowledged || m.kind == .snoozed else { return }
+        let (sink, store) = state.withLock { ($0.sink, $0.store) }
         let now = Int64(Date().timeIntervalSince1970)
-        guard seen?.insert(m.id, kind: m.kind.rawValue, at: now) ?? true else {
-            logger.debug("mqtt \(name): \(m.id) already handled")
+        guard store?.insert(m.id, kind: m.kind.rawValue, at: now) ?? true else {
+            logger.info("mqtt \(name): ignored a redelivered \(m.id) from \(m.origin)")
             return
         }
-        logger.info("mqtt \(name): \(m.kind.rawValue) of \(m.key) from \(m.origin)")
+        logger.info("mqtt \(name): \(m.id) from \(m.origin)")
         switch m.kind {
         case .acknowledged: sink?.send(.acknowledge(key: m.key))
         case .snoozed: sink?.send(.snooze(key: m.key, duration: nil))

@@ -3,21 +3,22 @@ import TocsinMQTTBackend
 
 @Suite("FleetMessage")
 struct FleetMessageTests {
-    @Test("a message survives encoding, and its id is kind/key/occurrence")
+    @Test("a message survives encoding, and its id is kind/key/due/occurrence")
     func roundTrip() throws {
-        let m = FleetMessage(kind: .acknowledged, key: "wake/up+#", occurrence: 3, origin: "kitchen", reason: "acknowledged")
-        #expect(m.id == "acknowledged/wake/up+#/3")
+        let m = FleetMessage(kind: .acknowledged, key: "wake/up+#", occurrence: 3, due: 1_700_000_000_000_000,
+                             origin: "kitchen", reason: "acknowledged")
+        #expect(m.id == "acknowledged/wake/up+#/1700000000000000/3")
         let back = try FleetMessage.decode(m.encoded()).get()
         #expect(back == m)
     }
 
     @Test("bad payloads are refused with the reason", arguments: [
         ("not json", "not a Tocsin fleet message"),
-        (#"{"version":2,"id":"acknowledged/k/1","kind":"acknowledged","key":"k","occurrence":1,"origin":"a"}"#, "unknown message version 2"),
-        (#"{"version":1,"id":"acknowledged/k/1","kind":"rung","key":"k","occurrence":1,"origin":"a"}"#, "not a Tocsin fleet message"),
-        (#"{"version":1,"id":"acknowledged/ /1","kind":"acknowledged","key":" ","occurrence":1,"origin":"a"}"#, "spaces or control"),
-        (#"{"version":1,"id":"acknowledged//1","kind":"acknowledged","key":"","occurrence":1,"origin":"a"}"#, "must not be empty"),
-        (#"{"version":1,"id":"acknowledged/other/1","kind":"acknowledged","key":"k","occurrence":1,"origin":"a"}"#, "field 'id'"),
+        (#"{"version":2,"id":"acknowledged/k/5/1","kind":"acknowledged","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "unknown message version 2"),
+        (#"{"version":1,"id":"acknowledged/k/5/1","kind":"rung","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "not a Tocsin fleet message"),
+        (#"{"version":1,"id":"acknowledged/ /5/1","kind":"acknowledged","key":" ","occurrence":1,"due":5,"origin":"a"}"#, "spaces or control"),
+        (#"{"version":1,"id":"acknowledged//5/1","kind":"acknowledged","key":"","occurrence":1,"due":5,"origin":"a"}"#, "must not be empty"),
+        (#"{"version":1,"id":"acknowledged/other/5/1","kind":"acknowledged","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "field 'id'"),
     ])
     func refused(row: (String, String)) {
         switch FleetMessage.decode(Array(row.0.utf8)) {

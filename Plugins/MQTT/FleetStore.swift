@@ -1,12 +1,15 @@
 import CSQLite
 import Synchronization
 
-/// The idempotency ids this daemon has acted on, in SQLite next to its state, so a message the
-/// broker redelivers (after a reconnect, a broker restart, or our own restart) acts at most once.
+/// The mqtt backend's durable state, in SQLite next to the daemon's:
+/// - `mqtt_seen`: the idempotency ids this daemon has acted on, so a message the broker
+///   redelivers (after a reconnect, a broker restart, or our own restart) acts at most once;
+/// - `mqtt_delivered`: the latest occurrence delivered per key, so an acknowledge after a daemon
+///   restart still names the occurrence it ends (its id must match the other machines').
 ///
 /// The backend's own file (`mqtt-NAME.sqlite` in the state directory) keeps the core's schema free of
 /// a plugin's table; like the state store it is durable before we act (synchronous=FULL).
-final class SeenStore: Sendable {
+final class FleetStore: Sendable {
     private let db: Mutex<OpaquePointer?>
 
     struct OpenError: Error, CustomStringConvertible { var description: String }
@@ -20,7 +23,8 @@ final class SeenStore: Sendable {
             throw OpenError(description: "cannot open \(path): \(why)")
         }
         for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000",
-                    "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)"] {
+                    "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)",
+                    "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)"] {
             guard sqlite3_exec(h, sql, nil, nil, nil) == SQLITE_OK else {
                 let why = String(cString: sqlite3_errmsg(h))
                 sqlite3_close_v2(h)
@@ -56,6 +60,33 @@ final class SeenStore: Sendable {
             defer { sqlite3_finalize(stmt) }
             sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
             return sqlite3_step(stmt) == SQLITE_ROW
+        }
+    }
+
+    /// Remembers the occurrence just delivered for `key`. Best effort: losing it only makes a later
+    /// acknowledge's id differ from the other machines', which they then act on (harmlessly) again.
+    func recordDelivered(key: String, occurrence: UInt64, due: Int64) {
+        db.withLock { h in
+            guard let h else { return }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_delivered (key, occurrence, due) VALUES (?1, ?2, ?3)", -1, &stmt, nil) == SQLITE_OK else { return }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
+            sqlite3_bind_int64(stmt, 2, Int64(bitPattern: occurrence))
+            sqlite3_bind_int64(stmt, 3, due)
+            _ = sqlite3_step(stmt)
+        }
+    }
+
+    func lastDelivered(key: String) -> (occurrence: UInt64, due: Int64)? {
+        db.withLock { h in
+            guard let h else { return nil }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "SELECT occurrence, due FROM mqtt_delivered WHERE key = ?1", -1, &stmt, nil) == SQLITE_OK else { return nil }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
+            guard sqlite3_step(stmt) == SQLITE_ROW else { return nil }
+            return (UInt64(bitPattern: sqlite3_column_int64(stmt, 0)), sqlite3_column_int64(stmt, 1))
         }
     }
 }

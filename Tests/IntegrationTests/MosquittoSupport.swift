@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+import Synchronization
+import TocsinTesting
+
+/// A real mosquitto broker on 127.0.0.1 at a port chosen at run time, with persistence in a
+/// temporary directory, so it can be killed and started again on the same port and state.
+final class MosquittoBroker: Sendable {
+    let dir: TemporaryDirectory
+    let port: Int32
+    let confPath: String
+    let process: Mutex<TestProcess?>
+
+    private init(dir: TemporaryDirectory, port: Int32, confPath: String) {
+        self.dir = dir; self.port = port; self.confPath = confPath; self.process = Mutex(nil)
+    }
+
+    var url: String { "mqtt://127.0.0.1:\(port)" }
+
+    static func start() async throws -> MosquittoBroker {
+        let dir = TemporaryDirectory(prefix: "tocsin-mosquitto")
+        let port = try freeLoopbackPort()
+        // autosave_on_changes with an interval of 1: every session, subscription and queued message
+        // is on disk before a kill -9, as a broker configured for durability keeps them.
+        let conf = try dir.write("mosquitto.conf", """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(dir.path)/
+            autosave_on_changes true
+            autosave_interval 1
+            log_dest stderr
+            log_type all
+
+            """)
+        let b = MosquittoBroker(dir: dir, port: port, confPath: conf)
+        try await b.run()
+        return b
+    }
+
+    /// Starts the broker process and waits until it reports it is listening.
+    func run() async throws {
+        let p = try TestProcess("/usr/sbin/mosquitto", ["-c", confPath])
+        process.withLock { $0 = p }
+        try await p.waitForStderr(containing: " running", timeout: .seconds(15))
+    }
+
+    /// kill -9, as a crashing broker or a pulled plug.
+    func crash() async throws {
+        let p = process.withLock { $0 }
+        try await p?.kill()
+    }
+
+    func stop() async {
+        let p = process.withLock { $0 }
+        p?.signal(SIGTERM)
+        if (try? await p?.waitForExit(timeout: .seconds(10))) == nil { _ = try? await p?.kill() }
+    }
+
+    /// The broker's log so far (every connect and message, `log_type all`).
+    var log: String { process.withLock { $0 }?.output.value.stderrText ?? "" }
+}
+
+/// A port the kernel had free on 127.0.0.1 a moment ago (bind to port 0, read it, close).
+func freeLoopbackPort() throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestProcessError("socket: errno \(errno)") }
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = 0
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw TestProcessError("bind: errno \(errno)") }
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+    }
+    guard named == 0 else { throw TestProcessError("getsockname: errno \(errno)") }
+    return Int32(UInt16(bigEndian: addr.sin_port))
+}
