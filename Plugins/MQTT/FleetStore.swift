@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 import Synchronization
 
 /// The mqtt backend's durable state, in SQLite next to the daemon's:
@@ -15,6 +16,10 @@ final class FleetStore: Sendable {
     struct OpenError: Error, CustomStringConvertible { var description: String }
 
     init(path: String) throws(OpenError) {
+        // Like the state store: readable by its owner only (SQLite gives -wal and -shm the same mode).
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw OpenError(description: "cannot create \(path): errno \(errno)") }
+        close(fd)
         var h: OpaquePointer?
         let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
         guard rc == SQLITE_OK, let h else {

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Testing
 import TocsinConfig
@@ -92,5 +93,15 @@ struct MQTTConfigTests {
     func urls(row: (String, String, Int32, Bool)) throws {
         let p = try MQTTBackendFactory.parseURL(row.0).get()
         #expect(p.host == row.1 && p.port == row.2 && p.tls == row.3, "row \(row.0): \(p)")
+    }
+
+    @Test("the README's mqtt row names every option key")
+    func readmeRow() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `mqtt` |") }, "no mqtt row in the README")
+        for key in MQTTBackendFactory().optionKeys {
+            #expect(row.contains("`\(key)`"), "README's mqtt row lacks `\(key)`")
+        }
     }
 }
