@@ -85,6 +85,15 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
     }
 
+    /// A reload replaces this instance by a new one of the same name (and client id) without
+    /// calling `shutdown`, so the client must stop when the instance goes. Stopped off the network
+    /// thread: the last reference may drop there, and a thread cannot join itself.
+    deinit {
+        if let client = state.withLock({ $0.client }) {
+            Task.detached { client.stop() }
+        }
+    }
+
     public func shutdown() async {
         let client = state.withLock { s in defer { s.client = nil } ; return s.client }
         client?.stop()

@@ -167,4 +167,29 @@ struct FleetTests {
             #expect(b.watch.stdout.components(separatedBy: "{\"event\":\"Acknowledged\",\"key\":\"wake\"").count == 2, "\(b.watch.stdout)")
         }
     }
+
+    @Test("an ack or a snooze still crosses the fleet after a config reload (the replaced client stops)")
+    func reloadAndSnooze() async throws {
+        try await withFleet { _, a, b in
+            a.process.signal(SIGHUP)
+            try await a.process.waitForStderr(containing: "reloaded", timeout: .seconds(20))
+            try await a.waitForEvent("Fired", timeout: .seconds(20))
+            try await b.waitForEvent("Fired", timeout: .seconds(20))
+
+            let start = ContinuousClock.now
+            _ = try await b.tocsin("snooze", "wake", "5min")
+            try await a.waitForEvent("Snoozed", timeout: .seconds(10))
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed < TimingBudget.scaled(.seconds(1)), "machine-a snoozed \(elapsed) after the snooze on machine-b")
+
+            _ = try await b.tocsin("ack", "wake")
+            try await a.waitForEvent("Acknowledged", timeout: .seconds(10))
+            let list = try await a.tocsin("list", "--json")
+            #expect(!list.stdoutText.contains("\"wake\""), "machine-a still holds the alarm: \(list.stdoutText)")
+            // One client per machine after the reload: the replaced one disconnected, so no
+            // session takeover loop (each takeover would log another connect).
+            let connects = a.process.stderr.components(separatedBy: "mqtt fleet: connected to").count - 1
+            #expect(connects == 2, "machine-a connected \(connects) times: \(a.process.stderr.suffix(3000))")
+        }
+    }
 }
