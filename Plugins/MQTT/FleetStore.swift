@@ -5,6 +5,8 @@ import Synchronization
 /// The mqtt backend's durable state, in SQLite next to the daemon's:
 /// - `mqtt_seen`: the idempotency ids this daemon has acted on, so a message the broker
 ///   redelivers (after a reconnect, a broker restart, or our own restart) acts at most once;
+/// - `mqtt_outbox`: answers (acknowledges, snoozes) published but not yet acknowledged by the
+///   broker, so one given while the broker was down survives a daemon restart and is sent then;
 /// - `mqtt_delivered`: the latest occurrence delivered per key, so an acknowledge after a daemon
 ///   restart still names the occurrence it ends (its id must match the other machines').
 ///
@@ -29,7 +31,8 @@ final class FleetStore: Sendable {
         }
         for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000",
                     "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)",
-                    "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)"] {
+                    "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)",
+                    "CREATE TABLE IF NOT EXISTS mqtt_outbox (id TEXT PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, created INTEGER NOT NULL)"] {
             guard sqlite3_exec(h, sql, nil, nil, nil) == SQLITE_OK else {
                 let why = String(cString: sqlite3_errmsg(h))
                 sqlite3_close_v2(h)
@@ -92,6 +95,50 @@ final class FleetStore: Sendable {
             sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
             guard sqlite3_step(stmt) == SQLITE_ROW else { return nil }
             return (UInt64(bitPattern: sqlite3_column_int64(stmt, 0)), sqlite3_column_int64(stmt, 1))
+        }
+    }
+
+    /// Keeps an answer until the broker has it; durable before it is published.
+    func enqueue(id: String, topic: String, payload: [UInt8], at unixSeconds: Int64) {
+        db.withLock { h in
+            guard let h else { return }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_outbox (id, topic, payload, created) VALUES (?1, ?2, ?3, ?4)", -1, &stmt, nil) == SQLITE_OK else { return }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
+            sqlite3_bind_text(stmt, 2, topic, -1, tocsin_sqlite_transient())
+            payload.withUnsafeBytes { _ = sqlite3_bind_blob(stmt, 3, $0.baseAddress, Int32($0.count), tocsin_sqlite_transient()) }
+            sqlite3_bind_int64(stmt, 4, unixSeconds)
+            _ = sqlite3_step(stmt)
+        }
+    }
+
+    func removeFromOutbox(id: String) {
+        db.withLock { h in
+            guard let h else { return }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "DELETE FROM mqtt_outbox WHERE id = ?1", -1, &stmt, nil) == SQLITE_OK else { return }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
+            _ = sqlite3_step(stmt)
+        }
+    }
+
+    /// What an earlier run owed the broker, oldest first.
+    func outbox() -> [(id: String, topic: String, payload: [UInt8])] {
+        db.withLock { h in
+            guard let h else { return [] }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "SELECT id, topic, payload FROM mqtt_outbox ORDER BY created, rowid", -1, &stmt, nil) == SQLITE_OK else { return [] }
+            defer { sqlite3_finalize(stmt) }
+            var out: [(id: String, topic: String, payload: [UInt8])] = []
+            while sqlite3_step(stmt) == SQLITE_ROW {
+                guard let id = sqlite3_column_text(stmt, 0), let topic = sqlite3_column_text(stmt, 1) else { continue }
+                let n = Int(sqlite3_column_bytes(stmt, 2))
+                let bytes = sqlite3_column_blob(stmt, 2).map { Array(UnsafeRawBufferPointer(start: $0, count: n)) } ?? []
+                out.append((String(cString: id), String(cString: topic), bytes))
+            }
+            return out
         }
     }
 }

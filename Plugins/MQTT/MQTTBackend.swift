@@ -27,6 +27,11 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         /// The latest occurrence delivered per key, so a withdraw names the occurrence it ends
         /// (also in the store, for after a restart).
         var delivered: [String: (occurrence: UInt64, due: Int64)] = [:]
+        /// Messages awaiting their PUBACK, by message id, with the outbox id of an answer ("" for
+        /// the others); and PUBACKs that came before `publish` returned their id (the network
+        /// thread can be that quick).
+        var awaiting: [Int32: String] = [:]
+        var earlyAcks: Set<Int32> = []
     }
 
     init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
@@ -53,7 +58,16 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             return
         }
         state.withLock { $0.client = client; $0.sink = events; $0.store = store }
-        do { try client.start(host: options.host, port: options.port, keepalive: options.keepaliveSeconds) } catch {
+        // What an earlier run owed (answers given while the broker was down): queued first, so
+        // they go out on the first connection. Receivers drop any the broker already had.
+        for owed in store?.outbox() ?? [] {
+            sendAwaitingAck(id: owed.id, topic: owed.topic, payload: owed.payload, client: client, store: store)
+        }
+        do {
+            if let first = try client.start(host: options.host, port: options.port, keepalive: options.keepaliveSeconds) {
+                logger.warning("mqtt \(name): cannot reach the broker at \(where_) yet (\(first)); retrying with backoff")
+            }
+        } catch {
             logger.error("mqtt \(name): \(error); nothing is published")
         }
     }
@@ -82,7 +96,22 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
                              reason: reason.rawValue)
         // An answer that came from the fleet is already known there: repeating it would only echo.
         if kind != .withdrawn, store?.contains(m.id) == true { return }
-        if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
+        if kind == .withdrawn {
+            if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
+            return
+        }
+        // An answer must reach the fleet even across a daemon restart while the broker is down:
+        // durable first, then published, then removed on the broker's PUBACK.
+        guard let client = state.withLock({ $0.client }) else { return }
+        let topic = options.topicPrefix + "/" + kind.rawValue, payload = m.encoded()
+        store?.enqueue(id: m.id, topic: topic, payload: payload, at: Int64(Date().timeIntervalSince1970))
+        sendAwaitingAck(id: m.id, topic: topic, payload: payload, client: client, store: store)
+    }
+
+    private func sendAwaitingAck(id: String, topic: String, payload: [UInt8], client: MosquittoClient, store: FleetStore?) {
+        if case .failure(let e) = send(topic: topic, payload: payload, outboxID: id, client: client) {
+            logger.warning("mqtt \(name): cannot publish \(id) (kept for the next start): \(e)")
+        }
     }
 
     /// A reload replaces this instance by a new one of the same name (and client id) without
@@ -106,11 +135,29 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         }
     }
 
+    /// A fired or withdrawn message: best effort, queued in the client while the broker is away.
     private func publish(_ m: FleetMessage) -> Result<Void, MosquittoError> {
         guard let client = state.withLock({ $0.client }) else {
             return .failure(MosquittoError(rc: 4, what: "mqtt client not started"))
         }
-        return client.publish(topic: options.topicPrefix + "/" + m.kind.rawValue, payload: m.encoded(), qos: 1)
+        return send(topic: options.topicPrefix + "/" + m.kind.rawValue, payload: m.encoded(), outboxID: nil, client: client)
+    }
+
+    /// Publishes at QoS 1 and tracks the message id until its PUBACK, which removes an answer
+    /// (`outboxID`) from the durable outbox.
+    private func send(topic: String, payload: [UInt8], outboxID: String?, client: MosquittoClient) -> Result<Void, MosquittoError> {
+        switch client.publish(topic: topic, payload: payload, qos: 1) {
+        case .success(let mid):
+            let (acked, store) = state.withLock { s in
+                if s.earlyAcks.remove(mid) != nil { return (true, s.store) }
+                s.awaiting[mid] = outboxID ?? ""
+                return (false, s.store)
+            }
+            if acked, let outboxID { store?.removeFromOutbox(id: outboxID) }
+            return .success(())
+        case .failure(let e):
+            return .failure(e)
+        }
     }
 
     // MARK: Network thread
@@ -130,6 +177,16 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
                 logger.warning("mqtt \(name): \(e)")
             }
         }
+    }
+
+    fileprivate func published(_ mid: Int32) {
+        let (id, store) = state.withLock { s in
+            let id = s.awaiting.removeValue(forKey: mid)
+            // Unknown: its `publish` has not returned yet; `send` takes it from here.
+            if id == nil { s.earlyAcks.insert(mid) }
+            return (id, s.store)
+        }
+        if let id, !id.isEmpty { store?.removeFromOutbox(id: id) }
     }
 
     fileprivate func disconnected(_ rc: Int32) {
@@ -170,4 +227,5 @@ private final class Delegate: MosquittoDelegate {
     func mosquittoConnected(_ rc: Int32) { backend?.connected(rc) }
     func mosquittoDisconnected(_ rc: Int32) { backend?.disconnected(rc) }
     func mosquittoMessage(topic: String, payload: [UInt8]) { backend?.received(topic: topic, payload: payload) }
+    func mosquittoPublished(_ mid: Int32) { backend?.published(mid) }
 }

@@ -6,6 +6,8 @@ protocol MosquittoDelegate: Sendable {
     func mosquittoConnected(_ rc: Int32)
     func mosquittoDisconnected(_ rc: Int32)
     func mosquittoMessage(topic: String, payload: [UInt8])
+    /// The broker acknowledged the QoS 1 message `mid` (PUBACK).
+    func mosquittoPublished(_ mid: Int32)
 }
 
 /// Why a libmosquitto call failed, with the library's own words.
@@ -68,25 +70,29 @@ final class MosquittoClient: @unchecked Sendable {
         mosquitto_connect_callback_set(h, mosquittoOnConnect)
         mosquitto_disconnect_callback_set(h, mosquittoOnDisconnect)
         mosquitto_message_callback_set(h, mosquittoOnMessage)
+        mosquitto_publish_callback_set(h, mosquittoOnPublish)
         try check(mosquitto_reconnect_delay_set(h, s.reconnectDelay, s.reconnectDelayMax, true), "mosquitto_reconnect_delay_set")
     }
 
     /// Starts connecting and the network thread. A broker that is down now is not an error:
-    /// the thread keeps trying with backoff.
-    func start(host: String, port: Int32, keepalive: Int32) throws(MosquittoError) {
+    /// the thread keeps trying with backoff. Returns why the first attempt failed, for the log.
+    func start(host: String, port: Int32, keepalive: Int32) throws(MosquittoError) -> MosquittoError? {
         // A failed first attempt (refused, unreachable) still records host and port, and the
-        // network thread retries them, so its result only matters for the log.
-        _ = mosquitto_connect_async(handle, host, port, keepalive)
+        // network thread retries them.
+        let rc = mosquitto_connect_async(handle, host, port, keepalive)
         try check(mosquitto_loop_start(handle), "mosquitto_loop_start")
+        return rc == CMOSQ_ERR_SUCCESS ? nil : MosquittoError(rc: rc, what: "connect")
     }
 
-    /// Queues a message; true when libmosquitto took it (sent now or on the next connection).
-    func publish(topic: String, payload: [UInt8], qos: Int32) -> Result<Void, MosquittoError> {
+    /// Queues a message; its message id when libmosquitto took it (sent now or on the next
+    /// connection), for matching `mosquittoPublished`.
+    func publish(topic: String, payload: [UInt8], qos: Int32) -> Result<Int32, MosquittoError> {
+        var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { buf in
-            mosquitto_publish(handle, nil, topic, Int32(buf.count), buf.baseAddress, qos, false)
+            mosquitto_publish(handle, &mid, topic, Int32(buf.count), buf.baseAddress, qos, false)
         }
         // NO_CONN: queued in the client's out queue (QoS > 0), sent after the reconnect.
-        if rc == CMOSQ_ERR_SUCCESS || (rc == CMOSQ_ERR_NO_CONN && qos > 0) { return .success(()) }
+        if rc == CMOSQ_ERR_SUCCESS || (rc == CMOSQ_ERR_NO_CONN && qos > 0) { return .success(mid) }
         return .failure(MosquittoError(rc: rc, what: "mosquitto_publish"))
     }
 
@@ -140,4 +146,8 @@ func mosquittoOnMessage(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?,
         bytes = []
     }
     delegate(obj)?.mosquittoMessage(topic: String(cString: topic), payload: bytes)
+}
+
+func mosquittoOnPublish(_ mosq: OpaquePointer?, _ obj: UnsafeMutableRawPointer?, _ mid: Int32) {
+    delegate(obj)?.mosquittoPublished(mid)
 }

@@ -192,4 +192,28 @@ struct FleetTests {
             #expect(connects == 2, "machine-a connected \(connects) times: \(a.process.stderr.suffix(3000))")
         }
     }
+
+    @Test("an ack given while the broker is down survives a restart of the daemon that owes it")
+    func outboxSurvivesRestart() async throws {
+        try await withFleet { broker, a, b in
+            try await a.waitForEvent("Fired", timeout: .seconds(20))
+            try await b.waitForEvent("Fired", timeout: .seconds(20))
+            try await broker.crash()
+            try await a.process.waitForStderr(containing: "mqtt fleet: lost the broker", timeout: .seconds(10))
+            _ = try await a.tocsin("ack", "wake")
+            try await a.waitForEvent("Acknowledged", timeout: .seconds(5))
+
+            // machine-a stops with the ack unsent; its client's memory is gone with it.
+            a.process.signal(SIGTERM)
+            #expect(try await a.process.waitForExit(timeout: .seconds(10)) == .exited(0))
+            try await broker.run()
+            let restarted = try a.daemon.start(["--bus", a.bus.address])
+            try await restarted.waitForStderr(containing: "mqtt fleet: connected", timeout: .seconds(30))
+            // machine-a connects at once, machine-b is still in its backoff: the message reaches
+            // machine-b through the session the broker kept for it on disk.
+            try await b.waitForEvent("Acknowledged", timeout: .seconds(20))
+            restarted.signal(SIGTERM)
+            _ = try? await restarted.waitForExit(timeout: .seconds(10))
+        }
+    }
 }

@@ -21,10 +21,14 @@ final class MosquittoBroker: Sendable {
         let dir = TemporaryDirectory(prefix: "tocsin-mosquitto")
         let port = try freeLoopbackPort()
         // autosave_on_changes with an interval of 1: every session, subscription and queued message
-        // is on disk before a kill -9, as a broker configured for durability keeps them.
+        // is on disk before a kill -9, as a broker configured for durability keeps them. Started
+        // as root, mosquitto drops to its own user unless told `user` (it could not write the
+        // temporary directory and would persist nothing); not as root, `user` is ignored.
+        let user = getpwuid(getuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "root"
         let conf = try dir.write("mosquitto.conf", """
             listener \(port) 127.0.0.1
             allow_anonymous true
+            user \(user)
             persistence true
             persistence_location \(dir.path)/
             autosave_on_changes true
