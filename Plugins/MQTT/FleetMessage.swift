@@ -37,6 +37,15 @@ public struct FleetMessage: Codable, Hashable, Sendable {
 
     public static let maxPayload = 64 * 1024
 
+    /// Whether an answer from another machine concerns what rings here. A daily alarm answered
+    /// yesterday on a machine that was offline since reaches us late, while today's occurrence
+    /// rings: the due instants differ, and it must not stop today's. `localDue`: the due instant
+    /// of the latest occurrence delivered here (nil: none, so nothing here can be stopped wrongly).
+    public func concerns(localDue: Int64?) -> Bool {
+        guard let localDue, due != 0 else { return true }
+        return localDue == due
+    }
+
     public func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

@@ -74,11 +74,15 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
         let occurrence = UInt64(firing.occurrence.number), due = firing.due.microseconds
+        // The occurrence is named by its own due instant: a ring and the end of a snooze repeat
+        // it at other instants (a snooze ends at a different time on each machine), so they
+        // leave the record alone and every machine names the occurrence alike.
+        let names = firing.reason != .ring && firing.reason != .snoozeEnded
         let store = state.withLock { s in
-            s.delivered[firing.key] = (occurrence, due)
+            if names { s.delivered[firing.key] = (occurrence, due) }
             return s.store
         }
-        if firing.reason != .ring { store?.recordDelivered(key: firing.key, occurrence: occurrence, due: due) }
+        if names { store?.recordDelivered(key: firing.key, occurrence: occurrence, due: due) }
         let m = FleetMessage(kind: .fired, key: firing.key, occurrence: occurrence, due: due, origin: options.clientID,
                              title: firing.notification.title, reason: firing.reason.rawValue)
         if case .failure(let e) = publish(m) { throw DeliveryError(.permanent, "\(e)") }
@@ -204,7 +208,12 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         }
         guard m.origin != options.clientID, topic == options.topicPrefix + "/" + m.kind.rawValue else { return }
         guard m.kind == .acknowledged || m.kind == .snoozed else { return }
-        let (sink, store) = state.withLock { ($0.sink, $0.store) }
+        let (sink, store, known) = state.withLock { ($0.sink, $0.store, $0.delivered[m.key]) }
+        let localDue = known?.due ?? store?.lastDelivered(key: m.key)?.due
+        guard m.concerns(localDue: localDue) else {
+            logger.info("mqtt \(name): ignored \(m.id) from \(m.origin): it answers another occurrence than the one delivered here")
+            return
+        }
         let now = Int64(Date().timeIntervalSince1970)
         guard store?.insert(m.id, kind: m.kind.rawValue, at: now) ?? true else {
             logger.info("mqtt \(name): ignored a redelivered \(m.id) from \(m.origin)")

@@ -33,4 +33,15 @@ struct FleetMessageTests {
         guard case .failure(let e) = FleetMessage.decode(big) else { Issue.record("accepted"); return }
         #expect(e.description.contains("limit"))
     }
+
+    @Test("an answer concerns only the occurrence delivered here", arguments: [
+        (Int64(100), Int64?.some(100), true),
+        (100, 200, false),
+        (100, nil, true),
+        (0, 200, true),
+    ])
+    func concerns(row: (Int64, Int64?, Bool)) {
+        let m = FleetMessage(kind: .acknowledged, key: "wake", occurrence: 1, due: row.0, origin: "a")
+        #expect(m.concerns(localDue: row.1) == row.2, "row due=\(row.0) local=\(String(describing: row.1))")
+    }
 }
