@@ -39,7 +39,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         self.stateDirectory = stateDirectory; self.logger = logger
     }
 
-    private var where_: String { "\(options.host):\(options.port)" }
+    private var brokerAddress: String { "\(options.host):\(options.port)" }
 
     public func start(events: any BackendEventSink) async {
         var store: FleetStore?
@@ -65,7 +65,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         }
         do {
             if let first = try client.start(host: options.host, port: options.port, keepalive: options.keepaliveSeconds) {
-                logger.warning("mqtt \(name): cannot reach the broker at \(where_) yet (\(first)); retrying with backoff")
+                logger.warning("mqtt \(name): cannot reach the broker at \(brokerAddress) yet (\(first)); retrying with backoff")
             }
         } catch {
             logger.error("mqtt \(name): \(error); nothing is published")
@@ -135,7 +135,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     public func health() async -> BackendHealth {
         state.withLock { s in
             if s.client == nil { return .unavailable("mqtt client not started") }
-            return s.connected ? .ok : .unavailable("not connected to the MQTT broker at \(where_); retrying with backoff, messages queued")
+            return s.connected ? .ok : .unavailable("not connected to the MQTT broker at \(brokerAddress); retrying with backoff, messages queued")
         }
     }
 
@@ -168,11 +168,11 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
 
     fileprivate func connected(_ rc: Int32) {
         guard rc == 0 else {
-            logger.warning("mqtt \(name): broker at \(where_) refused the connection (code \(rc)); retrying")
+            logger.warning("mqtt \(name): broker at \(brokerAddress) refused the connection (code \(rc)); retrying")
             return
         }
         let client = state.withLock { s in s.connected = true; return s.client }
-        logger.info("mqtt \(name): connected to \(where_)")
+        logger.info("mqtt \(name): connected to \(brokerAddress)")
         // Subscribed on every connect: a broker that lost its state (restarted without
         // persistence) no longer knows our persistent session.
         guard subscribes, let client else { return }
@@ -195,7 +195,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
 
     fileprivate func disconnected(_ rc: Int32) {
         state.withLock { $0.connected = false }
-        if rc != 0 { logger.warning("mqtt \(name): lost the broker at \(where_); reconnecting with backoff") }
+        if rc != 0 { logger.warning("mqtt \(name): lost the broker at \(brokerAddress); reconnecting with backoff") }
     }
 
     fileprivate func received(topic: String, payload: [UInt8]) {
