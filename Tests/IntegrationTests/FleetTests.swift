@@ -16,7 +16,8 @@ final class FleetMachine: Sendable {
     }
 
     /// `at`: the alarm's due time, the same on every machine (one config, as a household would share it).
-    static func start(name: String, broker: MosquittoBroker, sound: String, at: String) async throws -> FleetMachine {
+    /// `login`: extra `[backend.fleet]` lines (username, password_file).
+    static func start(name: String, broker: MosquittoBroker, sound: String, at: String, login: String = "") async throws -> FleetMachine {
         let bus = try await PrivateBus.start()
         do {
             let config = """
@@ -39,6 +40,7 @@ final class FleetMachine: Sendable {
                 url = "\(broker.url)"
                 client_id = "\(name)"
                 reconnect_max = "1s"
+                \(login)
 
                 [fleet]
                 backend = "fleet"
@@ -94,16 +96,22 @@ final class FleetMachine: Sendable {
 /// Two daemons on two private buses sharing a real mosquitto on 127.0.0.1.
 @Suite("Fleet over MQTT", .serialized)
 struct FleetTests {
-    private func withFleet(_ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
-        let broker = try await MosquittoBroker.start()
+    private func withFleet(user: (name: String, password: String)? = nil,
+                           _ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
+        let broker = try await MosquittoBroker.start(user: user)
+        var login = ""
+        if let user {
+            let file = try broker.dir.write("client-password", user.password + "\n")
+            login = "username = \"\(user.name)\"\npassword_file = \"\(file)\""
+        }
         let sound = try broker.dir.write("ring.wav", "")
         let sox = try await TestProcess.run("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", sound, "synth", "0.2", "sine", "880"])
         guard sox.status == .exited(0) else { throw TestProcessError("sox: \(sox.stderrText)") }
         let at = rfc3339(secondsFromNow: 5)
         var machines: [FleetMachine] = []
         do {
-            machines.append(try await FleetMachine.start(name: "machine-a", broker: broker, sound: sound, at: at))
-            machines.append(try await FleetMachine.start(name: "machine-b", broker: broker, sound: sound, at: at))
+            machines.append(try await FleetMachine.start(name: "machine-a", broker: broker, sound: sound, at: at, login: login))
+            machines.append(try await FleetMachine.start(name: "machine-b", broker: broker, sound: sound, at: at, login: login))
             try await body(broker, machines[0], machines[1])
         } catch {
             for m in machines { await m.stop() }
@@ -225,6 +233,25 @@ struct FleetTests {
             try await b.waitForEvent("Acknowledged", timeout: .seconds(20))
             restarted.signal(SIGTERM)
             _ = try? await restarted.waitForExit(timeout: .seconds(10))
+        }
+    }
+
+    @Test("with a password-protected broker, `Acknowledge` over D-Bus (gdbus) on machine-b stops machine-a")
+    func passwordAndDBus() async throws {
+        try await withFleet(user: ("tocsin", "s3cret pass")) { broker, a, b in
+            try await a.waitForEvent("Fired", timeout: .seconds(20))
+            try await b.waitForEvent("Fired", timeout: .seconds(20))
+            let start = ContinuousClock.now
+            let out = try await TestProcess.run("gdbus", ["call", "--address", b.bus.address, "-d", GatewayFixture.dest,
+                                                          "-o", GatewayFixture.path, "-m", "\(GatewayFixture.iface).Acknowledge", "wake"])
+            #expect(out.status == .exited(0), "\(out.stderrText)")
+            try await a.waitForEvent("Acknowledged", timeout: .seconds(10))
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed < TimingBudget.scaled(.seconds(1)), "machine-a stopped \(elapsed) after the D-Bus ack on machine-b")
+            // A client without the password is refused: the broker really checks.
+            let anonymous = try await TestProcess.run("mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1",
+                                                                        "-t", "tocsin/acknowledged", "-m", "x"])
+            #expect(anonymous.status != .exited(0), "an anonymous client could publish")
         }
     }
 }

@@ -17,9 +17,17 @@ final class MosquittoBroker: Sendable {
 
     var url: String { "mqtt://127.0.0.1:\(port)" }
 
-    static func start() async throws -> MosquittoBroker {
+    /// `user`: only this user, with `password`, may connect (mosquitto's own password file).
+    static func start(user: (name: String, password: String)? = nil) async throws -> MosquittoBroker {
         let dir = TemporaryDirectory(prefix: "tocsin-mosquitto")
         let port = try freeLoopbackPort()
+        var access = "allow_anonymous true"
+        if let user {
+            let file = dir.path + "/passwd"
+            let made = try await TestProcess.run("mosquitto_passwd", ["-b", "-c", file, user.name, user.password])
+            guard made.status == .exited(0) else { throw TestProcessError("mosquitto_passwd: \(made.stderrText)") }
+            access = "allow_anonymous false\npassword_file \(file)"
+        }
         // autosave_on_changes with an interval of 1: every session, subscription and queued message
         // is on disk before a kill -9, as a broker configured for durability keeps them. Started
         // as root, mosquitto drops to its own user unless told `user` (it could not write the
@@ -27,7 +35,7 @@ final class MosquittoBroker: Sendable {
         let user = getpwuid(getuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "root"
         let conf = try dir.write("mosquitto.conf", """
             listener \(port) 127.0.0.1
-            allow_anonymous true
+            \(access)
             user \(user)
             persistence true
             persistence_location \(dir.path)/
