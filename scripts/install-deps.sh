@@ -12,6 +12,7 @@ PACKAGES=(
   libmosquitto-dev
   mosquitto
   mosquitto-clients
+  openssl
   dbus
   dbus-bin
   libglib2.0-bin

@@ -96,13 +96,13 @@ final class FleetMachine: Sendable {
 /// Two daemons on two private buses sharing a real mosquitto on 127.0.0.1.
 @Suite("Fleet over MQTT", .serialized)
 struct FleetTests {
-    private func withFleet(user: (name: String, password: String)? = nil,
+    private func withFleet(user: (name: String, password: String)? = nil, tls: Bool = false,
                            _ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
-        let broker = try await MosquittoBroker.start(user: user)
-        var login = ""
+        let broker = try await MosquittoBroker.start(user: user, tls: tls)
+        var login = broker.caFile.map { "ca_file = \"\($0)\"\n" } ?? ""
         if let user {
             let file = try broker.dir.write("client-password", user.password + "\n")
-            login = "username = \"\(user.name)\"\npassword_file = \"\(file)\""
+            login += "username = \"\(user.name)\"\npassword_file = \"\(file)\""
         }
         let sound = try broker.dir.write("ring.wav", "")
         let sox = try await TestProcess.run("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", sound, "synth", "0.2", "sine", "880"])
@@ -236,9 +236,9 @@ struct FleetTests {
         }
     }
 
-    @Test("with a password-protected broker, `Acknowledge` over D-Bus (gdbus) on machine-b stops machine-a")
-    func passwordAndDBus() async throws {
-        try await withFleet(user: ("tocsin", "s3cret pass")) { broker, a, b in
+    @Test("over TLS (mqtts, ca_file) with a password-protected broker, `Acknowledge` over D-Bus (gdbus) on machine-b stops machine-a")
+    func tlsPasswordAndDBus() async throws {
+        try await withFleet(user: ("tocsin", "s3cret pass"), tls: true) { broker, a, b in
             try await a.waitForEvent("Fired", timeout: .seconds(20))
             try await b.waitForEvent("Fired", timeout: .seconds(20))
             let start = ContinuousClock.now
@@ -250,8 +250,11 @@ struct FleetTests {
             #expect(elapsed < TimingBudget.scaled(.seconds(1)), "machine-a stopped \(elapsed) after the D-Bus ack on machine-b")
             // A client without the password is refused: the broker really checks.
             let anonymous = try await TestProcess.run("mosquitto_pub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1",
+                                                                        "--cafile", broker.caFile ?? "",
                                                                         "-t", "tocsin/acknowledged", "-m", "x"])
             #expect(anonymous.status != .exited(0), "an anonymous client could publish")
+            #expect(anonymous.stderrText.lowercased().contains("not authorised") || anonymous.stderrText.lowercased().contains("not authorized"),
+                    "refused for another reason: \(anonymous.stderrText)")
         }
     }
 }

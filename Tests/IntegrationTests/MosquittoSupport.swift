@@ -9,16 +9,19 @@ final class MosquittoBroker: Sendable {
     let dir: TemporaryDirectory
     let port: Int32
     let confPath: String
+    /// The CA that signed the broker's certificate, when it listens with TLS.
+    let caFile: String?
     let process: Mutex<TestProcess?>
 
-    private init(dir: TemporaryDirectory, port: Int32, confPath: String) {
-        self.dir = dir; self.port = port; self.confPath = confPath; self.process = Mutex(nil)
+    private init(dir: TemporaryDirectory, port: Int32, confPath: String, caFile: String?) {
+        self.dir = dir; self.port = port; self.confPath = confPath; self.caFile = caFile; self.process = Mutex(nil)
     }
 
-    var url: String { "mqtt://127.0.0.1:\(port)" }
+    var url: String { (caFile == nil ? "mqtt" : "mqtts") + "://127.0.0.1:\(port)" }
 
     /// `user`: only this user, with `password`, may connect (mosquitto's own password file).
-    static func start(user: (name: String, password: String)? = nil) async throws -> MosquittoBroker {
+    /// `tls`: the listener speaks TLS with a certificate for 127.0.0.1 from a CA made here.
+    static func start(user: (name: String, password: String)? = nil, tls: Bool = false) async throws -> MosquittoBroker {
         let dir = TemporaryDirectory(prefix: "tocsin-mosquitto")
         let port = try freeLoopbackPort()
         var access = "allow_anonymous true"
@@ -27,6 +30,24 @@ final class MosquittoBroker: Sendable {
             let made = try await TestProcess.run("mosquitto_passwd", ["-b", "-c", file, user.name, user.password])
             guard made.status == .exited(0) else { throw TestProcessError("mosquitto_passwd: \(made.stderrText)") }
             access = "allow_anonymous false\npassword_file \(file)"
+        }
+        var caFile: String?
+        if tls {
+            let d = dir.path
+            _ = try dir.write("ext.cnf", "subjectAltName=IP:127.0.0.1\n")
+            for argv in [
+                ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "\(d)/ca.key",
+                 "-out", "\(d)/ca.crt", "-days", "1", "-subj", "/CN=Tocsin test CA"],
+                ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "\(d)/server.key",
+                 "-out", "\(d)/server.csr", "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", "\(d)/server.csr", "-CA", "\(d)/ca.crt", "-CAkey", "\(d)/ca.key", "-CAcreateserial",
+                 "-out", "\(d)/server.crt", "-days", "1", "-extfile", "\(d)/ext.cnf"],
+            ] {
+                let r = try await TestProcess.run("openssl", argv)
+                guard r.status == .exited(0) else { throw TestProcessError("openssl \(argv[0]): \(r.stderrText)") }
+            }
+            access += "\ncafile \(d)/ca.crt\ncertfile \(d)/server.crt\nkeyfile \(d)/server.key"
+            caFile = "\(d)/ca.crt"
         }
         // autosave_on_changes with an interval of 1: every session, subscription and queued message
         // is on disk before a kill -9, as a broker configured for durability keeps them. Started
@@ -45,7 +66,7 @@ final class MosquittoBroker: Sendable {
             log_type all
 
             """)
-        let b = MosquittoBroker(dir: dir, port: port, confPath: conf)
+        let b = MosquittoBroker(dir: dir, port: port, confPath: conf, caFile: caFile)
         try await b.run()
         return b
     }
