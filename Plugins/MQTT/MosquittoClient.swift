@@ -25,6 +25,11 @@ private enum MosquittoLibrary {
 
 /// One libmosquitto client running its own network thread (`mosquitto_loop_start`).
 ///
+/// libmosquitto rather than a Swift MQTT package: it comes from the broker's own project as a
+/// Debian package, does TLS, persistent sessions and reconnect backoff itself, and its thread
+/// sleeps until the keepalive is due (the idle-wakeup rule); no Swift MQTT client was known to
+/// build on this toolchain without network access to fetch it.
+///
 /// The thread connects, reconnects with exponential backoff after the broker goes away, and
 /// resends QoS 1 messages still unacknowledged; publishing while disconnected queues the message
 /// in the client, which sends it on the next connection. That is why delivery never waits on
