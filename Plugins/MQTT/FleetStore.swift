@@ -39,8 +39,13 @@ final class FleetStore: Sendable {
                 throw OpenError(description: "cannot prepare \(path): \(why)")
             }
         }
+        // Ids are kept for 30 days: far beyond any redelivery (a broker queues for a client that
+        // is away, it does not hold messages for a month), and the table stays small.
+        sqlite3_exec(h, "DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)", nil, nil, nil)
         db = Mutex(h)
     }
+
+    static let keepSeenSeconds: Int64 = 30 * 86_400
 
     deinit { db.withLock { sqlite3_close_v2($0); $0 = nil } }
 
