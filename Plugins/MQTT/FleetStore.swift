@@ -146,4 +146,23 @@ final class FleetStore: Sendable {
             return out
         }
     }
+
+    /// The highest snooze number recorded under `prefix` (`snoozed/<key>/<due>/<occurrence>/`),
+    /// sent or received; 0 when none. Compared as a prefix, not with LIKE, since keys may hold `%`.
+    func lastSnooze(prefix: String) -> Int {
+        db.withLock { h in
+            guard let h else { return 0 }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "SELECT id FROM mqtt_seen WHERE substr(id, 1, length(?1)) = ?1", -1, &stmt, nil) == SQLITE_OK else { return 0 }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, prefix, -1, tocsin_sqlite_transient())
+            var best = 0
+            while sqlite3_step(stmt) == SQLITE_ROW {
+                guard let text = sqlite3_column_text(stmt, 0) else { continue }
+                let id = String(cString: text)
+                if let n = Int(id.dropFirst(prefix.count)) { best = max(best, n) }
+            }
+            return best
+        }
+    }
 }

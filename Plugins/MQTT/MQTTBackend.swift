@@ -32,6 +32,9 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         /// thread can be that quick).
         var awaiting: [Int32: String] = [:]
         var earlyAcks: Set<Int32> = []
+        /// Snoozes received from the fleet and handed to the center, by key: the center's
+        /// withdraw that follows is their echo and is not published again.
+        var echoes: [String: Int] = [:]
     }
 
     init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
@@ -96,10 +99,19 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         case .snoozed: .snoozed
         default: .withdrawn
         }
-        let m = FleetMessage(kind: kind, key: key, occurrence: last.occurrence, due: last.due, origin: options.clientID,
-                             reason: reason.rawValue)
+        var snooze: Int?
+        if kind == .snoozed {
+            // The n-th snooze of this occurrence, counted over what this machine sent and
+            // received, so a later snooze is news to the fleet and not a redelivery.
+            let echo = state.withLock { $0.echoes.removeValue(forKey: key) }
+            let prefix = FleetMessage.id(kind: .snoozed, key: key, due: last.due, occurrence: last.occurrence) + "/"
+            snooze = echo ?? (store?.lastSnooze(prefix: prefix) ?? 0) + 1
+        }
+        let m = FleetMessage(kind: kind, key: key, occurrence: last.occurrence, due: last.due, snooze: snooze,
+                             origin: options.clientID, reason: reason.rawValue)
         // An answer that came from the fleet is already known there: repeating it would only echo.
         if kind != .withdrawn, store?.contains(m.id) == true { return }
+        if kind == .snoozed { _ = store?.insert(m.id, kind: kind.rawValue, at: Int64(Date().timeIntervalSince1970)) }
         if kind == .withdrawn {
             if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
             return
@@ -222,7 +234,9 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         logger.info("mqtt \(name): \(m.id) from \(m.origin)")
         switch m.kind {
         case .acknowledged: sink?.send(.acknowledge(key: m.key))
-        case .snoozed: sink?.send(.snooze(key: m.key, duration: nil))
+        case .snoozed:
+            state.withLock { $0.echoes[m.key] = m.snooze }
+            sink?.send(.snooze(key: m.key, duration: nil))
         case .fired, .withdrawn: break
         }
     }

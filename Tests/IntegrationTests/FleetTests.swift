@@ -200,6 +200,10 @@ struct FleetTests {
             // machine-a snoozed for its default (5 min); machine-b's 2 s end and it rings again
             // (due: the snooze's end), and its ack still names the original occurrence.
             try await b.waitForEvent("Fired", count: 2, timeout: .seconds(30))
+            // A second snooze of the same occurrence is news, not a redelivery of the first.
+            _ = try await b.tocsin("snooze", "wake", "2s")
+            try await a.waitForEvent("Snoozed", count: 2, timeout: .seconds(10))
+            try await b.waitForEvent("Fired", count: 3, timeout: .seconds(30))
 
             _ = try await b.tocsin("ack", "wake")
             try await a.waitForEvent("Acknowledged", timeout: .seconds(10))

@@ -12,6 +12,13 @@ struct FleetMessageTests {
         #expect(back == m)
     }
 
+    @Test("a snooze's id carries its number within the occurrence")
+    func snoozeID() throws {
+        let m = FleetMessage(kind: .snoozed, key: "wake", occurrence: 1, due: 5, snooze: 2, origin: "a")
+        #expect(m.id == "snoozed/wake/5/1/2")
+        #expect(try FleetMessage.decode(m.encoded()).get() == m)
+    }
+
     @Test("bad payloads are refused with the reason", arguments: [
         ("not json", "not a Tocsin fleet message"),
         (#"{"version":2,"id":"acknowledged/k/5/1","kind":"acknowledged","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "unknown message version 2"),
@@ -19,6 +26,9 @@ struct FleetMessageTests {
         (#"{"version":1,"id":"acknowledged/ /5/1","kind":"acknowledged","key":" ","occurrence":1,"due":5,"origin":"a"}"#, "spaces or control"),
         (#"{"version":1,"id":"acknowledged//5/1","kind":"acknowledged","key":"","occurrence":1,"due":5,"origin":"a"}"#, "must not be empty"),
         (#"{"version":1,"id":"acknowledged/other/5/1","kind":"acknowledged","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "field 'id'"),
+        (#"{"version":1,"id":"snoozed/k/5/1","kind":"snoozed","key":"k","occurrence":1,"due":5,"origin":"a"}"#, "field 'snooze'"),
+        (#"{"version":1,"id":"snoozed/k/5/1/0","kind":"snoozed","key":"k","occurrence":1,"due":5,"snooze":0,"origin":"a"}"#, "field 'snooze'"),
+        (#"{"version":1,"id":"acknowledged/k/5/1/2","kind":"acknowledged","key":"k","occurrence":1,"due":5,"snooze":2,"origin":"a"}"#, "field 'snooze'"),
     ])
     func refused(row: (String, String)) {
         switch FleetMessage.decode(Array(row.0.utf8)) {

@@ -71,4 +71,17 @@ struct FleetStoreTests {
         #expect(owed.map(\.payload) == [[1, 2, 3], [4]])
         #expect(owed.first?.topic == "tocsin/acknowledged")
     }
+
+    @Test("the last snooze number is found by exact prefix, even for keys with LIKE wildcards")
+    func lastSnooze() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let store = try FleetStore(path: dir.path + "/mqtt-fleet.sqlite")
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(store.lastSnooze(prefix: "snoozed/a%b/5/1/") == 0)
+        _ = store.insert("snoozed/a%b/5/1/1", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/a%b/5/1/3", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/axb/5/1/7", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/a%b/6/1/9", kind: "snoozed", at: now)
+        #expect(store.lastSnooze(prefix: "snoozed/a%b/5/1/") == 3)
+    }
 }
