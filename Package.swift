@@ -46,6 +46,8 @@ let package = Package(
         .systemLibrary(name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "CTocsinSystem", path: "Sources/CTocsinSystem"),
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+                       providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CLibNotify", path: "Sources/CLibNotify", pkgConfig: "libnotify",
                        providers: [.apt(["libnotify-dev"])]),
 
@@ -122,12 +124,20 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        .target(
+            name: "TocsinMQTTBackend",
+            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CMosquitto", "CSQLite",
+                           .product(name: "Logging", package: "swift-log")],
+            path: "Plugins/MQTT",
+            swiftSettings: strict
+        ),
+
         // MARK: Executables
         .executableTarget(
             name: "tocsin",
             dependencies: [
                 "CTocsinSystem", "TocsinCore", "TocsinConfig", "TocsinTime",
-                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinGateway", "DBus",
+                "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinMQTTBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -150,6 +160,9 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
                                                              .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: strict),
+        .testTarget(name: "MQTTBackendTests", dependencies: ["TocsinMQTTBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+                                                            .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",

@@ -9,6 +9,10 @@ PACKAGES=(
   libglib2.0-dev
   libnotify-dev
   libsqlite3-dev
+  libmosquitto-dev
+  mosquitto
+  mosquitto-clients
+  openssl
   dbus
   dbus-bin
   libglib2.0-bin

@@ -124,8 +124,15 @@ extension DeliveryBackend {
 public struct BackendEnvironment: Sendable {
     public var logger: Logger
     public var environment: [String: String]
-    public init(logger: Logger, environment: [String: String] = [:]) {
+    /// Where the daemon keeps its state, for a backend with durable state of its own (the mqtt
+    /// backend's idempotency ids); nil when only validating (`tocsin check`).
+    public var stateDirectory: String?
+    /// The backend `[fleet]` names (it also subscribes to the other machines); set by the registry
+    /// from the config, so each factory need not read the whole file.
+    public var fleetBackend: String?
+    public init(logger: Logger, environment: [String: String] = [:], stateDirectory: String? = nil, fleetBackend: String? = nil) {
         self.logger = logger; self.environment = environment
+        self.stateDirectory = stateDirectory; self.fleetBackend = fleetBackend
     }
 }
 
@@ -174,6 +181,8 @@ public struct BackendRegistry: Sendable {
                              environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
         var out: [any DeliveryBackend] = []
         var diags: [Diagnostic] = []
+        var environment = environment
+        environment.fleetBackend = config.fleet?.backend
         for decl in config.backends {
             guard let factory = factories[decl.type] else {
                 var message = "unknown backend type '\(decl.type)' in [backend.\(decl.name)]"

@@ -5,6 +5,7 @@ import TocsinDesktopBackend
 import TocsinExecBackend
 import TocsinGateway
 import TocsinLogBackend
+import TocsinMQTTBackend
 import TocsinSoundBackend
 
 /// The backends this binary links. The registry is a value built here and handed to whoever
@@ -23,7 +24,7 @@ enum Plugins {
         }
         return BackendRegistry([
             LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), DBusServiceBackendFactory(bus: bus),
-            DesktopBackendFactory(), SoundBackendFactory(),
+            DesktopBackendFactory(), SoundBackendFactory(), MQTTBackendFactory(),
         ])
     }
 }

@@ -74,4 +74,9 @@ struct ReadmeReferenceTests {
     func daemonKeys() {
         #expect(Self.keys(under: "### `[daemon]`") == DaemonSettings.keys.map(\.name))
     }
+
+    @Test("[fleet] keys match the schema")
+    func fleetKeys() {
+        #expect(Self.keys(under: "### `[fleet]`") == FleetSettings.keys.map(\.name))
+    }
 }

@@ -64,6 +64,17 @@ public struct BackendDeclaration: Sendable {
     }
 }
 
+/// `[fleet]`: this daemon is one of several machines sharing answers through an MQTT broker.
+public struct FleetSettings: Hashable, Sendable {
+    /// The `type = "mqtt"` backend that publishes and also subscribes to the other machines.
+    public var backend: String
+    public init(backend: String) { self.backend = backend }
+
+    public static let keys: [NotificationFields.Field] = [
+        .init(name: "backend", type: "string", summary: "The mqtt backend ([backend.NAME]) that carries acknowledges and snoozes between machines."),
+    ]
+}
+
 /// A decoded config file.
 public struct TocsinConfiguration: Sendable {
     public var daemon = DaemonSettings()
@@ -71,9 +82,10 @@ public struct TocsinConfiguration: Sendable {
     public var notifications: [NotificationSpec] = []
     /// `[quiet]`: do-not-disturb hours (see `QuietSettings.swift`).
     public var quiet = QuietSettings()
+    public var fleet: FleetSettings?
     public init() {}
 
-    public static let topLevelKeys = ["daemon", "backend", "notification", "quiet"]
+    public static let topLevelKeys = ["daemon", "backend", "notification", "quiet", "fleet"]
 
     /// Decodes the document, collecting every issue of every table.
     public static func decode(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> Result<TocsinConfiguration, DiagnosticError> {
@@ -134,6 +146,29 @@ public struct TocsinConfiguration: Sendable {
                 }
             } else {
                 top.report("backend", "'backend' must be a table of backends ([backend.NAME]), found \(node.value.typeName)")
+            }
+        }
+
+        if let node = top.node("fleet") {
+            if case .table(let t) = node.value {
+                var r = TableReader(t, context: "[fleet]")
+                if let name = r.requiredString("backend") {
+                    if let decl = config.backends.first(where: { $0.name == name }) {
+                        if decl.type == "mqtt" { config.fleet = FleetSettings(backend: name) } else {
+                            r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
+                        }
+                    } else {
+                        var message = "unknown backend '\(name)' in [fleet]"
+                        let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
+                        if let s = Suggestion.closest(to: name, among: mqtt) { message += "; did you mean '\(s)'?" }
+                        else if mqtt.isEmpty { message += "; declare one with [backend.NAME] type = \"mqtt\"" }
+                        r.report("backend", message)
+                    }
+                }
+                r.finish(known: FleetSettings.keys.map(\.name))
+                issues += r.issues
+            } else {
+                top.report("fleet", "'fleet' must be a table ([fleet]), found \(node.value.typeName)")
             }
         }
 

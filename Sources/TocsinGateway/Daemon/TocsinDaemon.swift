@@ -40,10 +40,10 @@ public final class TocsinDaemon: Sendable {
         if c.daemon.timezone == nil, let problem = ZoneInfoDirectory().tzProblem(setup.environment["TZ"]) {
             logger.warning("\(problem)")
         }
-        let stateDirectory = setup.stateDirectory ?? c.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(setup.environment)
+        let stateDirectory = setup.resolvedStateDirectory
         let link = BusLink(logger: logger)
         let registry = setup.registry(link)
-        let backends = try makeBackends(setup.config, registry: registry, setup: setup)
+        let backends = try makeBackends(setup.config, registry: registry, setup: setup, stateDirectory: stateDirectory)
         let timer: any WakeupTimer
         do { timer = try setup.makeTimer() } catch { throw DaemonError(.setup, "\(error)") }
         let center: TocsinCenter
@@ -137,7 +137,7 @@ public final class TocsinDaemon: Sendable {
         let logger = setup.logger
         do {
             let loaded = try setup.reloadConfig().get()
-            let backends = try Self.makeBackends(loaded, registry: registry, setup: setup)
+            let backends = try Self.makeBackends(loaded, registry: registry, setup: setup, stateDirectory: setup.resolvedStateDirectory)
             let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
             try await center.setQuiet(loaded.configuration.quiet)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
@@ -158,9 +158,10 @@ public final class TocsinDaemon: Sendable {
     }
 
     private static func makeBackends(_ loaded: LoadedConfig, registry: BackendRegistry,
-                                     setup: DaemonSetup) throws(DaemonError) -> [any DeliveryBackend] {
+                                     setup: DaemonSetup, stateDirectory: String) throws(DaemonError) -> [any DeliveryBackend] {
         switch registry.makeBackends(for: loaded.configuration, file: loaded.file,
-                                     environment: BackendEnvironment(logger: setup.logger, environment: setup.environment)) {
+                                     environment: BackendEnvironment(logger: setup.logger, environment: setup.environment,
+                                                                     stateDirectory: stateDirectory)) {
         case .success(let b): return b
         case .failure(let e):
             throw DaemonError(.invalidConfig, ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: e.diagnostics,
@@ -180,5 +181,13 @@ public final class TocsinDaemon: Sendable {
         }
         setup.logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
         return c
+    }
+}
+
+extension DaemonSetup {
+    /// The state directory the daemon opened at start: a reload that changes `state_dir` does not
+    /// move the state, so backends with state of their own keep theirs beside it.
+    var resolvedStateDirectory: String {
+        stateDirectory ?? config.configuration.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(environment)
     }
 }

@@ -1,0 +1,135 @@
+import Foundation
+public import TocsinConfig
+public import TocsinCore
+import TocsinTime
+
+/// Reads `[backend.NAME] type = "mqtt"`.
+public struct MQTTBackendFactory: BackendFactory {
+    public init() {}
+    public var typeName: String { "mqtt" }
+    public var optionKeys: [String] {
+        ["url", "client_id", "topic_prefix", "username", "password_file", "ca_file", "cert_file", "key_file",
+         "keepalive", "reconnect_max"]
+    }
+
+    public struct Options: Sendable, Hashable {
+        public var host: String
+        public var port: Int32
+        public var tls: Bool
+        public var clientID: String
+        public var topicPrefix: String
+        public var username: String?
+        public var password: String?
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        public var keepaliveSeconds: Int32 = 60
+        public var reconnectMaxSeconds: UInt32 = 30
+        public init(host: String, port: Int32, tls: Bool = false, clientID: String, topicPrefix: String = "tocsin") {
+            self.host = host; self.port = port; self.tls = tls; self.clientID = clientID; self.topicPrefix = topicPrefix
+        }
+    }
+
+    /// `mqtt://host[:port]` (1883) or `mqtts://host[:port]` (8883); nil with the reason otherwise.
+    public static func parseURL(_ s: String) -> Result<(host: String, port: Int32, tls: Bool), FleetMessage.DecodeError> {
+        let tls: Bool
+        let rest: Substring
+        if s.hasPrefix("mqtt://") { tls = false; rest = s.dropFirst(7) }
+        else if s.hasPrefix("mqtts://") { tls = true; rest = s.dropFirst(8) }
+        else { return .failure(.init(description: "'url' must start with mqtt:// or mqtts://, found '\(s)'")) }
+        let hostPort = rest.hasSuffix("/") ? rest.dropLast() : rest
+        var host = String(hostPort), port: Int32 = tls ? 8883 : 1883
+        if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
+            host = String(hostPort[..<colon])
+            guard let p = Int32(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else {
+                return .failure(.init(description: "'url' has port '\(hostPort[hostPort.index(after: colon)...])'; it must be 1-65535"))
+            }
+            port = p
+        }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("/"), !host.contains("@") else {
+            return .failure(.init(description: "'url' must name a host (mqtt://HOST:PORT), found '\(s)'"))
+        }
+        return .success((host, port, tls))
+    }
+
+    public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
+        guard let url = reader.requiredString("url") else { return nil }
+        let parsed: (host: String, port: Int32, tls: Bool)
+        switch Self.parseURL(url) {
+        case .success(let p): parsed = p
+        case .failure(let e):
+            reader.report("url", e.description)
+            return nil
+        }
+        let clientID = reader.string("client_id") ?? "tocsin-" + (ProcessInfo.processInfo.hostName)
+        // MQTT 3.1.1 allows 1-23 bytes everywhere; mosquitto takes up to 65535. Ours must be unique per machine.
+        guard !clientID.isEmpty, clientID.utf8.count <= 256, !clientID.contains(where: { $0.isWhitespace || $0 == "\0" }) else {
+            reader.report("client_id", "'client_id' must be 1-256 bytes without spaces")
+            return nil
+        }
+        var o = Options(host: parsed.host, port: parsed.port, tls: parsed.tls, clientID: clientID)
+        if let prefix = reader.string("topic_prefix") {
+            guard !prefix.isEmpty, !prefix.contains("+"), !prefix.contains("#"), !prefix.hasSuffix("/"), !prefix.contains("\0") else {
+                reader.report("topic_prefix", "'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'")
+                return nil
+            }
+            o.topicPrefix = prefix
+        }
+        o.username = reader.string("username")
+        if let file = reader.string("password_file") {
+            guard o.username != nil else {
+                reader.report("password_file", "'password_file' needs 'username'")
+                return nil
+            }
+            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+                reader.report("password_file", "cannot read password_file '\(file)'")
+                return nil
+            }
+            o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+        }
+        o.caFile = reader.string("ca_file")
+        o.certFile = reader.string("cert_file")
+        o.keyFile = reader.string("key_file")
+        if (o.certFile == nil) != (o.keyFile == nil) {
+            reader.report(o.certFile == nil ? "key_file" : "cert_file", "'cert_file' and 'key_file' go together")
+            return nil
+        }
+        if o.tls, o.caFile == nil {
+            reader.report("url", "an mqtts:// url needs 'ca_file' (the broker's CA certificate)")
+            return nil
+        }
+        if !o.tls, o.caFile != nil || o.certFile != nil {
+            reader.report(o.caFile != nil ? "ca_file" : "cert_file", "TLS files need an mqtts:// url")
+            return nil
+        }
+        for (key, path) in [("ca_file", o.caFile), ("cert_file", o.certFile), ("key_file", o.keyFile)] {
+            if let path, !FileManager.default.isReadableFile(atPath: path) {
+                reader.report(key, "cannot read \(key) '\(path)'")
+                return nil
+            }
+        }
+        if let k = reader.duration("keepalive", positive: true) {
+            let s = k.microseconds / 1_000_000
+            guard (5...65535).contains(s) else {
+                reader.report("keepalive", "'keepalive' is \(k); it must be between 5s and 18h 12min 15s")
+                return nil
+            }
+            o.keepaliveSeconds = Int32(s)
+        }
+        if let r = reader.duration("reconnect_max", positive: true) {
+            let s = r.microseconds / 1_000_000
+            guard (1...3600).contains(s) else {
+                reader.report("reconnect_max", "'reconnect_max' is \(r); it must be between 1s and 1h")
+                return nil
+            }
+            o.reconnectMaxSeconds = UInt32(s)
+        }
+        return o
+    }
+
+    public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
+        MQTTBackend(name: name, options: options, subscribes: environment.fleetBackend == name,
+                    stateDirectory: environment.stateDirectory, logger: environment.logger)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TocsinTesting
+@testable import TocsinMQTTBackend
+
+@Suite("FleetStore")
+struct FleetStoreTests {
+    @Test("an id acts once, also after the store is reopened (a daemon restart)")
+    func idempotentAcrossReopen() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let store = try FleetStore(path: path)
+            #expect(store.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
+            #expect(!store.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
+            #expect(store.insert("acknowledged/wake/6/1", kind: "acknowledged", at: now), "a new due is a new id")
+            store.recordDelivered(key: "wake", occurrence: 2, due: 6)
+        }
+        let reopened = try FleetStore(path: path)
+        #expect(!reopened.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
+        #expect(reopened.contains("acknowledged/wake/6/1"))
+        #expect(!reopened.contains("snoozed/wake/6/1"))
+        let last = try #require(reopened.lastDelivered(key: "wake"))
+        #expect(last.occurrence == 2 && last.due == 6)
+        #expect(reopened.lastDelivered(key: "other") == nil)
+    }
+
+    @Test("the file is readable by its owner only, like the state store")
+    func mode() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        _ = try FleetStore(path: path)
+        let attrs = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test("a directory that does not exist is a clear error, not a crash")
+    func unopenable() {
+        #expect(throws: FleetStore.OpenError.self) { try FleetStore(path: "/nonexistent/dir/mqtt.sqlite") }
+    }
+
+    @Test("ids older than 30 days are dropped when the store opens; recent ones stay")
+    func pruned() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let store = try FleetStore(path: path)
+            #expect(store.insert("acknowledged/old/1/1", kind: "acknowledged", at: now - FleetStore.keepSeenSeconds - 60))
+            #expect(store.insert("acknowledged/recent/1/1", kind: "acknowledged", at: now - 86_400))
+        }
+        let reopened = try FleetStore(path: path)
+        #expect(!reopened.contains("acknowledged/old/1/1"))
+        #expect(reopened.contains("acknowledged/recent/1/1"))
+    }
+
+    @Test("the outbox keeps answers in order until removed, across a reopen")
+    func outbox() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        do {
+            let store = try FleetStore(path: path)
+            store.enqueue(id: "acknowledged/a/1/1", topic: "tocsin/acknowledged", payload: [1, 2, 3], at: 10)
+            store.enqueue(id: "snoozed/b/1/1", topic: "tocsin/snoozed", payload: [], at: 11)
+            store.enqueue(id: "acknowledged/c/1/1", topic: "tocsin/acknowledged", payload: [4], at: 12)
+            store.removeFromOutbox(id: "snoozed/b/1/1")
+        }
+        let owed = try FleetStore(path: path).outbox()
+        #expect(owed.map(\.id) == ["acknowledged/a/1/1", "acknowledged/c/1/1"])
+        #expect(owed.map(\.payload) == [[1, 2, 3], [4]])
+        #expect(owed.first?.topic == "tocsin/acknowledged")
+    }
+
+    @Test("the last snooze number is found by exact prefix, even for keys with LIKE wildcards")
+    func lastSnooze() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let store = try FleetStore(path: dir.path + "/mqtt-fleet.sqlite")
+        let now = Int64(Date().timeIntervalSince1970)
+        #expect(store.lastSnooze(prefix: "snoozed/a%b/5/1/") == 0)
+        _ = store.insert("snoozed/a%b/5/1/1", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/a%b/5/1/3", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/axb/5/1/7", kind: "snoozed", at: now)
+        _ = store.insert("snoozed/a%b/6/1/9", kind: "snoozed", at: now)
+        #expect(store.lastSnooze(prefix: "snoozed/a%b/5/1/") == 3)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinMQTTBackend
+
+/// One config and the diagnostics it must produce, exactly (`line:column: message`).
+struct MQTTConfigRow: Sendable, CustomTestStringConvertible {
+    var name: String
+    var toml: String
+    var expected: [String]
+    var testDescription: String { name }
+}
+
+/// Loads `toml` and builds its backends with the mqtt factory, as `tocsin check` and start-up do.
+private func diagnostics(_ toml: String) -> [String] {
+    let loaded: LoadedConfig
+    switch ConfigLoader.load(bytes: Array(toml.utf8), file: "c.toml") {
+    case .success(let l): loaded = l
+    case .failure(let e): return e.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
+    }
+    let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    switch BackendRegistry([MQTTBackendFactory()]).makeBackends(for: loaded.configuration, file: "c.toml",
+                                                                environment: BackendEnvironment(logger: quiet)) {
+    case .success: return []
+    case .failure(let e): return e.diagnostics.map { "\($0.location.line):\($0.location.column): \($0.message)" }
+    }
+}
+
+@Suite("MQTT config")
+struct MQTTConfigTests {
+    static let rows: [MQTTConfigRow] = [
+        MQTTConfigRow(name: "a minimal backend and fleet are accepted",
+                      toml: "[backend.fleet]\ntype = \"mqtt\"\nurl = \"mqtt://127.0.0.1:1883\"\nclient_id = \"a\"\n[fleet]\nbackend = \"fleet\"\n",
+                      expected: []),
+        MQTTConfigRow(name: "url is required",
+                      toml: "[backend.m]\ntype = \"mqtt\"\n",
+                      expected: ["1:1: missing required key 'url' in [backend.m]"]),
+        MQTTConfigRow(name: "url scheme",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"http://x\"\n",
+                      expected: ["3:7: 'url' must start with mqtt:// or mqtts://, found 'http://x'"]),
+        MQTTConfigRow(name: "url port out of range",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h:70000\"\n",
+                      expected: ["3:7: 'url' has port '70000'; it must be 1-65535"]),
+        MQTTConfigRow(name: "url without host",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://:1883\"\n",
+                      expected: ["3:7: 'url' must name a host (mqtt://HOST:PORT), found 'mqtt://:1883'"]),
+        MQTTConfigRow(name: "mqtts needs a CA file",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtts://h\"\n",
+                      expected: ["3:7: an mqtts:// url needs 'ca_file' (the broker's CA certificate)"]),
+        MQTTConfigRow(name: "TLS files need mqtts",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nca_file = \"/etc/hostname\"\n",
+                      expected: ["4:11: TLS files need an mqtts:// url"]),
+        MQTTConfigRow(name: "topic prefix with a wildcard",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\ntopic_prefix = \"home/#\"\n",
+                      expected: ["4:16: 'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'"]),
+        MQTTConfigRow(name: "password file needs a username",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\npassword_file = \"/etc/hostname\"\n",
+                      expected: ["4:17: 'password_file' needs 'username'"]),
+        MQTTConfigRow(name: "unreadable password file",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nusername = \"u\"\npassword_file = \"/nonexistent/pw\"\n",
+                      expected: ["5:17: cannot read password_file '/nonexistent/pw'"]),
+        MQTTConfigRow(name: "keepalive too short",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nkeepalive = \"1s\"\n",
+                      expected: ["4:13: 'keepalive' is 1s; it must be between 5s and 18h 12min 15s"]),
+        MQTTConfigRow(name: "misspelt key gets a suggestion",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nclientid = \"a\"\n",
+                      expected: ["4:1: unknown key 'clientid' in [backend.m]; did you mean 'client_id'?"]),
+        MQTTConfigRow(name: "fleet names an unknown backend",
+                      toml: "[backend.fleet]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\n[fleet]\nbackend = \"flet\"\n",
+                      expected: ["5:11: unknown backend 'flet' in [fleet]; did you mean 'fleet'?"]),
+        MQTTConfigRow(name: "fleet names a backend of another type",
+                      toml: "[backend.log]\ntype = \"log\"\n[fleet]\nbackend = \"log\"\n",
+                      expected: ["4:11: [fleet] backend 'log' is of type 'log'; it must be an mqtt backend"]),
+        MQTTConfigRow(name: "fleet without backend",
+                      toml: "[fleet]\n",
+                      expected: ["1:1: missing required key 'backend' in [fleet]"]),
+    ]
+
+    @Test("each config row gives exactly its diagnostics", arguments: rows)
+    func row(_ row: MQTTConfigRow) {
+        let got = diagnostics(row.toml)
+        #expect(got == row.expected, "row '\(row.name)'")
+    }
+
+    @Test("URLs: default ports, IPv6 brackets", arguments: [
+        ("mqtt://127.0.0.1", "127.0.0.1", Int32(1883), false),
+        ("mqtts://broker.lan", "broker.lan", 8883, true),
+        ("mqtt://[::1]:1884", "::1", 1884, false),
+        ("mqtt://h:1/", "h", 1, false),
+    ])
+    func urls(row: (String, String, Int32, Bool)) throws {
+        let p = try MQTTBackendFactory.parseURL(row.0).get()
+        #expect(p.host == row.1 && p.port == row.2 && p.tls == row.3, "row \(row.0): \(p)")
+    }
+
+    @Test("the README's mqtt row names every option key")
+    func readmeRow() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `mqtt` |") }, "no mqtt row in the README")
+        for key in MQTTBackendFactory().optionKeys {
+            #expect(row.contains("`\(key)`"), "README's mqtt row lacks `\(key)`")
+        }
+    }
+}
