@@ -2,54 +2,6 @@ import HeapModule
 import TocsinConfig
 public import TocsinTime
 
-/// What the center must do after an input, in order. The machine decides; the center performs.
-public enum MachineAction: Hashable, Sendable {
-    /// Part of the batch that must be durable before anything below is performed or replied.
-    case persist(StoreOp)
-    /// Hand a claimed firing to its backends (the center reads its content from the store).
-    case deliver(PlannedDelivery)
-    case withdraw(key: String, backends: [String], reason: WithdrawReason)
-    /// A lifecycle event for subscribers (cancelled, acknowledged, snoozed, missed, unanswered).
-    case emit(CenterEvent)
-}
-
-extension MachineAction {
-    /// The notification the action is about.
-    var key: String {
-        switch self {
-        case .persist(let op):
-            switch op {
-            case .upsert(let row): return row.notification.key
-            case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
-            case .record(let e): return e.key
-            case .pruneHistory: return ""
-            }
-        case .deliver(let d): return d.key
-        case .withdraw(let k, _, _): return k
-        case .emit(let e): return e.key
-        }
-    }
-}
-
-/// A firing the machine has claimed, without its content.
-public struct PlannedDelivery: Hashable, Sendable {
-    public var key: String
-    public var occurrence: Occurrence
-    public var due: Instant
-    public var fired: Instant
-    public var reason: FiringReason
-    public var targets: [String]
-    public var isAlarm: Bool
-    public var ring: UInt32 = 1
-}
-
-/// A configured backend as the machine sees it: its name, and how it rings if it is an alarm.
-public struct BackendInfo: Hashable, Sendable {
-    public var name: String
-    public var ringPolicy: RingPolicy?
-    public init(name: String, ringPolicy: RingPolicy? = nil) { self.name = name; self.ringPolicy = ringPolicy }
-}
-
 /// The notification machine: every transition of every notification, as a pure function of
 /// its inputs and the instant it is given. It reads no clock, does no I/O and keeps no content
 /// (titles, bodies, actions and user_info live in the store): per notification it holds the key,
@@ -75,7 +27,7 @@ public struct NotificationMachine: Sendable {
         var alert: AlertState = .idle
         /// `Int64.min`: none.
         var maxLate: Int64 = .min
-        /// Index into `routes`; -1: the default targets.
+        /// Row in `routing`; -1: the default targets.
         var route: Int32 = -1
         var missed: MissedPolicy = .fireOnce
         var isConfig = false
@@ -117,10 +69,7 @@ public struct NotificationMachine: Sendable {
     private var restoring = false
     private var generation: UInt32 = 0
     var triggers = TriggerTable()
-    private var routes: [[String]] = []
-    private var routeRows: [[String]: Int32] = [:]
-    private var resolvedRoutes: [ResolvedRoute] = []
-    private var defaultRoute = ResolvedRoute()
+    private var routing = RouteTable()
     public private(set) var backends: [BackendInfo] = []
     /// `[daemon] min_period`: consecutive firings of one notification are at least this far apart
     /// (see `successor`). Zero: no coalescing.
@@ -265,7 +214,7 @@ public struct NotificationMachine: Sendable {
             case .inDelivery(let key, let p): inDelivery[key] = p
             case .backends(let b):
                 backends = b
-                refreshRoutes()
+                routing.refresh(backends: b)
             }
         }
     }
@@ -275,53 +224,22 @@ public struct NotificationMachine: Sendable {
     public mutating func setBackends(_ list: [BackendInfo]) {
         undoLog?.append(.backends(backends))
         backends = list
-        refreshRoutes()
+        routing.refresh(backends: list)
     }
 
     public var backendNames: [String] { backends.map(\.name) }
 
     /// A notification without `backends` goes to every backend except alarms: ringing is opt-in,
     /// so adding an alarm to a config never makes ordinary reminders ring.
-    public var defaultTargets: [String] { defaultRoute.targets }
+    public var defaultTargets: [String] { routing.defaultRoute.targets }
 
-    /// What firing needs of a route, computed once per route and backend set, not per firing.
-    struct ResolvedRoute: Sendable {
-        var targets: [String] = []
-        /// The ring policy of the first alarm backend among the targets.
-        var ring: RingPolicy?
-        var ringers: [String] = []
-    }
+    mutating func route(for names: [String]?) -> Int32 { routing.row(for: names, backends: backends) }
 
-    private func resolve(_ names: [String]) -> ResolvedRoute {
-        var r = ResolvedRoute(targets: names)
-        for name in names {
-            guard let policy = backends.first(where: { $0.name == name })?.ringPolicy else { continue }
-            if r.ring == nil { r.ring = policy }
-            r.ringers.append(name)
-        }
-        return r
-    }
-
-    private mutating func refreshRoutes() {
-        defaultRoute = resolve(backends.filter { $0.ringPolicy == nil }.map(\.name))
-        resolvedRoutes = routes.map(resolve)
-    }
-
-    mutating func route(for names: [String]?) -> Int32 {
-        guard let names else { return -1 }
-        if let r = routeRows[names] { return r }
-        let r = Int32(routes.count)
-        routes.append(names)
-        resolvedRoutes.append(resolve(names))
-        routeRows[names] = r
-        return r
-    }
-
-    func resolved(_ e: Entry) -> ResolvedRoute { e.route < 0 ? defaultRoute : resolvedRoutes[Int(e.route)] }
+    func resolved(_ e: Entry) -> RouteTable.ResolvedRoute { routing.resolved(e.route) }
 
     func targets(_ e: Entry) -> [String] { resolved(e).targets }
 
-    func explicitBackends(_ e: Entry) -> [String]? { e.route < 0 ? nil : routes[Int(e.route)] }
+    func explicitBackends(_ e: Entry) -> [String]? { routing.names(e.route) }
 
     func ringPolicy(_ e: Entry) -> RingPolicy? { resolved(e).ring }
 

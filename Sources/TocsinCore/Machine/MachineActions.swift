@@ -1,0 +1,49 @@
+public import TocsinTime
+
+/// What the center must do after an input, in order. The machine decides; the center performs.
+public enum MachineAction: Hashable, Sendable {
+    /// Part of the batch that must be durable before anything below is performed or replied.
+    case persist(StoreOp)
+    /// Hand a claimed firing to its backends (the center reads its content from the store).
+    case deliver(PlannedDelivery)
+    case withdraw(key: String, backends: [String], reason: WithdrawReason)
+    /// A lifecycle event for subscribers (cancelled, acknowledged, snoozed, missed, unanswered).
+    case emit(CenterEvent)
+}
+
+extension MachineAction {
+    /// The notification the action is about.
+    var key: String {
+        switch self {
+        case .persist(let op):
+            switch op {
+            case .upsert(let row): return row.notification.key
+            case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
+            case .record(let e): return e.key
+            case .pruneHistory: return ""
+            }
+        case .deliver(let d): return d.key
+        case .withdraw(let k, _, _): return k
+        case .emit(let e): return e.key
+        }
+    }
+}
+
+/// A firing the machine has claimed, without its content.
+public struct PlannedDelivery: Hashable, Sendable {
+    public var key: String
+    public var occurrence: Occurrence
+    public var due: Instant
+    public var fired: Instant
+    public var reason: FiringReason
+    public var targets: [String]
+    public var isAlarm: Bool
+    public var ring: UInt32 = 1
+}
+
+/// A configured backend as the machine sees it: its name, and how it rings if it is an alarm.
+public struct BackendInfo: Hashable, Sendable {
+    public var name: String
+    public var ringPolicy: RingPolicy?
+    public init(name: String, ringPolicy: RingPolicy? = nil) { self.name = name; self.ringPolicy = ringPolicy }
+}
