@@ -38,6 +38,8 @@ public actor TocsinCenter {
     var logger: Logger
     var machine = NotificationMachine()
     var backends: [String: any DeliveryBackend] = [:]
+    /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
+    var fleet: (any FleetLink)?
     var started = false
     private var subscribers: [Int: AsyncStream<CenterEvent>.Continuation] = [:]
     private var nextSubscriber = 0
@@ -127,6 +129,7 @@ public actor TocsinCenter {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
+        fleet = list.lazy.compactMap(\.fleetLink).first
         refreshQuietModes()
         machine.setBackends(list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
         let sink = CenterSink(center: self)
@@ -198,13 +201,26 @@ public actor TocsinCenter {
     @discardableResult
     /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
     public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
+        try await schedule(spec, client: client, share: true)
+    }
+
+    /// `share`: false for a notification that came from the fleet, which already has it.
+    func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool) async throws(CenterError) -> String {
+        if spec.fleet && fleet == nil {
+            throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
+        }
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
-        return try await submit(.schedule(n, replace: spec.replace, client: client)).key
+        let key = try await submit(.schedule(n, replace: spec.replace, client: client)).key
+        if share, let fleet, spec.replace || !spec.fleet { await fleet.scheduled(n, fleet: spec.fleet) }
+        return key
     }
 
     /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
     @discardableResult
     public func postNow(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
+        if spec.fleet {
+            throw CenterError(.invalidArguments, "'fleet' goes with Schedule (a trigger every machine can agree on), not PostNow", field: "fleet")
+        }
         let now = clock.now()
         var s = spec
         s.trigger = .at(.instant(now))
@@ -217,7 +233,9 @@ public actor TocsinCenter {
     /// for as long as its definition in the file is unchanged; editing it there brings it back.
     @discardableResult
     public func cancel(_ key: String) async throws(CenterError) -> Bool {
-        try await submit(.cancel(key)).bool
+        let done = try await submit(.cancel(key)).bool
+        if done, let fleet { await fleet.cancelled(key: key) }
+        return done
     }
 
     /// Cancels every pending notification; returns how many.
@@ -355,6 +373,9 @@ public actor TocsinCenter {
             switch event {
             case .acknowledge(let key): try await acknowledge(key)
             case .snooze(let key, let d): try await snooze(key, for: d)
+            case .snoozeUntil(let key, let until): _ = try await submit(.snoozeUntil(key, until))
+            case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
+            case .fleetCancel(let key): try await cancel(key)
             case .actionInvoked(let key, let action):
                 let info = (try? await store.userInfo(key)) ?? nil
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
