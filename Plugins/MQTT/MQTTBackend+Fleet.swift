@@ -45,7 +45,7 @@ extension MQTTBackend: FleetLink {
     /// A `scheduled` or `cancelled` message from another machine (already decoded and checked).
     func receivedChange(_ m: FleetMessage) {
         let (sink, store, latest) = state.withLock { ($0.sink, $0.store, $0.fleet[m.key]?.changed) }
-        if let latest, m.due <= latest {
+        if let latest, m.due < latest {
             logger.info("mqtt \(name): ignored \(m.id) from \(m.origin): a later change of \(m.key) is in force here")
             return
         }
