@@ -1,4 +1,5 @@
 import TocsinConfig
+import TocsinTime
 
 /// Notifications that arrive from other machines of the fleet (`fleet = true` there).
 extension TocsinCenter {
@@ -13,5 +14,11 @@ extension TocsinCenter {
             spec.backends = here.isEmpty ? nil : here
         }
         try await schedule(spec, client: nil, share: false)
+    }
+
+    /// A snooze given on another machine: until the same instant here, whatever the default.
+    @discardableResult
+    func snoozeFromFleet(_ key: String, until: Instant) async throws(CenterError) -> Instant {
+        try await submit(.snoozeUntil(key, until)).instant
     }
 }

@@ -373,7 +373,7 @@ public actor TocsinCenter {
             switch event {
             case .acknowledge(let key): try await acknowledge(key)
             case .snooze(let key, let d): try await snooze(key, for: d)
-            case .snoozeUntil(let key, let until): _ = try await submit(.snoozeUntil(key, until))
+            case .snoozeUntil(let key, let until): try await snoozeFromFleet(key, until: until)
             case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
             case .fleetCancel(let key): try await cancel(key)
             case .actionInvoked(let key, let action):
