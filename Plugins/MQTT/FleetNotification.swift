@@ -74,6 +74,15 @@ public struct FleetNotification: Codable, Hashable, Sendable {
         func fail(_ field: String, _ why: String) -> Result<NotificationSpec, FleetMessage.DecodeError> {
             .failure(.init(description: "field 'notification.\(field)' \(why)"))
         }
+        // Strings go on to D-Bus signals (`Fired`), which cannot carry NUL: refused here, by name.
+        let strings: [(String, [String])] = [
+            ("title", [title]), ("body", [body ?? ""]), ("icon", [icon ?? ""]), ("category", [category ?? ""]),
+            ("sound", [sound ?? ""]), ("backends", backends ?? []), ("actions", (actions ?? []).flatMap { $0 }),
+            ("user_info", (userInfo ?? [:]).flatMap { [$0.key, $0.value] }),
+        ]
+        for (field, values) in strings where values.contains(where: { $0.contains("\0") }) {
+            return fail(field, "must not contain NUL characters")
+        }
         var s = NotificationSpec()
         s.key = key
         s.fleet = true

@@ -70,6 +70,7 @@ struct FleetScheduleMessageTests {
         ("bad missed", #"{"version":1,"id":"scheduled/k/5/0","kind":"scheduled","key":"k","occurrence":0,"due":5,"origin":"a","notification":{"title":"T","missed":"never",\#(trigger)}}"#, "'notification.missed'"),
         ("path as zone", #"{"version":1,"id":"scheduled/k/5/0","kind":"scheduled","key":"k","occurrence":0,"due":5,"origin":"a","notification":{"title":"T","timezone":"/etc/passwd",\#(trigger)}}"#, "'notification.timezone'"),
         ("action not a pair", #"{"version":1,"id":"scheduled/k/5/0","kind":"scheduled","key":"k","occurrence":0,"due":5,"origin":"a","notification":{"title":"T","actions":[["ok"]],\#(trigger)}}"#, "'notification.actions'"),
+        ("NUL in a user_info value", #"{"version":1,"id":"scheduled/k/5/0","kind":"scheduled","key":"k","occurrence":0,"due":5,"origin":"a","notification":{"title":"T","user_info":{"a":"x\u0000y"},\#(trigger)}}"#, "'notification.user_info' must not contain NUL"),
         ("id of another key", #"{"version":1,"id":"scheduled/x/5/0","kind":"scheduled","key":"k","occurrence":0,"due":5,"origin":"a","notification":{"title":"T",\#(trigger)}}"#, "field 'id'"),
     ])
     func refused(row: (String, String, String)) {
