@@ -15,6 +15,10 @@ final class FleetSpy: DeliveryBackend, FleetLink, Sendable {
     struct Withdrawal: Hashable, Sendable { var key: String; var reason: WithdrawReason; var until: Instant? }
     let name = "fleet"
     private let state = Mutex<(calls: [Call], withdrawals: [Withdrawal])>(([], []))
+    private let sink = Mutex<(any BackendEventSink)?>(nil)
+    func start(events: any BackendEventSink) async { sink.withLock { $0 = events } }
+    /// As the network thread hands on what it received.
+    func receive(_ event: BackendEvent) { sink.withLock { $0 }?.send(event) }
     var calls: [Call] { state.withLock { $0.calls } }
     var withdrawals: [Withdrawal] { state.withLock { $0.withdrawals } }
     var fleetLink: (any FleetLink)? { self }
@@ -109,5 +113,31 @@ struct CenterFleetTests {
         #expect(fleet.withdrawals.filter { $0.reason == .snoozed }.map(\.until) == [until, mine])
         // One already over there is due again now.
         #expect(try await c.snoozeFromFleet("tea", until: t0) == clock.now() + TimeSpan(microseconds: 1))
+    }
+
+    @Test("a schedule and a cancel from the fleet sent back to back are applied in that order")
+    func receivedInOrder() async throws {
+        let fleet = FleetSpy()
+        let (c, _, _) = try await center(fleet: fleet)
+        let events = await c.events()
+        for i in 0..<1000 {
+            var s = spec("tea-\(i)", .after(.seconds(60)))
+            s.fleet = true
+            fleet.receive(.fleetSchedule(s))
+            fleet.receive(.fleetCancel(key: "tea-\(i)"))
+        }
+        // Reversed, a cancel finds nothing (no event) and the schedule after it stays.
+        let cancelled = try await withTimeout(.seconds(10), "1000 Cancelled events") { () async -> Int in
+            var n = 0
+            for await e in events {
+                if case .cancelled = e { n += 1 }
+                if n == 1000 { break }
+            }
+            return n
+        }
+        #expect(cancelled == 1000)
+        #expect(await c.list().isEmpty)
+        // The backend hears the cancels (it publishes only keys it still shares) but no schedule.
+        #expect(!fleet.calls.contains { if case .scheduled = $0 { true } else { false } }, "shared back: \(fleet.calls)")
     }
 }

@@ -1,6 +1,7 @@
 public import Logging
 public import TocsinConfig
 public import TocsinTime
+import Synchronization
 
 /// Settings of the center that come from `[daemon]` and the command line.
 public struct CenterOptions: Sendable {
@@ -386,10 +387,20 @@ public actor TocsinCenter {
     }
 }
 
-/// Hands backend events to the center without making backends depend on it.
-private struct CenterSink: BackendEventSink {
+/// Hands backend events to the center without making backends depend on it, in the order they
+/// were sent: a fleet notification scheduled and then cancelled on another machine (both
+/// redelivered at once after a reconnect) must not be applied the other way round.
+private final class CenterSink: BackendEventSink, Sendable {
     let center: TocsinCenter
+    private let last = Mutex<Task<Void, Never>?>(nil)
+    init(center: TocsinCenter) { self.center = center }
     func send(_ event: BackendEvent) {
-        Task { await center.handle(event) }
+        last.withLock { previous in
+            let before = previous
+            previous = Task { [center] in
+                await before?.value
+                await center.handle(event)
+            }
+        }
     }
 }
