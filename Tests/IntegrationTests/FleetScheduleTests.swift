@@ -82,6 +82,25 @@ struct FleetScheduleTests {
         }
     }
 
+    @Test("with the broker down, `schedule --fleet` answers at once and the notification reaches machine-b after the broker is back")
+    func brokerDown() async throws {
+        try await withFleet { broker, a, b in
+            try await broker.crash()
+            try await a.process.waitForStderr(containing: "mqtt fleet: lost the broker", timeout: .seconds(10))
+            let start = ContinuousClock.now
+            _ = try await a.tocsin("schedule", "--fleet", "--key", "late-tea", "--title", "Tea", "--after", "1h")
+            let local = ContinuousClock.now - start
+            #expect(local < TimingBudget.scaled(.seconds(1)), "schedule --fleet took \(local) with the broker down")
+            #expect(try await a.nextFire("late-tea") != nil)
+            try await broker.run()
+            try await b.process.waitForStderr(containing: "mqtt fleet: scheduled/late-tea/", timeout: .seconds(30))
+            let listed = try await b.waitForList { $0.contains("\"late-tea\"") }
+            #expect(listed.contains("\"late-tea\""), "machine-b: \(listed)")
+            let nextA = try await a.nextFire("late-tea"), nextB = try await b.nextFire("late-tea")
+            #expect(nextA == nextB)
+        }
+    }
+
     @Test("a snooze for 90s on machine-a makes machine-b's next ring due 90s later, not its default 5 min")
     func snoozeDuration() async throws {
         try await withFleet { _, a, b in
