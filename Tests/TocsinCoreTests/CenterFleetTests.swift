@@ -74,6 +74,10 @@ struct CenterFleetTests {
         s.fleet = true
         try await c.schedule(s)
         try await c.schedule(spec("own", .after(.seconds(60))))
+        // Kept unchanged (replace = false): nothing to share or unshare.
+        var keep = spec("tea", .after(.seconds(99)))
+        keep.replace = false
+        try await c.schedule(keep)
         #expect(try await c.cancel("tea"))
         #expect(try await c.cancel("nothing") == false)
         #expect(fleet.calls == [.scheduled(key: "tea", trigger: .at(t0 + .seconds(60)), fleet: true),

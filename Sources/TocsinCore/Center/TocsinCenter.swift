@@ -35,7 +35,7 @@ public actor TocsinCenter {
     let clock: any TocsinClock
     private let timer: (any WakeupTimer)?
     let store: any NotificationStore
-    private let resolver: SpecResolver
+    let resolver: SpecResolver
     var logger: Logger
     var machine = NotificationMachine()
     var backends: [String: any DeliveryBackend] = [:]
@@ -203,17 +203,6 @@ public actor TocsinCenter {
     /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
     public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
         try await schedule(spec, client: client, share: true)
-    }
-
-    /// `share`: false for a notification that came from the fleet, which already has it.
-    func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool) async throws(CenterError) -> String {
-        if spec.fleet && fleet == nil {
-            throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
-        }
-        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
-        let key = try await submit(.schedule(n, replace: spec.replace, client: client)).key
-        if share, let fleet, spec.replace || !spec.fleet { await fleet.scheduled(n, fleet: spec.fleet) }
-        return key
     }
 
     /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
