@@ -82,7 +82,7 @@ struct FleetScheduleTests {
         }
     }
 
-    @Test("with the broker down, `schedule --fleet` answers at once and the notification reaches machine-b after the broker is back")
+    @Test("with the broker down, `schedule --fleet` answers at once and the notification reaches machine-b after the broker is back, and survives its reload")
     func brokerDown() async throws {
         try await withFleet { broker, a, b in
             try await broker.crash()
@@ -98,6 +98,10 @@ struct FleetScheduleTests {
             #expect(listed.contains("\"late-tea\""), "machine-b: \(listed)")
             let nextA = try await a.nextFire("late-tea"), nextB = try await b.nextFire("late-tea")
             #expect(nextA == nextB)
+            // A reload of machine-b replaces its config notifications only: the one from the fleet stays.
+            b.process.signal(SIGHUP)
+            try await b.process.waitForStderr(containing: "reloaded", timeout: .seconds(20))
+            #expect(try await b.nextFire("late-tea") == nextA, "machine-b lost it in a reload")
         }
     }
 
