@@ -7,7 +7,8 @@ public import TocsinTime
 /// `type = "mqtt"`: publishes every firing, withdraw, acknowledge and snooze as a `FleetMessage`
 /// on `<topic_prefix>/<kind>` (QoS 1, persistent session). When `[fleet]` names this backend it
 /// also subscribes to the acknowledges and snoozes of the other machines and hands them to the
-/// center as if a person had answered here, so one answer stops the alarm everywhere.
+/// center as if a person had answered here, so one answer stops the alarm everywhere; and it
+/// shares `fleet = true` notifications both ways (`MQTTBackend+Fleet.swift`).
 ///
 /// Nothing local waits on the broker: a publish while it is down is queued by libmosquitto and
 /// sent after the reconnect, and `deliver` returns at once.
