@@ -9,9 +9,13 @@ import TocsinConfig
 /// broker restart or a reconnect redelivers, so receivers record ids (`SeenStore`) and act on
 /// each at most once. The key travels in the payload, not the topic, since keys may hold `/`,
 /// `+` and `#`, which MQTT topics give meaning to.
+///
+/// `scheduled` and `cancelled` share a `fleet = true` notification: their `due` is the instant the
+/// origin scheduled or cancelled it (unix microseconds) and `occurrence` 0, so each change has
+/// its own id and a replayed one is recognised.
 public struct FleetMessage: Codable, Hashable, Sendable {
     public enum Kind: String, Codable, Hashable, Sendable, CaseIterable {
-        case fired, withdrawn, acknowledged, snoozed
+        case fired, withdrawn, acknowledged, snoozed, scheduled, cancelled
     }
     public var version: Int = 1
     public var id: String
@@ -26,12 +30,17 @@ public struct FleetMessage: Codable, Hashable, Sendable {
     public var origin: String
     public var title: String?
     public var reason: String?
+    /// A snooze's end, unix microseconds: every machine snoozes until the same instant, whatever
+    /// its own default (absent from older senders: the receiver's default then).
+    public var until: Int64?
+    /// What a `scheduled` message schedules; only there.
+    public var notification: FleetNotification?
 
     public init(kind: Kind, key: String, occurrence: UInt64, due: Int64, snooze: Int? = nil, origin: String,
-                title: String? = nil, reason: String? = nil) {
+                title: String? = nil, reason: String? = nil, until: Int64? = nil, notification: FleetNotification? = nil) {
         self.id = Self.id(kind: kind, key: key, due: due, occurrence: occurrence, snooze: snooze)
         self.kind = kind; self.key = key; self.occurrence = occurrence; self.due = due; self.snooze = snooze
-        self.origin = origin; self.title = title; self.reason = reason
+        self.origin = origin; self.title = title; self.reason = reason; self.until = until; self.notification = notification
     }
 
     public static func id(kind: Kind, key: String, due: Int64, occurrence: UInt64, snooze: Int? = nil) -> String {
@@ -74,6 +83,13 @@ public struct FleetMessage: Codable, Hashable, Sendable {
         guard (m.kind == .snoozed) == (m.snooze != nil), (m.snooze ?? 1) >= 1 else {
             return .failure(DecodeError(description: "field 'snooze' must be a positive number in a snoozed message, and only there"))
         }
+        guard (m.kind == .scheduled) == (m.notification != nil) else {
+            return .failure(DecodeError(description: "field 'notification' must be in a scheduled message, and only there"))
+        }
+        guard m.until == nil || m.kind == .snoozed else {
+            return .failure(DecodeError(description: "field 'until' only goes in a snoozed message"))
+        }
+        if let n = m.notification, case .failure(let e) = n.spec(key: m.key) { return .failure(e) }
         let expected = id(kind: m.kind, key: m.key, due: m.due, occurrence: m.occurrence, snooze: m.snooze)
         guard m.id == expected else {
             return .failure(DecodeError(description: "field 'id' is '\(m.id)', expected '\(expected)'"))

@@ -10,6 +10,10 @@ import Synchronization
 /// - `mqtt_delivered`: the latest occurrence delivered per key, so an acknowledge after a daemon
 ///   restart still names the occurrence it ends (its id must match the other machines').
 ///
+/// - `mqtt_fleet`: per key of a `fleet = true` notification, whether it is shared now and the
+///   instant of its latest change (scheduled or cancelled, here or elsewhere), so a change older
+///   than the one in force (a late or replayed message) is not applied.
+///
 /// The backend's own file (`mqtt-NAME.sqlite` in the state directory) keeps the core's schema free of
 /// a plugin's table; like the state store it is durable before we act (synchronous=FULL).
 final class FleetStore: Sendable {
@@ -32,6 +36,7 @@ final class FleetStore: Sendable {
         for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000",
                     "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)",
                     "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)",
+                    "CREATE TABLE IF NOT EXISTS mqtt_fleet (key TEXT PRIMARY KEY, shared INTEGER NOT NULL, changed INTEGER NOT NULL)",
                     "CREATE TABLE IF NOT EXISTS mqtt_outbox (id TEXT PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, created INTEGER NOT NULL)"] {
             guard sqlite3_exec(h, sql, nil, nil, nil) == SQLITE_OK else {
                 let why = String(cString: sqlite3_errmsg(h))
@@ -163,6 +168,37 @@ final class FleetStore: Sendable {
                 if let n = Int(id.dropFirst(prefix.count)) { best = max(best, n) }
             }
             return best
+        }
+    }
+
+    /// Records a change of a fleet notification (`shared`: scheduled and shared, false: cancelled
+    /// or now this machine's own) made at `changed` (unix microseconds).
+    func recordFleet(key: String, shared: Bool, changed: Int64) {
+        db.withLock { h in
+            guard let h else { return }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_fleet (key, shared, changed) VALUES (?1, ?2, ?3)", -1, &stmt, nil) == SQLITE_OK else { return }
+            defer { sqlite3_finalize(stmt) }
+            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
+            sqlite3_bind_int(stmt, 2, shared ? 1 : 0)
+            sqlite3_bind_int64(stmt, 3, changed)
+            _ = sqlite3_step(stmt)
+        }
+    }
+
+    /// Every key's fleet state, for the start.
+    func fleetKeys() -> [String: (shared: Bool, changed: Int64)] {
+        db.withLock { h in
+            guard let h else { return [:] }
+            var stmt: OpaquePointer?
+            guard sqlite3_prepare_v2(h, "SELECT key, shared, changed FROM mqtt_fleet", -1, &stmt, nil) == SQLITE_OK else { return [:] }
+            defer { sqlite3_finalize(stmt) }
+            var out: [String: (shared: Bool, changed: Int64)] = [:]
+            while sqlite3_step(stmt) == SQLITE_ROW {
+                guard let k = sqlite3_column_text(stmt, 0) else { continue }
+                out[String(cString: k)] = (sqlite3_column_int(stmt, 1) != 0, sqlite3_column_int64(stmt, 2))
+            }
+            return out
         }
     }
 }

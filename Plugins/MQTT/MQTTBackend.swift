@@ -2,12 +2,13 @@ import Foundation
 public import Logging
 import Synchronization
 public import TocsinCore
-import TocsinTime
+public import TocsinTime
 
 /// `type = "mqtt"`: publishes every firing, withdraw, acknowledge and snooze as a `FleetMessage`
 /// on `<topic_prefix>/<kind>` (QoS 1, persistent session). When `[fleet]` names this backend it
 /// also subscribes to the acknowledges and snoozes of the other machines and hands them to the
-/// center as if a person had answered here, so one answer stops the alarm everywhere.
+/// center as if a person had answered here, so one answer stops the alarm everywhere; and it
+/// shares `fleet = true` notifications both ways (`MQTTBackend+Fleet.swift`).
 ///
 /// Nothing local waits on the broker: a publish while it is down is queued by libmosquitto and
 /// sent after the reconnect, and `deliver` returns at once.
@@ -17,9 +18,9 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     let subscribes: Bool
     let stateDirectory: String?
     let logger: Logger
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var client: MosquittoClient?
         var sink: (any BackendEventSink)?
         var store: FleetStore?
@@ -35,6 +36,8 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         /// Snoozes received from the fleet and handed to the center, by key: the center's
         /// withdraw that follows is their echo and is not published again.
         var echoes: [String: Int] = [:]
+        /// `fleet = true` keys: shared now, and the latest change (see `MQTTBackend+Fleet.swift`).
+        var fleet: [String: (shared: Bool, changed: Int64)] = [:]
     }
 
     init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
@@ -60,7 +63,8 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             logger.error("mqtt \(name): \(error); nothing is published")
             return
         }
-        state.withLock { $0.client = client; $0.sink = events; $0.store = store }
+        let fleetKeys = store?.fleetKeys() ?? [:]
+        state.withLock { $0.client = client; $0.sink = events; $0.store = store; $0.fleet = fleetKeys }
         // What an earlier run owed (answers given while the broker was down): queued first, so
         // they go out on the first connection. Receivers drop any the broker already had.
         for owed in store?.outbox() ?? [] {
@@ -92,6 +96,10 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     }
 
     public func withdraw(key: String, reason: WithdrawReason) async {
+        await withdraw(key: key, reason: reason, snoozedUntil: nil)
+    }
+
+    public func withdraw(key: String, reason: WithdrawReason, snoozedUntil: Instant?) async {
         let (known, store) = state.withLock { ($0.delivered[key], $0.store) }
         let last = known ?? store?.lastDelivered(key: key) ?? (0, 0)
         let kind: FleetMessage.Kind = switch reason {
@@ -108,7 +116,8 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             snooze = echo ?? (store?.lastSnooze(prefix: prefix) ?? 0) + 1
         }
         let m = FleetMessage(kind: kind, key: key, occurrence: last.occurrence, due: last.due, snooze: snooze,
-                             origin: options.clientID, reason: reason.rawValue)
+                             origin: options.clientID, reason: reason.rawValue,
+                             until: kind == .snoozed ? snoozedUntil?.microseconds : nil)
         // An answer that came from the fleet is already known there: repeating it would only echo.
         if kind != .withdrawn, store?.contains(m.id) == true { return }
         if kind == .snoozed { _ = store?.insert(m.id, kind: kind.rawValue, at: Int64(Date().timeIntervalSince1970)) }
@@ -116,10 +125,15 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             if case .failure(let e) = publish(m) { logger.warning("mqtt \(name): cannot publish \(kind.rawValue) of \(key): \(e)") }
             return
         }
-        // An answer must reach the fleet even across a daemon restart while the broker is down:
-        // durable first, then published, then removed on the broker's PUBACK.
-        guard let client = state.withLock({ $0.client }) else { return }
-        let topic = options.topicPrefix + "/" + kind.rawValue, payload = m.encoded()
+        publishDurably(m)
+    }
+
+    /// An answer or a fleet change must reach the fleet even across a daemon restart while the
+    /// broker is down: durable first, then published, then removed on the broker's PUBACK.
+    func publishDurably(_ m: FleetMessage) {
+        let (client, store) = state.withLock { ($0.client, $0.store) }
+        guard let client else { return }
+        let topic = options.topicPrefix + "/" + m.kind.rawValue, payload = m.encoded()
         store?.enqueue(id: m.id, topic: topic, payload: payload, at: Int64(Date().timeIntervalSince1970))
         sendAwaitingAck(id: m.id, topic: topic, payload: payload, client: client, store: store)
     }
@@ -188,7 +202,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         // Subscribed on every connect: a broker that lost its state (restarted without
         // persistence) no longer knows our persistent session.
         guard subscribes, let client else { return }
-        for kind in [FleetMessage.Kind.acknowledged, .snoozed] {
+        for kind in [FleetMessage.Kind.acknowledged, .snoozed, .scheduled, .cancelled] {
             if case .failure(let e) = client.subscribe(options.topicPrefix + "/" + kind.rawValue, qos: 1) {
                 logger.warning("mqtt \(name): \(e)")
             }
@@ -219,6 +233,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             return
         }
         guard m.origin != options.clientID, topic == options.topicPrefix + "/" + m.kind.rawValue else { return }
+        if m.kind == .scheduled || m.kind == .cancelled { return receivedChange(m) }
         guard m.kind == .acknowledged || m.kind == .snoozed else { return }
         let (sink, store, known) = state.withLock { ($0.sink, $0.store, $0.delivered[m.key]) }
         let localDue = known?.due ?? store?.lastDelivered(key: m.key)?.due
@@ -236,8 +251,10 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         case .acknowledged: sink?.send(.acknowledge(key: m.key))
         case .snoozed:
             state.withLock { $0.echoes[m.key] = m.snooze }
-            sink?.send(.snooze(key: m.key, duration: nil))
-        case .fired, .withdrawn: break
+            if let until = m.until { sink?.send(.snoozeUntil(key: m.key, until: Instant(microseconds: until))) } else {
+                sink?.send(.snooze(key: m.key, duration: nil))
+            }
+        case .fired, .withdrawn, .scheduled, .cancelled: break
         }
     }
 }

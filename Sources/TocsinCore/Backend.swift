@@ -45,6 +45,13 @@ public enum BackendEvent: Hashable, Sendable {
     /// nil duration: the notification's or daemon's default snooze.
     case snooze(key: String, duration: TimeSpan?)
     case actionInvoked(key: String, action: String)
+    /// A snooze given on another machine of the fleet: it lasts until the same instant here.
+    case snoozeUntil(key: String, until: Instant)
+    /// A `fleet = true` notification scheduled (or replaced) on another machine, its trigger in
+    /// absolute form; scheduled here without being shared again.
+    case fleetSchedule(NotificationSpec)
+    /// A fleet notification cancelled on another machine.
+    case fleetCancel(key: String)
 }
 
 /// How an alarm rings: once per `every` until acknowledged, at most `maxRings` times. The center
@@ -84,6 +91,12 @@ public protocol DeliveryBackend: Sendable {
     func start(events: any BackendEventSink) async
     func deliver(_ firing: Firing) async throws(DeliveryError)
     func withdraw(key: String, reason: WithdrawReason) async
+    /// As `withdraw`, with the instant a snooze lasts until (reason `.snoozed`), for backends that
+    /// tell others about it (the fleet). Defaults to `withdraw(key:reason:)`.
+    func withdraw(key: String, reason: WithdrawReason, snoozedUntil: Instant?) async
+    /// The hook through which the center shares `fleet = true` notifications; nil for all but the
+    /// backend `[fleet]` names.
+    var fleetLink: (any FleetLink)? { get }
     func shutdown() async
     /// Whether a delivery could succeed now, for `tocsin status`: a person asking why nothing pops
     /// up needs the reason ("no notification server") without reading retry warnings in the log.
@@ -117,6 +130,9 @@ extension DeliveryBackend {
     public func health() async -> BackendHealth { .ok }
     public func start(events: any BackendEventSink) async {}
     public func withdraw(key: String, reason: WithdrawReason) async {}
+    public func withdraw(key: String, reason: WithdrawReason, snoozedUntil: Instant?) async {
+        await withdraw(key: key, reason: reason)
+    }
     public func shutdown() async {}
 }
 

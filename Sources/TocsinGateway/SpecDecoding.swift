@@ -9,7 +9,7 @@ import TocsinTime
 public enum SpecDecoding: Sendable {
     public static func decode(_ value: DBusValue, requireTrigger: Bool, limits: SpecLimits = SpecLimits()) throws(DBusError) -> NotificationSpec {
         var reader = try DBusFieldReader(value)
-        switch NotificationFields.decode(&reader, limits: limits, allowReplace: true, requireTrigger: requireTrigger) {
+        switch NotificationFields.decode(&reader, limits: limits, allowReplace: true, allowFleet: true, requireTrigger: requireTrigger) {
         case .success(let spec): return spec
         case .failure(let f):
             // The decoder's messages already name the field ('title' in ..., invalid 'after': ...).

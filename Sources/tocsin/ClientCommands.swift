@@ -71,10 +71,12 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-late"), help: "Skip a missed firing later than this.") var maxLate: String?
     @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
     var keepExisting = false
+    @Flag(help: "Schedule it on every machine of the daemon's [fleet] too.") var fleet = false
     @OptionGroup var bus: BusOptions
 
     func run() async throws {
         var f = try notification.fields()
+        if fleet { f.append(("fleet", .boolean(true))) }
         for (k, v) in [("at", at), ("after", after), ("every", every), ("starting", starting), ("until", until),
                        ("on_calendar", onCalendar), ("timezone", timezone), ("dst_gap", dstGap), ("dst_fold", dstFold),
                        ("missed", missed), ("max_late", maxLate)] {

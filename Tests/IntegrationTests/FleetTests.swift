@@ -197,8 +197,8 @@ struct FleetTests {
             try await a.waitForEvent("Snoozed", timeout: .seconds(10))
             let elapsed = ContinuousClock.now - start
             #expect(elapsed < TimingBudget.scaled(.seconds(1)), "machine-a snoozed \(elapsed) after the snooze on machine-b")
-            // machine-a snoozed for its default (5 min); machine-b's 2 s end and it rings again
-            // (due: the snooze's end), and its ack still names the original occurrence.
+            // Both snoozed until the same instant (the message carries it); machine-b's 2 s end and
+            // it rings again (due: the snooze's end), and its ack still names the original occurrence.
             try await b.waitForEvent("Fired", count: 2, timeout: .seconds(30))
             // A second snooze of the same occurrence is news, not a redelivery of the first.
             _ = try await b.tocsin("snooze", "wake", "2s")

@@ -26,6 +26,22 @@ struct FleetStoreTests {
         #expect(reopened.lastDelivered(key: "other") == nil)
     }
 
+    @Test("each fleet key's shared state and latest change survive a reopen; a later record replaces it")
+    func fleetKeysAcrossReopen() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        do {
+            let store = try FleetStore(path: path)
+            store.recordFleet(key: "tea", shared: true, changed: 10)
+            store.recordFleet(key: "oven", shared: true, changed: 11)
+            store.recordFleet(key: "oven", shared: false, changed: 12)
+        }
+        let keys = try FleetStore(path: path).fleetKeys()
+        #expect(keys.count == 2)
+        #expect(keys["tea"]?.shared == true && keys["tea"]?.changed == 10)
+        #expect(keys["oven"]?.shared == false && keys["oven"]?.changed == 12)
+    }
+
     @Test("the file is readable by its owner only, like the state store")
     func mode() throws {
         let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")

@@ -73,6 +73,9 @@ public struct NotificationSpec: Hashable, Sendable {
     public var timezone: String?
     /// D-Bus only: false keeps an existing notification with the same key unchanged.
     public var replace: Bool = true
+    /// Scheduled (replaced, cancelled) on every machine of the `[fleet]` too. Run time only
+    /// (D-Bus, CLI): a config file is each machine's own, so a shared entry is written in each.
+    public var fleet: Bool = false
     /// Where the table starts, and where the trigger key was written, for later errors.
     public var location = SourceLocation(line: 1, column: 1)
     public var triggerLocation = SourceLocation(line: 1, column: 1)
@@ -133,6 +136,7 @@ public enum NotificationFields: Sendable {
         Field(name: "user_info", type: "table of strings", summary: "Handed back with every firing and action."),
         Field(name: "missed", type: "string", summary: "skip, fire-once or fire-all (default: [daemon] missed)."),
         Field(name: "max_late", type: "duration", summary: "A missed firing later than this is skipped."),
+        Field(name: "fleet", type: "boolean", summary: "Schedule (replace, cancel) it on every machine of the [fleet] too (default false; D-Bus and CLI only)."),
     ]
 
     /// The D-Bus-only field.
@@ -141,15 +145,16 @@ public enum NotificationFields: Sendable {
     ]
 
     /// Reads one notification. `allowReplace` enables the D-Bus-only `replace` field.
+    /// `allowFleet`: false for the config file, where `fleet = true` is refused.
     public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
-                              allowReplace: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
+                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
         var r = TableReader(table, context: context)
-        return decode(&r, limits: limits, allowReplace: allowReplace, requireTrigger: requireTrigger)
+        return decode(&r, limits: limits, allowReplace: allowReplace, allowFleet: allowFleet, requireTrigger: requireTrigger)
     }
 
     /// Reads one notification from any surface; every rule and message of the fields is here.
     public static func decode<R: FieldReader>(_ r: inout R, limits: SpecLimits = SpecLimits(),
-                                              allowReplace: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
+                                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
         var spec = NotificationSpec()
         spec.location = r.tableLocation
 
@@ -194,6 +199,13 @@ public enum NotificationFields: Sendable {
             } else { spec.timezone = tz }
         }
         if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
+        if let fleet = r.bool("fleet") {
+            // Refused in a config file: every machine reads its own, so publishing it would make
+            // each machine's copy replace the others' (and a reload fight the fleet).
+            if fleet && !allowFleet {
+                r.report("fleet", "'fleet = true' is for notifications scheduled at run time (tocsin schedule --fleet, D-Bus Schedule); to share a config notification, give every machine the same [[notification]]")
+            } else { spec.fleet = fleet }
+        }
 
         let gap = r.choice("dst_gap", DSTGapPolicy.allCases.map { ($0.rawValue, $0) })
         let fold = r.choice("dst_fold", DSTFoldPolicy.allCases.map { ($0.rawValue, $0) })

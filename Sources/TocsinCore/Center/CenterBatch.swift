@@ -11,6 +11,8 @@ extension TocsinCenter {
         case cancelAll
         case acknowledge(String)
         case snooze(String, TimeSpan)
+        /// A snooze from another machine: until the instant it was given for there.
+        case snoozeUntil(String, Instant)
         /// nil backends: keep the running ones (start-up); otherwise swap them once durable.
         case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?)
     }
@@ -204,6 +206,10 @@ extension TocsinCenter {
         case .cancelAll: return .count(machine.cancelAll(into: &out))
         case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))
         case .snooze(let key, let d): return .instant(try machine.snooze(key, for: d, now: now, into: &out))
+        case .snoozeUntil(let key, let until):
+            // Already over there (a late message): due again now, as it is there.
+            let d = max(until - now, TimeSpan(microseconds: 1))
+            return .instant(try machine.snooze(key, for: d, now: now, into: &out))
         case .config(let list, let newBackends):
             if let newBackends {
                 machine.setBackends(newBackends.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
@@ -232,7 +238,13 @@ extension TocsinCenter {
                 emit(.fired(f, backends: d.targets))
                 firings.append(f)
             case .withdraw(let key, let names, let reason):
-                withdraw(key: key, from: names, reason: reason)
+                // A snooze's end instant travels with its withdraw (the fleet shares it); the
+                // machine emits it right after, in the same list.
+                var until: Instant?
+                if reason == .snoozed {
+                    for case .emit(.snoozed(let k, let u)) in actions where k == key { until = u }
+                }
+                withdraw(key: key, from: names, reason: reason, snoozedUntil: until)
             case .emit(let event):
                 switch event {
                 case .missed(let key, let due, let count):

@@ -63,10 +63,12 @@ extension TocsinCenter {
         startDraining()
     }
 
-    func withdraw(key: String, from names: [String], reason: WithdrawReason) {
+    func withdraw(key: String, from names: [String], reason: WithdrawReason, snoozedUntil: Instant? = nil) {
         for name in names {
             guard let b = backends[name] else { continue }
-            enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) { await b.withdraw(key: key, reason: reason) }
+            enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) {
+                await b.withdraw(key: key, reason: reason, snoozedUntil: snoozedUntil)
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 public import Logging
 public import TocsinConfig
 public import TocsinTime
+import Synchronization
 
 /// Settings of the center that come from `[daemon]` and the command line.
 public struct CenterOptions: Sendable {
@@ -34,10 +35,12 @@ public actor TocsinCenter {
     let clock: any TocsinClock
     private let timer: (any WakeupTimer)?
     let store: any NotificationStore
-    private let resolver: SpecResolver
+    let resolver: SpecResolver
     var logger: Logger
     var machine = NotificationMachine()
     var backends: [String: any DeliveryBackend] = [:]
+    /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
+    var fleet: (any FleetLink)?
     var started = false
     private var subscribers: [Int: AsyncStream<CenterEvent>.Continuation] = [:]
     private var nextSubscriber = 0
@@ -127,6 +130,7 @@ public actor TocsinCenter {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
+        fleet = list.lazy.compactMap(\.fleetLink).first
         refreshQuietModes()
         machine.setBackends(list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
         let sink = CenterSink(center: self)
@@ -198,13 +202,15 @@ public actor TocsinCenter {
     @discardableResult
     /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
     public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
-        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
-        return try await submit(.schedule(n, replace: spec.replace, client: client)).key
+        try await schedule(spec, client: client, share: true)
     }
 
     /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
     @discardableResult
     public func postNow(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
+        if spec.fleet {
+            throw CenterError(.invalidArguments, "'fleet' goes with Schedule (a trigger every machine can agree on), not PostNow", field: "fleet")
+        }
         let now = clock.now()
         var s = spec
         s.trigger = .at(.instant(now))
@@ -217,7 +223,9 @@ public actor TocsinCenter {
     /// for as long as its definition in the file is unchanged; editing it there brings it back.
     @discardableResult
     public func cancel(_ key: String) async throws(CenterError) -> Bool {
-        try await submit(.cancel(key)).bool
+        let done = try await submit(.cancel(key)).bool
+        if done, let fleet { await fleet.cancelled(key: key) }
+        return done
     }
 
     /// Cancels every pending notification; returns how many.
@@ -355,6 +363,9 @@ public actor TocsinCenter {
             switch event {
             case .acknowledge(let key): try await acknowledge(key)
             case .snooze(let key, let d): try await snooze(key, for: d)
+            case .snoozeUntil(let key, let until): try await snoozeFromFleet(key, until: until)
+            case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
+            case .fleetCancel(let key): try await cancel(key)
             case .actionInvoked(let key, let action):
                 let info = (try? await store.userInfo(key)) ?? nil
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
@@ -365,10 +376,20 @@ public actor TocsinCenter {
     }
 }
 
-/// Hands backend events to the center without making backends depend on it.
-private struct CenterSink: BackendEventSink {
+/// Hands backend events to the center without making backends depend on it, in the order they
+/// were sent: a fleet notification scheduled and then cancelled on another machine (both
+/// redelivered at once after a reconnect) must not be applied the other way round.
+private final class CenterSink: BackendEventSink, Sendable {
     let center: TocsinCenter
+    private let last = Mutex<Task<Void, Never>?>(nil)
+    init(center: TocsinCenter) { self.center = center }
     func send(_ event: BackendEvent) {
-        Task { await center.handle(event) }
+        last.withLock { previous in
+            let before = previous
+            previous = Task { [center] in
+                await before?.value
+                await center.handle(event)
+            }
+        }
     }
 }

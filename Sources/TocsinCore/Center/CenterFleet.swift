@@ -1,0 +1,39 @@
+import TocsinConfig
+import TocsinTime
+
+/// `fleet = true`: what the center tells the `[fleet]` backend (`FleetLink`), and what arrives
+/// from the other machines of the fleet.
+extension TocsinCenter {
+    /// Schedules, then tells the fleet backend (once durable: nothing is shared that could still
+    /// roll back). `share`: false for a notification that came from the fleet, which already has it.
+    func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool) async throws(CenterError) -> String {
+        if spec.fleet && fleet == nil {
+            throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
+        }
+        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
+        // `replace = false` keeps an existing one unchanged: nothing to tell the fleet then.
+        let kept = !spec.replace && machine.isActive(n.key)
+        let key = try await submit(.schedule(n, replace: spec.replace, client: client)).key
+        if share, !kept, let fleet { await fleet.scheduled(n, fleet: spec.fleet) }
+        return key
+    }
+
+    /// Schedules a notification another machine shared. It is a run-time notification here too,
+    /// so a config reload (which replaces only config-defined ones) never cancels it. Backends
+    /// named there but not configured here are left out; with none left, this machine's default
+    /// targets deliver it (every machine still rings or pops up).
+    func scheduleFromFleet(_ spec: NotificationSpec) async throws(CenterError) {
+        var spec = spec
+        if let names = spec.backends {
+            let here = names.filter(machine.backendNames.contains)
+            spec.backends = here.isEmpty ? nil : here
+        }
+        try await schedule(spec, client: nil, share: false)
+    }
+
+    /// A snooze given on another machine: until the same instant here, whatever the default.
+    @discardableResult
+    func snoozeFromFleet(_ key: String, until: Instant) async throws(CenterError) -> Instant {
+        try await submit(.snoozeUntil(key, until)).instant
+    }
+}
