@@ -64,8 +64,12 @@ else
     heavy='TocsinTimeTests|TocsinConfigTests'
     faults='FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests'
     load='LoadTests|FaultBurstTests'
+    # The fleet suites are not run under a sanitizer yet: libmosquitto's network thread is not
+    # instrumented, and they have not been brought under the sanitizers' timing budget (an open
+    # item of issue 15, see docs/RELIABILITY.md). They run in every normal test run.
+    fleet='FleetTests|FleetScheduleTests|FleetIdleTests'
     run --filter "$heavy"
-    run --skip "$heavy|$faults|$load"
+    run --skip "$heavy|$faults|$load|$fleet"
     run --filter "$faults"
 fi
 
