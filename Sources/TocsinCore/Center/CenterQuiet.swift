@@ -136,6 +136,9 @@ extension TocsinCenter {
     func performQuiet(_ actions: [QuietAction]) {
         quietNext = quiet.nextChange(after: clock.now())
         rearm()
+        // Each key has its own delivery queue, and queues run in parallel; the released firings
+        // of one backend are chained on top of that, so they arrive oldest first as promised.
+        var previousRelease: [String: AsyncStream<Void>] = [:]
         for a in actions {
             switch a {
             case .deliver(let f, let name):
@@ -146,8 +149,13 @@ extension TocsinCenter {
                 let policy = options.delivery
                 let clock = self.clock
                 let logger = self.logger
+                let before = previousRelease[name]
+                let (done, finish) = AsyncStream<Void>.makeStream()
+                previousRelease[name] = done
                 enqueue(key: f.key, backend: name, cancelPrevious: false) {
+                    if let before { for await _ in before {} }
                     _ = await Deliverer.deliver(f, to: backend, policy: policy, clock: clock, logger: logger)
+                    finish.finish()
                 }
             case .changed(let status):
                 logger.info(status.active ? "quiet hours began" : "quiet hours ended", metadata: ["source": "\(status.source)"])
