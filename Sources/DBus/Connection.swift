@@ -2,7 +2,8 @@ import CDBus
 import Dispatch
 import Synchronization
 
-/// A connection to a message bus (or a peer), with its own event-loop thread.
+/// A connection to a message bus (or a peer), with its own event-loop thread or hosted on a
+/// loop the caller runs (`DBusLoopHost`).
 ///
 /// All methods may be called from any thread or task. Closing (or dropping the last reference)
 /// ends the loop thread; a lost bus surfaces as `Event.disconnected` on `events`.
@@ -25,17 +26,25 @@ public final class DBusConnection: Sendable {
 
     // MARK: Opening
 
-    public static func session() async throws -> DBusConnection { try await open(.session) }
-    public static func system() async throws -> DBusConnection { try await open(.system) }
+    /// `host`: run on that loop's thread instead of a thread of the connection's own (see
+    /// `DBusLoopHost`); the same for every way of connecting below.
+    public static func session(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
+        try await open(.session, host: host)
+    }
+
+    public static func system(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
+        try await open(.system, host: host)
+    }
 
     /// Connects to `address` (e.g. `unix:path=/run/...`); `registerWithBus` sends `Hello`,
     /// which a bus requires and a direct peer-to-peer connection must not do.
-    public static func connect(address: String, registerWithBus: Bool = true) async throws -> DBusConnection {
-        try await open(.address(address, register: registerWithBus))
+    public static func connect(address: String, registerWithBus: Bool = true,
+                               host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
+        try await open(.address(address, register: registerWithBus), host: host)
     }
 
-    private static func open(_ target: ConnectTarget) async throws -> DBusConnection {
-        let core = ConnectionCore(target: target)
+    private static func open(_ target: ConnectTarget, host: (any DBusLoopHost)?) async throws -> DBusConnection {
+        let core = ConnectionCore(target: target, host: host)
         try await core.start()
         return DBusConnection(core: core)
     }

@@ -4,74 +4,6 @@ import CTocsinSystem
 import Glibc
 import Synchronization
 
-/// One outstanding method call: the libdbus pending call plus who to tell.
-///
-/// Completed exactly once, by the reply, the libdbus timeout (which arrives as a NoReply error
-/// reply), a disconnect, or cancellation.
-final class PendingReply: Sendable {
-    typealias Completion = @Sendable (Result<DBusMessage, DBusError>) -> Void
-    private struct State {
-        var completion: Completion?
-        var pending: RawHandle?
-        var onDone: (@Sendable () -> Void)?
-    }
-    private let state: Mutex<State>
-
-    init(_ completion: @escaping Completion) {
-        state = Mutex(State(completion: completion, pending: nil))
-    }
-
-    /// Loop thread: remember the libdbus pending call (we own one reference to it).
-    func attach(_ pending: OpaquePointer, onDone: @escaping @Sendable () -> Void) {
-        let handle = RawHandle(pending)
-        state.withLock {
-            $0.pending = handle
-            $0.onDone = onDone
-        }
-    }
-
-    /// Loop thread, at teardown: a call libdbus never completed (it raced with the disconnect).
-    func abandon() {
-        let pending = state.withLock { $0.pending }
-        if let pending { dbus_pending_call_cancel(pending.raw) }
-        complete(.failure(DBusError(.disconnected, "connection closed before a reply arrived")))
-    }
-
-    var isCompleted: Bool { state.withLock { $0.completion == nil } }
-
-    func complete(_ result: Result<DBusMessage, DBusError>) {
-        let (completion, pending, onDone) = state.withLock { s -> (Completion?, RawHandle?, (@Sendable () -> Void)?) in
-            defer { s.completion = nil; s.pending = nil; s.onDone = nil }
-            return (s.completion, s.pending, s.onDone)
-        }
-        if let pending { dbus_pending_call_unref(pending.raw) }
-        onDone?()
-        completion?(result)
-    }
-
-    /// Loop thread, from the notify callback during dispatch.
-    func completeFromLibDBus() {
-        let pending = state.withLock { $0.pending }
-        guard let pending, let reply = dbus_pending_call_steal_reply(pending.raw) else {
-            complete(.failure(DBusError(.noReply, "no reply")))
-            return
-        }
-        let message = DBusMessage(owning: reply)
-        if message.kind == .error {
-            complete(.failure(message.asError))
-        } else {
-            complete(.success(message))
-        }
-    }
-
-    /// Loop thread: give up on the call (task cancelled).
-    func cancel() {
-        let pending = state.withLock { $0.pending }
-        if let pending { dbus_pending_call_cancel(pending.raw) }
-        complete(.failure(DBusError(.cancelled, "call cancelled")))
-    }
-}
-
 enum ConnectTarget: Sendable {
     case session, system
     case address(String, register: Bool)
@@ -90,6 +22,8 @@ struct Subscription {
 final class ConnectionCore: @unchecked Sendable {
     let loop = EventLoop()
     let target: ConnectTarget
+    /// When set, the connection runs on this loop's thread instead of a thread of its own.
+    let host: (any DBusLoopHost)?
     /// Every `events` stream handed out; nil once the connection has ended.
     private let eventListeners = Mutex<[UInt64: AsyncStream<DBusConnection.Event>.Continuation]?>([:])
     private let nextListenerID = Atomic<UInt64>(0)
@@ -100,7 +34,7 @@ final class ConnectionCore: @unchecked Sendable {
     let uniqueNameBox = Mutex<String?>(nil)
 
     // Loop thread only.
-    private var conn: OpaquePointer?
+    var conn: OpaquePointer?
     private var startup: CheckedContinuation<Void, any Error>?
     var objects: [ObjectPath: DBusExportedObject] = [:]
     var subscriptions: [UInt64: Subscription] = [:]
@@ -108,8 +42,9 @@ final class ConnectionCore: @unchecked Sendable {
     /// Calls sent and not yet answered, so teardown can fail whatever libdbus left hanging.
     let outstanding = Mutex<[ObjectIdentifier: PendingReply]>([:])
 
-    init(target: ConnectTarget) {
+    init(target: ConnectTarget, host: (any DBusLoopHost)? = nil) {
         self.target = target
+        self.host = host
     }
 
     /// A new stream of lifecycle events; one that starts after the end gets `.disconnected` at once.
@@ -137,7 +72,7 @@ final class ConnectionCore: @unchecked Sendable {
         for c in listeners { c.yield(event) }
     }
 
-    private func announceDisconnected() {
+    func announceDisconnected() {
         let listeners = eventListeners.withLock { l -> [AsyncStream<DBusConnection.Event>.Continuation] in
             defer { l = nil }
             return l.map { Array($0.values) } ?? []
@@ -174,6 +109,20 @@ final class ConnectionCore: @unchecked Sendable {
 
     func threadMain() {
         loop.loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        guard let conn = open() else { return }
+        if let host {
+            // Opened here, so a bus that accepts but never answers `Hello` cannot stall the host.
+            host.enqueue { [self] in adopt(host) }
+            return
+        }
+        finishStartup(.success(()))
+        while iterate(conn, waiting: true) {}
+        teardown(conn)
+    }
+
+    /// Creates the loop's descriptors and the connection, with our callbacks installed; on
+    /// failure reports it to `start()` and returns nil.
+    private func open() -> OpaquePointer? {
         let epfd = tocsin_epoll_create()
         let evfd = tocsin_eventfd_create()
         guard epfd >= 0, evfd >= 0 else {
@@ -182,7 +131,7 @@ final class ConnectionCore: @unchecked Sendable {
             finishStartup(.failure(DBusError(.noMemory, "cannot create epoll/eventfd (errno \(errno))")))
             loop.shared.withLock { $0.stopped = true }
             announceDisconnected()
-            return
+            return nil
         }
         loop.epollFD = epfd
         loop.shared.withLock { $0.eventFD = evfd }
@@ -194,9 +143,9 @@ final class ConnectionCore: @unchecked Sendable {
             shutdown(epfd: epfd, evfd: evfd)
             announceDisconnected()
             finishStartup(.failure(error))
-            return
+            return nil
         }
-        guard let conn else { return }
+        guard let conn else { return nil }
         dbus_connection_set_exit_on_disconnect(conn, 0)
         let ctx = contextPointer
         _ = dbus_connection_add_filter(conn, cbFilter, ctx, nil)
@@ -209,13 +158,14 @@ final class ConnectionCore: @unchecked Sendable {
             uniqueNameBox.withLock { $0 = s }
         }
         connected.store(true, ordering: .releasing)
-        finishStartup(.success(()))
+        return conn
+    }
 
-        runLoop(conn: conn)
-
-        // Teardown: detach our callbacks before dropping the connection so libdbus never calls
-        // back into a core that is going away.
+    /// Detaches our callbacks before dropping the connection, so libdbus never calls back into
+    /// a core that is going away, and fails whatever was left waiting.
+    func teardown(_ conn: OpaquePointer) {
         connected.store(false, ordering: .releasing)
+        let ctx = contextPointer
         dbus_connection_remove_filter(conn, cbFilter, ctx)
         _ = dbus_connection_set_watch_functions(conn, nil, nil, nil, nil, nil)
         _ = dbus_connection_set_timeout_functions(conn, nil, nil, nil, nil, nil)
@@ -226,7 +176,7 @@ final class ConnectionCore: @unchecked Sendable {
         for box in outstanding.withLock({ Array($0.values) }) { box.abandon() }
         finishSubscriptions()
         objects = [:]
-        shutdown(epfd: epfd, evfd: evfd)
+        shutdown(epfd: loop.epollFD, evfd: loop.shared.withLock { $0.eventFD })
         dbus_connection_unref(conn)
         announceDisconnected()
     }
@@ -244,7 +194,7 @@ final class ConnectionCore: @unchecked Sendable {
         Glibc.close(evfd)
     }
 
-    private func finishStartup(_ result: Result<Void, any Error>) {
+    func finishStartup(_ result: Result<Void, any Error>) {
         let c = startup
         startup = nil
         c?.resume(with: result)
@@ -281,37 +231,48 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
-    private func runLoop(conn: OpaquePointer) {
-        var fds = [Int32](repeating: 0, count: 32)
-        var evs = [UInt32](repeating: 0, count: 32)
-        while true {
-            for job in loop.takeJobs() { job(conn) }
-            while dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS {
-                _ = dbus_connection_dispatch(conn)
+    /// One round of the loop: queued jobs, dispatch, then the descriptors. `waiting` blocks in
+    /// `epoll_wait` until something happens (the connection's own thread); a hosted connection
+    /// only takes what is ready. Returns false once the connection has ended.
+    func iterate(_ conn: OpaquePointer, waiting: Bool) -> Bool {
+        for job in loop.takeJobs() { job(conn) }
+        while dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS {
+            _ = dbus_connection_dispatch(conn)
+        }
+        if disconnected { return false }
+        if dbus_connection_get_is_connected(conn) == 0,
+           dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_COMPLETE { return false }
+        if loop.shared.withLock({ !$0.jobs.isEmpty }) { return true }
+        loop.reconcileWatches()
+        let timeout = waiting ? loop.nextTimeoutMs() : 0
+        var fds = (Int32(0), Int32(0), Int32(0), Int32(0), Int32(0), Int32(0), Int32(0), Int32(0))
+        var evs = (UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0))
+        let n = withUnsafeMutableBytes(of: &fds) { f in
+            withUnsafeMutableBytes(of: &evs) { e in
+                tocsin_epoll_wait(loop.epollFD, f.baseAddress!.assumingMemoryBound(to: Int32.self),
+                                  e.baseAddress!.assumingMemoryBound(to: UInt32.self), 8, timeout)
             }
-            if disconnected { return }
-            if dbus_connection_get_is_connected(conn) == 0,
-               dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_COMPLETE { return }
-            if loop.shared.withLock({ !$0.jobs.isEmpty }) { continue }
-            loop.reconcileWatches()
-            let timeout = loop.nextTimeoutMs()
-            let n = fds.withUnsafeMutableBufferPointer { f in
-                evs.withUnsafeMutableBufferPointer { e in
-                    tocsin_epoll_wait(loop.epollFD, f.baseAddress, e.baseAddress, 32, timeout)
-                }
-            }
-            loop.iterations.add(1, ordering: .relaxed)
-            if n > 0 {
-                for i in 0..<Int(n) {
-                    if fds[i] == loop.shared.withLock({ $0.eventFD }) {
-                        _ = tocsin_eventfd_drain(fds[i])
-                    } else {
-                        loop.handleReady(fd: fds[i], events: evs[i])
+        }
+        loop.iterations.add(1, ordering: .relaxed)
+        if n > 0 {
+            let eventFD = loop.shared.withLock { $0.eventFD }
+            withUnsafeBytes(of: fds) { f in
+                withUnsafeBytes(of: evs) { e in
+                    for i in 0..<Int(n) {
+                        let fd = f.load(fromByteOffset: i * 4, as: Int32.self)
+                        if fd == eventFD {
+                            _ = tocsin_eventfd_drain(fd)
+                        } else if fd == loop.timerFD {
+                            _ = tocsin_timerfd_read(fd)  // due timeouts are handled below
+                        } else {
+                            loop.handleReady(fd: fd, events: e.load(fromByteOffset: i * 4, as: UInt32.self))
+                        }
                     }
                 }
             }
-            loop.fireDueTimeouts()
         }
+        loop.fireDueTimeouts()
+        return true
     }
 
     /// Loop thread: every incoming message passes here first. Returns true when handled.
@@ -358,83 +319,5 @@ final class ConnectionCore: @unchecked Sendable {
     private func finishSubscriptions() {
         for (_, sub) in subscriptions { sub.continuation.finish() }
         subscriptions = [:]
-    }
-
-    // MARK: Sending (any thread)
-
-    /// Sends without waiting for a reply. On the loop thread it goes straight to libdbus.
-    func send(_ message: DBusMessage) {
-        if loop.isOnLoopThread, let conn {
-            Self.sendNow(conn, message)
-            return
-        }
-        loop.enqueue { conn in
-            if let conn { Self.sendNow(conn, message) }
-        }
-    }
-
-    func send(_ messages: [DBusMessage]) {
-        if loop.isOnLoopThread, let conn {
-            for m in messages { Self.sendNow(conn, m) }
-            return
-        }
-        loop.enqueue { conn in
-            guard let conn else { return }
-            for m in messages { Self.sendNow(conn, m) }
-        }
-    }
-
-    @discardableResult
-    static func sendNow(_ conn: OpaquePointer, _ message: DBusMessage) -> Bool {
-        // libdbus aborts when asked to send descriptors over a transport that cannot carry them.
-        if message.containsUnixFDs, dbus_connection_can_send_type(conn, CDBUS_TYPE_UNIX_FD) == 0 { return false }
-        return dbus_connection_send(conn, message.raw, nil) != 0
-    }
-
-    /// Sends a method call and reports the reply (or error) through `box` exactly once.
-    func call(_ message: DBusMessage, timeoutMs: Int32, box: PendingReply) {
-        loop.enqueue { conn in
-            if box.isCompleted { return }  // cancelled before it was sent
-            guard let conn, dbus_connection_get_is_connected(conn) != 0 else {
-                box.complete(.failure(DBusError(.disconnected, "connection is closed")))
-                return
-            }
-            if message.containsUnixFDs, dbus_connection_can_send_type(conn, CDBUS_TYPE_UNIX_FD) == 0 {
-                box.complete(.failure(DBusError(.notSupported, "this connection cannot pass file descriptors")))
-                return
-            }
-            var pending: OpaquePointer?
-            guard dbus_connection_send_with_reply(conn, message.raw, &pending, timeoutMs) != 0 else {
-                box.complete(.failure(DBusError(.noMemory, "cannot send")))
-                return
-            }
-            guard let pending else {
-                box.complete(.failure(DBusError(.disconnected, "connection is closed")))
-                return
-            }
-            let key = ObjectIdentifier(box)
-            box.attach(pending) { [weak self] in _ = self?.outstanding.withLock { $0.removeValue(forKey: key) } }
-            self.outstanding.withLock { $0[key] = box }
-            // The notify callback owns one retain of the box, released by libdbus's free function.
-            let retained = Unmanaged.passRetained(box).toOpaque()
-            if dbus_pending_call_set_notify(pending, cbPendingNotify, retained, cbReleasePending) == 0 {
-                Unmanaged<PendingReply>.fromOpaque(retained).release()
-                box.cancel()
-                return
-            }
-            // Completion only happens during dispatch on this thread, but be defensive.
-            if dbus_pending_call_get_completed(pending) != 0 { box.completeFromLibDBus() }
-        }
-    }
-
-    /// Loop thread (via a job) or at once once closed: runs `body` with the connection.
-    func onLoop(_ body: @escaping @Sendable (ConnectionCore, OpaquePointer?) -> Void) {
-        loop.enqueue { [self] conn in body(self, conn) }
-    }
-
-    func close() {
-        loop.enqueue { conn in
-            if let conn, dbus_connection_get_is_connected(conn) != 0 { dbus_connection_close(conn) }
-        }
     }
 }

@@ -64,6 +64,14 @@ final class EventLoop: @unchecked Sendable {
 
     // Loop thread only.
     var epollFD: Int32 = -1
+    /// A hosted connection's timerfd for libdbus timeouts (-1 on a connection's own thread,
+    /// which sleeps in `epoll_wait` with the timeout instead).
+    var timerFD: Int32 = -1
+    /// Set while a hosted connection is inside `iterate`: changes made then are picked up
+    /// before it returns, so they need no wake-up.
+    var iterating = false
+    /// Set once a hosted connection runs on its host (read by `wake` on any thread).
+    let hosted = Atomic<Bool>(false)
     /// What the epoll set holds now; reconciled against the watch table every iteration.
     var registered: [Int32: UInt32] = [:]
 
@@ -86,9 +94,11 @@ final class EventLoop: @unchecked Sendable {
         if runNow { job(nil) }
     }
 
-    /// Wakes the loop from another thread (no-op on the loop thread, which re-checks anyway).
+    /// Wakes the loop. On its own thread that is needed only for a hosted connection changed
+    /// outside its iteration (a reply sent by a task that could not all be written, say): the
+    /// host calls it again once the eventfd is readable.
     func wake() {
-        if isOnLoopThread { return }
+        if isOnLoopThread, !hosted.load(ordering: .relaxed) || iterating { return }
         shared.withLock { s in
             if !s.stopped { _ = tocsin_eventfd_signal(s.eventFD) }
         }

@@ -194,7 +194,7 @@ public final class GatewayService: Sendable {
 
     /// Turns the center's lifecycle events into signals until the center shuts down.
     /// `Fired` is not among them: it belongs to the `dbus-signal` backend, for the notifications routed to it.
-    public func forwardEvents() async { await forward(await center.events()) }
+    public func forwardEvents() async { await forward(await center.events(firings: false)) }
 
     /// Forwards a subscription taken earlier (the daemon subscribes before its first tick).
     public func forward(_ events: AsyncStream<CenterEvent>) async {

@@ -25,8 +25,9 @@ public enum SpecDecoding: Sendable {
 struct DBusFieldReader: FieldReader {
     let context = "the notification spec"
     private(set) var issues: [FieldIssue] = []
+    /// Searched linearly: a spec has a handful of entries (at most `maxEntries`), and comparing
+    /// a few short strings is cheaper than hashing the key of each of the ~30 reads a decode makes.
     private var entries: [(key: String, value: DBusValue)] = []
-    private var index: [String: Int] = [:]
     private var consumed: [Bool]
 
     /// More entries than this cannot all be fields; refusing them keeps the error reply small.
@@ -45,8 +46,7 @@ struct DBusFieldReader: FieldReader {
         entries.reserveCapacity(raw.count)
         for e in raw {
             guard case .string(let key) = e.key else { continue }
-            if index[key] != nil { throw DBusError(.invalidArgs, "field '\(key)' is given twice") }
-            index[key] = entries.count
+            if entries.contains(where: { $0.key == key }) { throw DBusError(.invalidArgs, "field '\(key)' is given twice") }
             entries.append((key, Self.unwrapped(e.value)))
         }
         consumed = Array(repeating: false, count: entries.count)
@@ -71,7 +71,9 @@ struct DBusFieldReader: FieldReader {
         }
     }
 
-    func has(_ key: String) -> Bool { index[key] != nil }
+    private func index(_ key: String) -> Int? { entries.firstIndex { $0.key == key } }
+
+    func has(_ key: String) -> Bool { index(key) != nil }
     func location(of key: String) -> SourceLocation { Self.origin }
     func valueLocation(of key: String) -> SourceLocation { Self.origin }
     func elementLocation(of key: String, at index: Int) -> SourceLocation { Self.origin }
@@ -83,11 +85,11 @@ struct DBusFieldReader: FieldReader {
     mutating func report(_ issue: FieldIssue) { issues.append(issue) }
 
     mutating func accept(_ key: String) {
-        if let i = index[key] { consumed[i] = true }
+        if let i = index(key) { consumed[i] = true }
     }
 
     private mutating func value(_ key: String) -> DBusValue? {
-        guard let i = index[key] else { return nil }
+        guard let i = index(key) else { return nil }
         consumed[i] = true
         return entries[i].value
     }

@@ -14,11 +14,11 @@ struct BusOptions: ParsableArguments {
         }
     }
 
-    func connect() async throws -> DBusConnection {
+    func connect(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
         switch bus {
-        case "session": return try await DBusConnection.session()
-        case "system": return try await DBusConnection.system()
-        default: return try await DBusConnection.connect(address: bus)
+        case "session": return try await DBusConnection.session(host: host)
+        case "system": return try await DBusConnection.system(host: host)
+        default: return try await DBusConnection.connect(address: bus, host: host)
         }
     }
 }

@@ -46,7 +46,7 @@ struct DaemonCommand: AsyncParsableCommand {
         var setup = DaemonSetup(
             config: loaded, reloadConfig: { [self] in loadConfigResult(env) },
             registry: { Plugins.registry(link: $0) }, stateDirectory: stateDir,
-            connect: { [bus] in try await bus.connect() }, busDescription: bus.description,
+            connect: { [bus] in try await bus.connect(host: ExecutorLoopHost.global) }, busDescription: bus.description,
             clock: SystemClock(), makeTimer: { try TimerFDWakeup() }, logger: logger, environment: env)
         if bus.bus == "session" { setup.busMessageLimit = DaemonSetup.sessionBusLimit }
         setup.notify = { state in

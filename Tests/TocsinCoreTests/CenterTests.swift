@@ -227,5 +227,30 @@ struct CenterTests {
         }
         #expect(seen == [.actionInvoked(key: "wake", action: "open", userInfo: ["room": "42"]), .acknowledged(key: "wake")])
     }
+
+    @Test("a subscriber that leaves out firings gets every other event, in the same order")
+    func eventsWithoutFirings() async throws {
+        let h = try await Harness(backends: [RecordingBackend(name: "popup")])
+        let all = await h.center.events()
+        let lean = await h.center.events(firings: false)
+        for i in 0..<3 { try await h.center.schedule(spec("tea-\(i)", at(10))) }
+        try await h.center.schedule(spec("later", at(60)))
+        await h.advance(10)
+        _ = await h.settled()
+        #expect(try await h.center.cancel("later"))
+        func collect(_ stream: AsyncStream<CenterEvent>) async throws -> [CenterEvent] {
+            try await withTimeout(.seconds(10), "events up to the cancel") {
+                var seen: [CenterEvent] = []
+                for await e in stream {
+                    seen.append(e)
+                    if e == .cancelled(key: "later") { break }
+                }
+                return seen
+            }
+        }
+        let everything = try await collect(all)
+        #expect(everything.filter { if case .fired = $0 { true } else { false } }.count == 3)
+        #expect(try await collect(lean) == everything.filter { if case .fired = $0 { false } else { true } })
+    }
 }
 

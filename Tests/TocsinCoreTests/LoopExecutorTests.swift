@@ -2,37 +2,13 @@ import Foundation
 import Synchronization
 import Testing
 import TocsinCore
+import TocsinTesting
 
 /// The executor loop's machinery without the runtime hooks: this process already runs on
 /// libdispatch's executor (swift-testing started it), so each test drives its own `ExecutorLoop`
 /// on a thread of its own. The installed hooks are proven by `IdleWakeupTests` on the real daemon.
 @Suite("Executor loop")
 struct LoopExecutorTests {
-    /// A loop running on its own thread until `stop()`.
-    final class Running: Sendable {
-        let loop = ExecutorLoop()
-        let stopped = Mutex(false)
-        let exited = DispatchSemaphore(value: 0)
-        let thread = Mutex<pthread_t?>(nil)
-
-        init() {
-            let t = Thread { [self] in
-                thread.withLock { $0 = pthread_self() }
-                loop.run(until: { stopped.withLock { $0 } })
-                exited.signal()
-            }
-            t.start()
-        }
-
-        func onLoopThread() -> Bool { thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
-
-        func stop() {
-            stopped.withLock { $0 = true }
-            loop.wake()
-            exited.wait()
-        }
-    }
-
     /// Polls `condition` (a measurement of what the loop did, not synchronisation with it).
     func eventually(within seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(seconds)
@@ -45,11 +21,11 @@ struct LoopExecutorTests {
 
     @Test("enqueued jobs run on the loop thread, in the order they were enqueued")
     func fifo() async {
-        let r = Running()
+        let r = LoopThread()
         defer { r.stop() }
         let log = Mutex<[(Int, Bool)]>([])
         for i in 0..<200 {
-            r.loop.enqueue { log.withLock { $0.append((i, r.onLoopThread())) } }
+            r.loop.enqueue { log.withLock { $0.append((i, r.isCurrent())) } }
         }
         #expect(await eventually { log.withLock { $0.count } == 200 })
         let runs = log.withLock { $0 }
@@ -59,7 +35,7 @@ struct LoopExecutorTests {
 
     @Test("jobs enqueued from many threads at once all run")
     func manyThreads() async {
-        let r = Running()
+        let r = LoopThread()
         defer { r.stop() }
         let count = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
@@ -70,7 +46,7 @@ struct LoopExecutorTests {
 
     @Test("delayed jobs run in deadline order, equal deadlines in enqueue order, none early")
     func deadlines() async {
-        let r = Running()
+        let r = LoopThread()
         defer { r.stop() }
         let start = ExecutorLoop.now()
         let ms: Int64 = 1_000_000
@@ -91,7 +67,7 @@ struct LoopExecutorTests {
 
     @Test("an earlier deadline enqueued after a later one re-arms the timer")
     func rearm() async {
-        let r = Running()
+        let r = LoopThread()
         defer { r.stop() }
         let ran = Mutex<[String]>([])
         let now = ExecutorLoop.now()
@@ -103,14 +79,14 @@ struct LoopExecutorTests {
 
     @Test("cancelling a task that sleeps on the loop wakes it at once, back on the loop")
     func cancelSleep() async throws {
-        let r = Running()
+        let r = LoopThread()
         defer { r.stop() }
         let outcome = Mutex<(cancelled: Bool, onLoop: Bool)?>(nil)
         let started = ExecutorLoop.now()
         let sleeper = Task(executorPreference: r.loop.executor) {
             var cancelled = false
             do { try await Task.sleep(for: .seconds(60)) } catch is CancellationError { cancelled = true }
-            let onLoop = r.onLoopThread()
+            let onLoop = r.isCurrent()
             outcome.withLock { $0 = (cancelled, onLoop) }
         }
         #expect(await eventually(within: 5) { r.loop.delayedCount == 1 },

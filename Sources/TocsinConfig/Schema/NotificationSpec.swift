@@ -172,7 +172,7 @@ public enum NotificationFields: Sendable {
             } else { spec.body = body }
         }
         spec.backends = r.stringArray("backends")
-        spec.urgency = r.choice("urgency", Urgency.allCases.map { ($0.rawValue, $0) }) ?? .normal
+        spec.urgency = r.choice("urgency", Words.urgency) ?? .normal
         spec.icon = r.string("icon")
         spec.category = r.string("category")
         spec.sound = r.string("sound")
@@ -191,7 +191,7 @@ public enum NotificationFields: Sendable {
                 for (k, v) in info { spec.userInfo[k] = v }
             }
         }
-        spec.missed = r.choice("missed", MissedPolicy.allCases.map { ($0.rawValue, $0) })
+        spec.missed = r.choice("missed", Words.missed)
         spec.maxLate = r.duration("max_late", positive: true)
         if let tz = r.string("timezone") {
             if tz.isEmpty || tz.hasPrefix("/") || tz.contains("..") || tz.contains("\0") {
@@ -207,8 +207,8 @@ public enum NotificationFields: Sendable {
             } else { spec.fleet = fleet }
         }
 
-        let gap = r.choice("dst_gap", DSTGapPolicy.allCases.map { ($0.rawValue, $0) })
-        let fold = r.choice("dst_fold", DSTFoldPolicy.allCases.map { ($0.rawValue, $0) })
+        let gap = r.choice("dst_gap", Words.dstGap)
+        let fold = r.choice("dst_fold", Words.dstFold)
         if var trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
             if case .onCalendar(var calendar) = trigger.0 {
                 calendar.dstGap = gap ?? .skip
@@ -220,16 +220,14 @@ public enum NotificationFields: Sendable {
             spec.triggerLocation = trigger.1
         }
         // The policies only mean something for a calendar expression; elsewhere they are a mistake.
-        if !r.has("on_calendar") {
+        if !r.has("on_calendar"), r.has("dst_gap") || r.has("dst_fold") {
             for k in ["dst_gap", "dst_fold"] where r.has(k) {
                 r.report(k, "'\(k)' only goes with 'on_calendar'", atValue: false)
             }
         }
 
         for issue in sizeIssues(spec, r, limits: limits) { r.report(issue) }
-        var known = all.map(\.name)
-        if allowReplace { known += dbusOnly.map(\.name) }
-        r.finish(known: known)
+        r.finish(known: allowReplace ? Words.knownWithReplace : Words.known)
         if r.issues.isEmpty { return .success(spec) }
         return .failure(DecodeFailure(issues: r.issues))
     }
@@ -238,10 +236,24 @@ public enum NotificationFields: Sendable {
     public static func validateKey(_ key: String, limits: SpecLimits = SpecLimits()) -> String? {
         if key.isEmpty { return "'key' must not be empty" }
         if key.utf8.count > limits.maxKeyLength { return "'key' is \(key.utf8.count) bytes; the limit is \(limits.maxKeyLength)" }
-        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) {
+        // ASCII first: keys are almost always ASCII, and a scalar's general category is a table lookup.
+        let ascii = key.utf8.allSatisfy { $0 < 0x80 }
+        if ascii ? key.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F })
+                 : key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) {
             return "'key' must not contain spaces or control characters"
         }
         return nil
+    }
+
+    /// What every decode compares against, built once: a `Schedule` call decodes one spec, and
+    /// rebuilding these lists per call was a measurable part of its cost.
+    enum Words {
+        static let urgency = Urgency.allCases.map { ($0.rawValue, $0) }
+        static let missed = MissedPolicy.allCases.map { ($0.rawValue, $0) }
+        static let dstGap = DSTGapPolicy.allCases.map { ($0.rawValue, $0) }
+        static let dstFold = DSTFoldPolicy.allCases.map { ($0.rawValue, $0) }
+        static let known = all.map(\.name)
+        static let knownWithReplace = known + dbusOnly.map(\.name)
     }
 
     private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {

@@ -42,7 +42,9 @@ public actor TocsinCenter {
     /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
     var fleet: (any FleetLink)?
     var started = false
-    private var subscribers: [Int: AsyncStream<CenterEvent>.Continuation] = [:]
+    /// Each subscriber's stream, and whether it wants `fired`/`deliveryFailed` (a burst yields
+    /// one per firing, and a subscriber that drops them would still be woken for each).
+    private var subscribers: [Int: (continuation: AsyncStream<CenterEvent>.Continuation, firings: Bool)] = [:]
     private var nextSubscriber = 0
     var queued: [Work] = []
     var committing = false
@@ -170,18 +172,19 @@ public actor TocsinCenter {
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
         }
         for name in machine.backendNames { await backends[name]?.shutdown() }
-        for c in subscribers.values { c.finish() }
+        for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
         await store.close()
     }
 
     // MARK: Events
 
-    public func events() -> AsyncStream<CenterEvent> {
+    /// `firings`: false leaves out `fired` and `deliveryFailed`.
+    public func events(firings: Bool = true) -> AsyncStream<CenterEvent> {
         let (stream, cont) = AsyncStream.makeStream(of: CenterEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         let id = nextSubscriber
         nextSubscriber += 1
-        subscribers[id] = cont
+        subscribers[id] = (cont, firings)
         cont.onTermination = { [weak self] _ in
             guard let self else { return }
             Task { await self.unsubscribe(id) }
@@ -192,7 +195,12 @@ public actor TocsinCenter {
     private func unsubscribe(_ id: Int) { subscribers[id] = nil }
 
     func emit(_ e: CenterEvent) {
-        for c in subscribers.values { c.yield(e) }
+        let isFiring: Bool
+        switch e {
+        case .fired, .deliveryFailed: isFiring = true
+        default: isFiring = false
+        }
+        for s in subscribers.values where s.firings || !isFiring { s.continuation.yield(e) }
     }
 
     // MARK: Requests

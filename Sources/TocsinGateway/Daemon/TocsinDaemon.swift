@@ -66,7 +66,8 @@ public final class TocsinDaemon: Sendable {
             guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
             return await daemon.reload()
         }
-        let events = await center.events()
+        // Firings reach subscribers as the `dbus-signal` backend's `Fired`, not through this stream.
+        let events = await center.events(firings: false)
 
         // The first connection decides whether we may run: a name owned by another daemon is fatal.
         var first: DBusConnection?
