@@ -112,6 +112,8 @@ final class ConnectionCore: @unchecked Sendable {
         guard let conn = open() else { return }
         if let host {
             // Opened here, so a bus that accepts but never answers `Hello` cannot stall the host.
+            // Until the host takes over, no thread counts as the loop's (this one's id may be reused).
+            loop.loopThread.store(0, ordering: .releasing)
             host.enqueue { [self] in adopt(host) }
             return
         }
