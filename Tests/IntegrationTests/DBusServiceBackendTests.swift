@@ -186,17 +186,34 @@ struct DBusServiceBackendTests {
         }
     }
 
+    /// The service started with `--behave BEHAVE`, the daemon on a virtual clock, a monitor of
+    /// `Fired`, and two firings due together 30 s in: `key` to the service, `other` to `events`.
+    struct DueTogether {
+        let dir: TemporaryDirectory
+        let clock: VirtualClock
+        let service: TestProcess
+        let running: DaemonInProcessTests.Running
+        let monitor: TestProcess
+        let due: Instant
+    }
+
+    func dueTogether(_ bus: PrivateBus, behave: String, key: String) async throws -> DueTogether {
+        let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
+        let clock = VirtualClock(now: Self.t0)
+        let service = try await Self.service(bus, "--behave", behave)
+        let running = try await Self.startDaemon(bus: bus, state: dir.path + "/state", clock: clock)
+        let monitor = try await Self.monitor(bus, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'")
+        let due = Self.t0 + .seconds(30)
+        try await schedule(bus, key: key, at: due, backends: ["bridge"])
+        try await schedule(bus, key: "other", at: due, backends: ["events"])
+        return DueTogether(dir: dir, clock: clock, service: service, running: running, monitor: monitor, due: due)
+    }
+
     @Test("a hung service costs its firing the timeout and a retry; other firings due with it go out at once")
     func hungServiceNeverStalls() async throws {
         try await PrivateBus.with { bus in
-            let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
-            let clock = VirtualClock(now: Self.t0)
-            let service = try await Self.service(bus, "--behave", "hang")
-            let running = try await Self.startDaemon(bus: bus, state: dir.path + "/state", clock: clock)
-            let monitor = try await Self.monitor(bus, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'")
-            let due = Self.t0 + .seconds(30)
-            try await schedule(bus, key: "hung", at: due, backends: ["bridge"])
-            try await schedule(bus, key: "other", at: due, backends: ["events"])
+            let f = try await dueTogether(bus, behave: "hang", key: "hung")
+            let (clock, service, running, monitor, due) = (f.clock, f.service, f.running, f.monitor, f.due)
             try await schedule(bus, key: "next", at: due + .seconds(5), backends: ["events"])
             clock.advance(by: .seconds(30))
             await running.daemon.center.tick()
@@ -224,14 +241,8 @@ struct DBusServiceBackendTests {
     @Test("a service that crashes in Deliver costs only that firing: others due with it go out, and Status names the missing service")
     func crashedService() async throws {
         try await PrivateBus.with { bus in
-            let dir = TemporaryDirectory(prefix: "tocsin-dbsvc")
-            let clock = VirtualClock(now: Self.t0)
-            let service = try await Self.service(bus, "--behave", "crash")
-            let running = try await Self.startDaemon(bus: bus, state: dir.path + "/state", clock: clock)
-            let monitor = try await Self.monitor(bus, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'")
-            let due = Self.t0 + .seconds(30)
-            try await schedule(bus, key: "crash", at: due, backends: ["bridge"])
-            try await schedule(bus, key: "other", at: due, backends: ["events"])
+            let f = try await dueTogether(bus, behave: "crash", key: "crash")
+            let (clock, service, running, monitor) = (f.clock, f.service, f.running, f.monitor)
             clock.advance(by: .seconds(30))
             await running.daemon.center.tick()
             #expect(try await service.waitForExit(timeout: .seconds(20)) == .exited(3))

@@ -42,8 +42,14 @@ extension TestProcess {
     /// Waits until stderr (the daemon's log) contains `text`.
     @discardableResult
     func waitForStderr(containing text: String, timeout: Duration) async throws -> String {
-        let state = try await output.wait("'\(text)' in stderr of \(command.joined(separator: " "))", timeout: timeout) {
-            $0.stderrText.contains(text) || $0.status != nil
+        let state: Output
+        do {
+            state = try await output.wait("'\(text)' in stderr of \(command.joined(separator: " "))", timeout: timeout) {
+                $0.stderrText.contains(text) || $0.status != nil
+            }
+        } catch {
+            // A miss under load is only diagnosable with what the process said meanwhile.
+            throw TestProcessError("\(error); its stderr ends: \(output.value.stderrText.suffix(3000))")
         }
         guard state.stderrText.contains(text) else {
             throw TestProcessError("\(command.first ?? "") ended (\(state.status.map(\.description) ?? "?")) without logging '\(text)'; stderr: \(state.stderrText.suffix(3000))")

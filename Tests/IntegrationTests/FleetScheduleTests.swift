@@ -7,25 +7,9 @@ import TocsinTesting
 /// `tocsin` and `mosquitto_pub`/`mosquitto_sub`.
 @Suite("Fleet scheduling over MQTT", .serialized)
 struct FleetScheduleTests {
+    /// The config's own alarm is far away: these tests are about run-time notifications.
     private func withFleet(_ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
-        let broker = try await MosquittoBroker.start()
-        let sound = try broker.dir.write("ring.wav", "")
-        let sox = try await TestProcess.run("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", sound, "synth", "0.2", "sine", "880"])
-        guard sox.status == .exited(0) else { throw TestProcessError("sox: \(sox.stderrText)") }
-        // The config's own alarm is far away: these tests are about run-time notifications.
-        let at = rfc3339(secondsFromNow: 86_400)
-        var machines: [FleetMachine] = []
-        do {
-            machines.append(try await FleetMachine.start(name: "machine-a", broker: broker, sound: sound, at: at))
-            machines.append(try await FleetMachine.start(name: "machine-b", broker: broker, sound: sound, at: at))
-            try await body(broker, machines[0], machines[1])
-        } catch {
-            for m in machines { await m.stop() }
-            await broker.stop()
-            throw error
-        }
-        for m in machines { await m.stop() }
-        await broker.stop()
+        try await FleetMachine.withPair(alarmIn: 86_400, body)
     }
 
     @Test("`tocsin schedule --fleet --after 2s` on machine-a rings on both at the same due instant")

@@ -98,28 +98,7 @@ final class FleetMachine: Sendable {
 struct FleetTests {
     private func withFleet(user: (name: String, password: String)? = nil, tls: Bool = false,
                            _ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
-        let broker = try await MosquittoBroker.start(user: user, tls: tls)
-        var login = broker.caFile.map { "ca_file = \"\($0)\"\n" } ?? ""
-        if let user {
-            let file = try broker.dir.write("client-password", user.password + "\n")
-            login += "username = \"\(user.name)\"\npassword_file = \"\(file)\""
-        }
-        let sound = try broker.dir.write("ring.wav", "")
-        let sox = try await TestProcess.run("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", sound, "synth", "0.2", "sine", "880"])
-        guard sox.status == .exited(0) else { throw TestProcessError("sox: \(sox.stderrText)") }
-        let at = rfc3339(secondsFromNow: 5)
-        var machines: [FleetMachine] = []
-        do {
-            machines.append(try await FleetMachine.start(name: "machine-a", broker: broker, sound: sound, at: at, login: login))
-            machines.append(try await FleetMachine.start(name: "machine-b", broker: broker, sound: sound, at: at, login: login))
-            try await body(broker, machines[0], machines[1])
-        } catch {
-            for m in machines { await m.stop() }
-            await broker.stop()
-            throw error
-        }
-        for m in machines { await m.stop() }
-        await broker.stop()
+        try await FleetMachine.withPair(user: user, tls: tls, alarmIn: 5, body)
     }
 
     @Test("an alarm rings on both machines; `tocsin ack` on one stops both within a second")
@@ -260,5 +239,35 @@ struct FleetTests {
             #expect(anonymous.stderrText.lowercased().contains("not authorised") || anonymous.stderrText.lowercased().contains("not authorized"),
                     "refused for another reason: \(anonymous.stderrText)")
         }
+    }
+}
+
+extension FleetMachine {
+    /// machine-a and machine-b on a new broker, each with the config's alarm due `alarmIn` seconds
+    /// from now (a WAV of 0.2 s made by sox); all three are stopped however `body` ends.
+    static func withPair(user: (name: String, password: String)? = nil, tls: Bool = false, alarmIn: Int,
+                         _ body: (MosquittoBroker, FleetMachine, FleetMachine) async throws -> Void) async throws {
+        let broker = try await MosquittoBroker.start(user: user, tls: tls)
+        var login = broker.caFile.map { "ca_file = \"\($0)\"\n" } ?? ""
+        if let user {
+            let file = try broker.dir.write("client-password", user.password + "\n")
+            login += "username = \"\(user.name)\"\npassword_file = \"\(file)\""
+        }
+        let sound = try broker.dir.write("ring.wav", "")
+        let sox = try await TestProcess.run("sox", ["-n", "-r", "8000", "-c", "1", "-b", "16", sound, "synth", "0.2", "sine", "880"])
+        guard sox.status == .exited(0) else { throw TestProcessError("sox: \(sox.stderrText)") }
+        let at = rfc3339(secondsFromNow: alarmIn)
+        var machines: [FleetMachine] = []
+        do {
+            machines.append(try await FleetMachine.start(name: "machine-a", broker: broker, sound: sound, at: at, login: login))
+            machines.append(try await FleetMachine.start(name: "machine-b", broker: broker, sound: sound, at: at, login: login))
+            try await body(broker, machines[0], machines[1])
+        } catch {
+            for m in machines { await m.stop() }
+            await broker.stop()
+            throw error
+        }
+        for m in machines { await m.stop() }
+        await broker.stop()
     }
 }

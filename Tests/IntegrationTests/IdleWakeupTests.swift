@@ -44,6 +44,37 @@ struct IdleWakeupTests {
         return out
     }
 
+    /// What an idle window of `seconds` measured: context switches of every thread (including
+    /// threads born or gone in the window), after `settle` seconds. Both are measurement windows,
+    /// not synchronisation. Under ThreadSanitizer the runtime adds a thread of its own that sleeps
+    /// in nanosleep and wakes ten times a second whatever the program does: it is not Tocsin's, so
+    /// in that run (and only then) threads parked in nanosleep are left out.
+    struct Window {
+        var total: Int
+        /// "name[tid]=switches" of each thread that switched.
+        var perThread: [String]
+        var bornThreads: Set<String>
+        var threadNames: [String]
+    }
+
+    static func measure(pid: pid_t, settle: Duration = .seconds(2), seconds: Int64 = 60) async throws -> Window {
+        try await Task.sleep(for: settle)
+        let before = switches(of: pid)
+        var last = before
+        let underTSan = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
+        var sanitizerThreads = Set<String>()
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(100))
+            for (tid, sample) in switches(of: pid) { last[tid] = sample }  // exited threads keep their last sample
+            if underTSan { sanitizerThreads.formUnion(sleepers(of: pid)) }
+        }
+        let perThread = last.filter { !sanitizerThreads.contains($0.key) }
+            .map { tid, s in (tid, s.comm, s.count - (before[tid]?.count ?? 0)) }.filter { $0.2 > 0 }
+        return Window(total: perThread.reduce(0) { $0 + $1.2 }, perThread: perThread.map { "\($0.1)[\($0.0)]=\($0.2)" },
+                      bornThreads: Set(last.keys).subtracting(before.keys), threadNames: last.values.map(\.comm))
+    }
+
     @Test("an idle daemon with 1,000 pending notifications makes no wake-ups in 60 s", .timeLimit(.minutes(4)))
     func idle() async throws {
         try await withGateway(config: Self.config) { g in
@@ -62,27 +93,10 @@ struct IdleWakeupTests {
                 """)
             #expect(out.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(out.stdoutText) \(out.stderrText)")
 
-            // Settle: a measurement window, not synchronisation (the replies are all in).
-            try await Task.sleep(for: .seconds(2))
-            let pid = g.process.pid
-            let before = Self.switches(of: pid)
-            var last = before
-            let underTSan = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
-            var sanitizerThreads = Set<String>()
-            let end = ContinuousClock.now + .seconds(60)
-            while ContinuousClock.now < end {
-                try await Task.sleep(for: .milliseconds(100))
-                for (tid, sample) in Self.switches(of: pid) { last[tid] = sample }  // exited threads keep their last sample
-                if underTSan { sanitizerThreads.formUnion(Self.sleepers(of: pid)) }
-            }
-            // Under ThreadSanitizer the runtime adds a thread of its own that sleeps in nanosleep
-            // and wakes ten times a second whatever the program does: it is not Tocsin's, so in
-            // that run (and only then) threads parked in nanosleep are left out, by name.
-            let perThread = last.filter { !sanitizerThreads.contains($0.key) }
-                .map { tid, s in (tid, s.comm, s.count - (before[tid]?.count ?? 0)) }.filter { $0.2 > 0 }
-            let total = perThread.reduce(0) { $0 + $1.2 }
-            #expect(total <= 1, "\(total) context switches in 60 s: \(perThread.map { "\($0.1)[\($0.0)]=\($0.2)" })")
-            #expect(last.count == before.count, "threads born while idle: \(Set(last.keys).subtracting(before.keys))")
+            // The replies are all in; what follows is the measured window.
+            let window = try await Self.measure(pid: g.process.pid)
+            #expect(window.total <= 1, "\(window.total) context switches in 60 s: \(window.perThread)")
+            #expect(window.bornThreads.isEmpty, "threads born while idle: \(window.bornThreads)")
 
             // The signalfd path still stops the daemon cleanly.
             g.process.signal(SIGTERM)

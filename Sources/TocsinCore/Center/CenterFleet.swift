@@ -28,7 +28,7 @@ extension TocsinCenter {
             let here = names.filter(machine.backendNames.contains)
             spec.backends = here.isEmpty ? nil : here
         }
-        try await schedule(spec, client: nil, share: false)
+        _ = try await schedule(spec, client: nil, share: false)
     }
 
     /// A snooze given on another machine: until the same instant here, whatever the default.

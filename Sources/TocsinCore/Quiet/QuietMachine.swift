@@ -276,7 +276,7 @@ public struct QuietMachine: Sendable {
 }
 
 /// The end of a `quiet on` request, shared by the CLI and D-Bus so both read it alike.
-public enum QuietRequest {
+public enum QuietRequest: Sendable {
     /// `forText` is a duration (`1h`); `untilText` a time of day or calendar expression (`07:00`,
     /// its next elapse in `zone`) or a timestamp (RFC 3339, `@unix`). Both empty: until switched
     /// off. A mistake names the field and the column in the value.

@@ -16,7 +16,7 @@ public struct SpawnError: Error, Hashable, Sendable, CustomStringConvertible {
 /// what it started), default dispositions for every signal and an empty mask (the daemon traps
 /// SIGTERM/SIGHUP and blocks others on its threads; children must not inherit that), stdin on
 /// /dev/null, and no descriptor beyond 0–2: the daemon's sockets and the SQLite file never leak.
-public enum Spawn {
+public enum Spawn: Sendable {
     public enum Output: Sendable {
         case null
         case pipe
@@ -136,19 +136,19 @@ private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -
 
 /// glibc 2.36's `pidfd_open`, not in Swift's Glibc module; nil on older systems (the watcher then
 /// falls back to `waitid`).
-nonisolated(unsafe) private let pidfdOpenFunction: PidfdOpen? = {
+private let pidfdOpenFunction: PidfdOpen? = {
     guard let sym = dlsym(nil, "pidfd_open") else { return nil }
     return unsafeBitCast(sym, to: PidfdOpen.self)
 }()
 
 /// Not in Swift's Glibc module (it is behind _GNU_SOURCE).
-nonisolated(unsafe) private let pipe2: Pipe2? = {
+private let pipe2: Pipe2? = {
     guard let sym = dlsym(nil, "pipe2") else { return nil }
     return unsafeBitCast(sym, to: Pipe2.self)
 }()
 
 /// glibc 2.34's `posix_spawn_file_actions_addclosefrom_np`.
-nonisolated(unsafe) private let addCloseFrom: AddCloseFrom? = {
+private let addCloseFrom: AddCloseFrom? = {
     guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
     return unsafeBitCast(sym, to: AddCloseFrom.self)
 }()
