@@ -70,6 +70,9 @@ extension ConnectionCore {
             teardown(conn)
             return
         }
+        // What the last round's reads, writes and timeouts changed must be in the epoll set
+        // before the host sleeps: a thread of its own would reconcile before its next wait.
+        loop.reconcileWatches()
         guard loop.timerFD >= 0 else { return }
         let ms = loop.nextTimeoutMs()
         if ms < 0 {

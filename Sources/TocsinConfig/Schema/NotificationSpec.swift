@@ -254,12 +254,13 @@ public enum NotificationFields: Sendable {
         static let dstFold = DSTFoldPolicy.allCases.map { ($0.rawValue, $0) }
         static let known = all.map(\.name)
         static let knownWithReplace = known + dbusOnly.map(\.name)
+        static let repeatKeys = ["count", "starting", "until"]
     }
 
     private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
         // `at` is both a trigger and the event of remind_before.
         let present = triggerKeys.filter { r.has($0) && !($0 == "at" && r.has("remind_before")) }
-        for k in ["count", "starting", "until"] where r.has(k) && !r.has("every") {
+        for k in Words.repeatKeys where r.has(k) && !r.has("every") {
             r.report(k, "'\(k)' only goes with 'every'", atValue: false)
             r.accept(k)
         }
@@ -275,7 +276,7 @@ public enum NotificationFields: Sendable {
             let second = present[1]
             r.report(FieldIssue(field: second, location: r.location(of: second),
                                 message: "\(r.context) has two triggers, '\(present[0])' and '\(second)'; give exactly one"))
-            for k in triggerKeys + ["count", "starting", "until"] { r.accept(k) }
+            for k in triggerKeys + Words.repeatKeys { r.accept(k) }
             return nil
         }
         let kind = present[0]
