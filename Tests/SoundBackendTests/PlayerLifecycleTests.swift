@@ -228,7 +228,11 @@ struct PlayerLifecycleTests {
 
     @Test("a player failing at start is a retryable delivery error carrying its stderr")
     func failsAtStart() async throws {
-        let rig = try await AlarmRig(player: "echo 'Connection failure: Connection refused' >&2; exit 1")
+        // A shell that exits at once can take longer than the start window to do so on a machine
+        // loaded by a sanitizer run (seen under AddressSanitizer): widened like every latency.
+        var limits = PlayerLimits()
+        limits.startWindow = TimingBudget.scaled(limits.startWindow)
+        let rig = try await AlarmRig(player: "echo 'Connection failure: Connection refused' >&2; exit 1", limits: limits)
         await #expect(throws: DeliveryError(.unavailable, "\(rig.w.path)/fake-player failed at start (exit status 1): Connection failure: Connection refused")) {
             try await rig.backend.deliver(rig.firing("wake"))
         }
