@@ -29,11 +29,17 @@ extension ConnectionCore {
     func adopt(_ host: any DBusLoopHost) {
         loop.loopThread.store(UInt(pthread_self()), ordering: .releasing)
         loop.hosted.store(true, ordering: .releasing)
+        // Without the timerfd libdbus's timeouts would never fire and a call nobody answers would
+        // wait forever: refuse to start instead.
         let timer = tocsin_timerfd_create_monotonic()
-        if timer >= 0 {
-            loop.timerFD = timer
-            _ = tocsin_epoll_add(loop.epollFD, timer, TOCSIN_EPOLLIN)
+        guard timer >= 0, let conn else {
+            finishStartup(.failure(DBusError(.noMemory, "cannot create a timerfd for the hosted connection (errno \(errno))")))
+            if timer >= 0 { Glibc.close(timer) }
+            if let conn { teardown(conn) }
+            return
         }
+        loop.timerFD = timer
+        _ = tocsin_epoll_add(loop.epollFD, timer, TOCSIN_EPOLLIN)
         let epfd = loop.epollFD
         host.watch(epfd) { [self] in hostedRound(host) }
         finishStartup(.success(()))
@@ -63,17 +69,14 @@ extension ConnectionCore {
         loop.iterating = false
         guard alive else {
             host.unwatch(loop.epollFD)
-            if loop.timerFD >= 0 {
-                Glibc.close(loop.timerFD)
-                loop.timerFD = -1
-            }
+            Glibc.close(loop.timerFD)
+            loop.timerFD = -1
             teardown(conn)
             return
         }
         // What the last round's reads, writes and timeouts changed must be in the epoll set
         // before the host sleeps: a thread of its own would reconcile before its next wait.
         loop.reconcileWatches()
-        guard loop.timerFD >= 0 else { return }
         let ms = loop.nextTimeoutMs()
         if ms < 0 {
             _ = tocsin_timerfd_disarm(loop.timerFD)

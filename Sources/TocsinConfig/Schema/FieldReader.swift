@@ -54,9 +54,7 @@ extension FieldReader {
 
     /// One of a fixed set of words.
     public mutating func choice<T>(_ key: String, _ options: [(String, T)]) -> T? {
-        // Absent is the common case (a D-Bus spec names a few fields): leave before anything
-        // generic is touched, which costs a runtime metadata lookup per call.
-        guard has(key), let s = string(key) else { return nil }
+        guard let s = string(key) else { return nil }
         if let hit = options.first(where: { $0.0 == s }) { return hit.1 }
         let names = options.map { "'\($0.0)'" }.joined(separator: ", ")
         report(key, "'\(key)' must be one of \(names), found '\(s)'")
