@@ -46,7 +46,7 @@ public final class InMemoryStore: NotificationStore {
     public var commits: [[StoreOp]] { state.value.commits }
 
     public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
-        let rows = state.value.rows.values.sorted { $0.notification.key < $1.notification.key }
+        let rows = state.value.rows.values.sorted { $0.notification.key < $1.notification.key }.map(RestoredRow.init)
         return AsyncStream { c in
             for start in stride(from: 0, to: rows.count, by: max(1, chunkSize)) {
                 var part = LoadedState()

@@ -4,7 +4,9 @@ public enum Trigger: Hashable, Sendable {
     /// Fires at `starting`, `starting + period`, ...; `count` caps the number, `until` the last instant (inclusive).
     case every(period: TimeSpan, starting: Instant, count: UInt32?, until: Instant?)
     /// `zone` is the expression's own zone if it names one, else the notification's.
-    case calendar(CalendarSpec, zone: TimeZoneRules)
+    /// Indirect: the expression and its zone rules are ~280 bytes, which made every trigger, and
+    /// every notification and row holding one, that large, though most are `at` and `every`.
+    indirect case calendar(CalendarSpec, zone: TimeZoneRules)
     /// Fires at `event - offset` for each offset, earliest first.
     case remindBefore(event: Instant, offsets: [TimeSpan])
 

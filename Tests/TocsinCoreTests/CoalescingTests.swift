@@ -99,7 +99,7 @@ struct CoalescingTests {
         // occurrences within it become one firing at its end.
         #expect(next == t0 + .seconds(2), "the end of the window: \(String(describing: next))")
         var restarted = machine(.seconds(1))
-        restarted.restore(StoredNotification(notification: n, last: Occurrence(instant: t0 + .seconds(1), number: 1)), now: t0 + .seconds(1))
+        restarted.restore(RestoredRow(StoredNotification(notification: n, last: Occurrence(instant: t0 + .seconds(1), number: 1))), now: t0 + .seconds(1))
         #expect(restarted.nextDeadline() == next)
     }
 }

@@ -105,7 +105,7 @@ public actor TocsinCenter {
             case .success(let part):
                 if let total = part.totalRows { machine.beginRestore(expecting: total); progress.total = total }
                 for p in part.problems { logger.error("\(p)") }
-                for i in part.rows.indices { machine.restore(part.rows[i], now: now) }
+                machine.restore(contentsOf: part.rows, now: now)
                 if let line = progress.advance(by: part.rows.count) { logger.info("\(line)") }
             }
         }

@@ -35,8 +35,14 @@ extension NotificationMachine {
     }
 
     mutating func makeEntry(_ n: Notification) -> Entry {
-        Entry(key: n.key, trigger: triggers.compact(n.trigger), maxLate: n.maxLate?.microseconds ?? .min,
-              route: route(for: n.backends), missed: n.missed, isConfig: n.source == .config)
+        makeEntry(key: n.key, trigger: n.trigger, maxLate: n.maxLate, backends: n.backends, missed: n.missed,
+                  isConfig: n.source == .config)
+    }
+
+    mutating func makeEntry(key: String, trigger: Trigger, maxLate: TimeSpan?, backends: [String]?, missed: MissedPolicy,
+                            isConfig: Bool) -> Entry {
+        Entry(key: key, trigger: triggers.compact(trigger), maxLate: maxLate?.microseconds ?? .min,
+              route: route(for: backends), missed: missed, isConfig: isConfig)
     }
 
     /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
@@ -199,24 +205,30 @@ extension NotificationMachine {
     /// Puts a stored row back, as at start-up: the next occurrence is recomputed from the last one,
     /// or for a trigger that never fired, from when it was scheduled (`now` when the row does not
     /// say, so the notification is kept rather than lost).
-    public mutating func restore(_ row: StoredNotification, now: Instant) {
-        var e = makeEntry(row.notification)
+    /// A chunk of start-up's rows in one call: the center's machine is an actor's property, and
+    /// each access to it is checked at run time, once per call rather than once per row.
+    public mutating func restore(contentsOf rows: [RestoredRow], now: Instant) {
+        for i in rows.indices { restore(rows[i], now: now) }
+    }
+
+    public mutating func restore(_ row: RestoredRow, now: Instant) {
+        var e = makeEntry(key: row.key, trigger: row.trigger, maxLate: row.maxLate, backends: row.backends,
+                          missed: row.missed, isConfig: row.isConfig)
         e.last = PackedOccurrence(row.last)
         e.alert = row.alert
         e.cancelled = row.cancelled
         if !row.cancelled {
             let origin: Instant
-            let trigger = row.notification.trigger
-            switch trigger {
+            switch row.trigger {
             case .calendar: origin = row.base ?? now
             default: origin = Instant(microseconds: Int64.min / 2)  // absolute instants: the first one counts
             }
-            e.next = PackedOccurrence(row.last.map { successor(of: $0, in: trigger) }
-                                      ?? trigger.next(after: origin, previous: nil))
+            e.next = PackedOccurrence(row.last.map { successor(of: $0, in: row.trigger) }
+                                      ?? row.trigger.next(after: origin, previous: nil))
         }
         put(e)
-        if row.notification.source == .config { setFingerprint(e.key, row.notification.fingerprint) }
-        if let p = row.pending { setInDelivery(e.key, p) }
+        if row.isConfig { setFingerprint(row.key, row.fingerprint) }
+        if let p = row.pending { setInDelivery(row.key, p) }
     }
 
     /// A runtime notification with nothing left to fire, ring or deliver is forgotten (its

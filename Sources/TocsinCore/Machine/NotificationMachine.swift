@@ -99,25 +99,27 @@ public struct NotificationMachine: Sendable {
         var e = e
         generation &+= 1
         e.generation = generation
+        // One hash of the key, not a lookup and then an insertion: a million restored rows are a
+        // million probes into a table far larger than the cache.
+        let free = freeSlots.last ?? Int32(slots.count)
+        let found = Self.claim(&index[e.key, default: -1], free)
         let slot: Int32
-        if let s = index[e.key] {
-            slot = s
-            let old = slots[Int(s)]
+        if found >= 0 {
+            slot = found
+            let old = slots[Int(found)]
             undoLog?.append(.entry(e.key, old))
             if old.isActive { deactivated(old) }
-            slots[Int(s)] = e
+            slots[Int(found)] = e
         } else {
             undoLog?.append(.entry(e.key, nil))
-            if let s = freeSlots.popLast() {
-                slot = s
-                slots[Int(s)] = e
-                live[Int(s)] = true
+            slot = free
+            if freeSlots.popLast() != nil {
+                slots[Int(free)] = e
+                live[Int(free)] = true
             } else {
-                slot = Int32(slots.count)
                 slots.append(e)
                 live.append(true)
             }
-            index[e.key] = slot
         }
         if e.isActive {
             activeCount += 1
@@ -126,6 +128,13 @@ public struct NotificationMachine: Sendable {
         guard !restoring else { return }
         if let t = wakeAt(e) { queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
         compactQueueIfNeeded()
+    }
+
+    /// The slot `value` holds, or -1 after storing `free` in it when it held none.
+    private static func claim(_ value: inout Int32, _ free: Int32) -> Int32 {
+        if value >= 0 { return value }
+        value = free
+        return -1
     }
 
     /// Start-up: the tables sized once for `count` more notifications, and the deadline queue

@@ -1,4 +1,4 @@
-import TocsinConfig
+public import TocsinConfig
 public import TocsinTime
 
 /// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
@@ -49,10 +49,46 @@ public enum StoreOp: Hashable, Sendable {
     case pruneHistory(olderThan: Instant, keep: Int, batch: Int)
 }
 
-/// What start-up needs to rebuild the schedule: rows whose content (title, body, actions,
-/// user_info) may be left empty by the store, since the machine never keeps it.
+/// One persisted notification as start-up needs it: what the machine keeps, none of the content.
+///
+/// Its own type rather than a `StoredNotification` with empty content: a million of those were
+/// copied, moved and destroyed field by field on their way from the store's thread to the
+/// machine, a quarter of the whole load.
+public struct RestoredRow: Hashable, Sendable {
+    public var key: String
+    public var trigger: Trigger
+    /// A calendar trigger's origin (see `StoredNotification.base`).
+    public var base: Instant?
+    public var backends: [String]?
+    public var missed: MissedPolicy
+    public var maxLate: TimeSpan?
+    public var isConfig: Bool
+    /// Config-defined rows only: what a reload compares; empty for the others.
+    public var fingerprint: String
+    public var last: Occurrence?
+    public var alert: AlertState
+    public var cancelled: Bool
+    public var pending: PendingDelivery?
+
+    public init(key: String, trigger: Trigger, base: Instant?, backends: [String]?, missed: MissedPolicy, maxLate: TimeSpan?,
+                isConfig: Bool, fingerprint: String, last: Occurrence?, alert: AlertState, cancelled: Bool, pending: PendingDelivery?) {
+        self.key = key; self.trigger = trigger; self.base = base; self.backends = backends; self.missed = missed
+        self.maxLate = maxLate; self.isConfig = isConfig; self.fingerprint = fingerprint; self.last = last
+        self.alert = alert; self.cancelled = cancelled; self.pending = pending
+    }
+
+    /// What start-up reads of a full row (stores that keep rows whole, and tests).
+    public init(_ row: StoredNotification) {
+        let n = row.notification
+        self.init(key: n.key, trigger: n.trigger, base: row.base, backends: n.backends, missed: n.missed, maxLate: n.maxLate,
+                  isConfig: n.source == .config, fingerprint: n.source == .config ? n.fingerprint : "", last: row.last,
+                  alert: row.alert, cancelled: row.cancelled, pending: row.pending)
+    }
+}
+
+/// What start-up needs to rebuild the schedule, one chunk of rows at a time.
 public struct LoadedState: Sendable {
-    public var rows: [StoredNotification] = []
+    public var rows: [RestoredRow] = []
     /// Rows that could not be turned back into notifications (a zone removed from the system, ...).
     public var problems: [String] = []
     /// On the first chunk: how many rows all chunks hold, so the caller can size its tables once.

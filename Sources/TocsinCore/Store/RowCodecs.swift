@@ -1,6 +1,9 @@
 import Synchronization
 import TocsinConfig
 import TocsinTime
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // How values are laid out in the state database's columns: the one place that decides it, so
 // the writer and the reader cannot disagree.
@@ -50,6 +53,28 @@ enum ListCodec {
     }
 }
 
+/// A text column's decoded value as the row before wrote it. Rows of one app share their backend
+/// list and missed policy; comparing the bytes SQLite holds is cheaper than making the string and
+/// decoding it again, a million times at start-up.
+struct RepeatedText<Value> {
+    private var last: (bytes: [UInt8]?, value: Value)?
+
+    mutating func decode(_ q: SQLiteStatement, _ col: Int32, _ make: (String?) -> Value) -> Value {
+        q.withText(col) { buf in
+            if let last, Self.same(last.bytes, buf) { return last.value }
+            let bytes = buf.map(Array.init)
+            let value = make(bytes.map { String(decoding: $0, as: UTF8.self) })
+            last = (bytes, value)
+            return value
+        }
+    }
+
+    private static func same(_ a: [UInt8]?, _ b: UnsafeBufferPointer<UInt8>?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        return a.count == b.count && a.withUnsafeBufferPointer { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
+    }
+}
+
 struct TriggerColumns {
     var kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?
 
@@ -66,27 +91,30 @@ struct TriggerColumns {
         }
     }
 
-    static func decode(kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?, zone: String,
+    /// The columns are read only when `kind` uses them (autoclosures): start-up decodes a million
+    /// rows, and each column read is a call into SQLite.
+    static func decode(kind: Int64, a: @autoclosure () -> Int64?, b: @autoclosure () -> Int64?, c: @autoclosure () -> Int64?,
+                       d: @autoclosure () -> Int64?, text: @autoclosure () -> String?, zone: @autoclosure () -> String,
                        zones: ZoneCache, calendars: inout [String: CalendarSpec]) -> Trigger? {
         switch kind {
-        case 1: return a.map { .at(Instant(microseconds: $0)) }
+        case 1: return a().map { .at(Instant(microseconds: $0)) }
         case 2:
-            guard let a, let b, a > 0 else { return nil }
+            guard let a = a(), let b = b(), a > 0 else { return nil }
             return .every(period: TimeSpan(microseconds: a), starting: Instant(microseconds: b),
-                          count: c.map { UInt32(clamping: $0) }, until: d.map { Instant(microseconds: $0) })
+                          count: c().map { UInt32(clamping: $0) }, until: d().map { Instant(microseconds: $0) })
         case 3:
-            guard let text else { return nil }
+            guard let text = text() else { return nil }
             let spec: CalendarSpec
             if let cached = calendars[text] { spec = cached } else {
                 guard let parsed = CalendarText.decode(text) else { return nil }
                 if calendars.count < 4096 { calendars[text] = parsed }
                 spec = parsed
             }
-            guard let local = try? zones.rules(zone),
+            guard let local = try? zones.rules(zone()),
                   let resolved = try? spec.resolvingZone(local: local, rules: zones.rules) else { return nil }
             return .calendar(resolved.spec, zone: resolved.zone)
         case 4:
-            guard let a, let text else { return nil }
+            guard let a = a(), let text = text() else { return nil }
             let offsets = text.split(separator: ",").compactMap { Int64($0) }.map { TimeSpan(microseconds: $0) }
             return .remindBefore(event: Instant(microseconds: a), offsets: offsets)
         default: return nil

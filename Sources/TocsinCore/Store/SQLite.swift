@@ -148,6 +148,15 @@ final class SQLiteStatement {
         sqlite3_column_type(stmt, col) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, col)
     }
 
+    /// A NOT NULL column: no type check first.
+    func int64(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
+
+    /// The text's bytes, valid only inside `body`: for comparing without making a `String`.
+    func withText<R>(_ col: Int32, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+        guard sqlite3_column_type(stmt, col) != SQLITE_NULL, let p = sqlite3_column_text(stmt, col) else { return body(nil) }
+        return body(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, col))))
+    }
+
     func text(_ col: Int32) -> String? {
         guard sqlite3_column_type(stmt, col) != SQLITE_NULL, let p = sqlite3_column_text(stmt, col) else { return nil }
         let n = Int(sqlite3_column_bytes(stmt, col))

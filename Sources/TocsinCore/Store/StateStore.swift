@@ -27,10 +27,8 @@ final class StateStore {
     private let history: HistoryTable
     private var inTransaction = false
     private var keptSinceTrim = 0
-    /// Parsed calendar expressions by their stored text: a million rows of one rule parse it once.
-    private var calendars: [String: CalendarSpec] = [:]
-    /// The backends column of the row decoded last, and its list.
-    private var lastBackends: (text: String, list: [String]?) = ("", nil)
+    /// For point reads; start-up's scans make their own.
+    private var decoder: RowDecoder
     let zones: ZoneCache
 
     /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
@@ -42,6 +40,7 @@ final class StateStore {
     /// not be writable by others; files are created 0600.
     init(directory: String, zones: ZoneCache) throws(StoreError) {
         self.zones = zones
+        decoder = RowDecoder(zones: zones)
         try StateStore.prepareDirectory(directory)
         path = directory + "/state.sqlite3"
         // Created 0600 here rather than under a narrowed umask: the umask is the whole process's,
@@ -77,7 +76,7 @@ final class StateStore {
         deleteStmt = try db.prepare("DELETE FROM notification WHERE key=?1")
         cancelStmt = try db.prepare("UPDATE notification SET cancelled=1, alert=0, pending_backends=NULL WHERE key=?1")
         keepInfoStmt = try db.prepare("INSERT OR REPLACE INTO recent(key, user_info) SELECT key, user_info FROM notification WHERE key=?1 AND user_info != ''")
-        readStmt = try db.prepare("SELECT \(Self.columns) FROM notification WHERE key=?1")
+        readStmt = try db.prepare("SELECT \(RowDecoder.columns) FROM notification WHERE key=?1")
         recentStmt = try db.prepare("SELECT user_info FROM recent WHERE key=?1")
         keysStmt = try db.prepare("SELECT key FROM notification WHERE key > ?1 ORDER BY key LIMIT ?2")
         history = try HistoryTable(db)
@@ -280,53 +279,13 @@ final class StateStore {
 
     // MARK: Read
 
-    static let columns = """
-        key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
-        trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
-        last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due
-        """
-    /// The same columns with the content left out: what start-up needs, and no more.
-    static let scheduleColumns = """
-        key, source, fingerprint, '', '', trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
-        trigger_text, zone, backends, urgency, NULL, NULL, NULL, '', '', missed, max_late,
-        last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due
-        """
-
-    /// Every row without its content. The trigger's next occurrence is recomputed by the caller from `last`.
-    func loadSchedules(chunkSize: Int, _ emit: (LoadedState) -> Void) throws(StoreError) {
-        do {
-            let q = try db.prepare("SELECT \(Self.scheduleColumns) FROM notification")
-            var out = LoadedState()
-            let count = try db.prepare("SELECT count(*) FROM notification")
-            if try count.step() { out.totalRows = count.int(0).map(Int.init) }
-            out.rows.reserveCapacity(chunkSize)
-            while try q.step() {
-                switch decodeRow(q, content: false) {
-                case .success(let row): out.rows.append(row)
-                case .failure(let problem): out.problems.append(problem.description)
-                }
-                if out.rows.count == chunkSize {
-                    emit(out)
-                    out = LoadedState()
-                    out.rows.reserveCapacity(chunkSize)
-                }
-            }
-            if !out.rows.isEmpty || !out.problems.isEmpty { emit(out) }
-        } catch {
-            guard error.code == .corrupt else { throw error }
-            throw StoreError(.corrupt, "state database \(path) is damaged (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
-        }
-    }
-
     func read(_ keys: [String]) throws(StoreError) -> [String: Notification] {
         var out: [String: Notification] = [:]
         out.reserveCapacity(keys.count)
         for key in keys {
             readStmt.bind(1, key)
             defer { readStmt.reset() }
-            if try readStmt.step(), case .success(let row) = decodeRow(readStmt) { out[key] = row.notification }
+            if try readStmt.step(), case .success(let row) = decoder.row(readStmt) { out[key] = row.notification }
         }
         return out
     }
@@ -346,58 +305,6 @@ final class StateStore {
         recentStmt.bind(1, key)
         defer { recentStmt.reset() }
         guard try recentStmt.step() else { return nil }
-        return Self.pairs(recentStmt.text(0) ?? "").reduce(into: [:]) { $0[$1.0] = $1.1 }
-    }
-
-    private static func pairs(_ text: String) -> [(String, String)] {
-        let flat = ListCodec.decode(text) ?? []
-        return stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }
-    }
-
-    /// `content: false` (start-up) leaves out what the machine never keeps, and reuses the backend
-    /// list of the row before when it is written the same (rows of one app share one).
-    private func decodeRow(_ q: SQLiteStatement, content: Bool = true) -> Result<StoredNotification, RowProblem> {
-        let key = q.text(0) ?? ""
-        let zoneName = q.text(11) ?? "UTC"
-        guard let trigger = TriggerColumns.decode(kind: q.int(5) ?? 0, a: q.int(6), b: q.int(7), c: q.int(8),
-                                                  d: q.int(9), text: q.text(10), zone: zoneName, zones: zones,
-                                                  calendars: &calendars) else {
-            return .failure(RowProblem(description: "notification '\(key)': its trigger can no longer be read (zone '\(zoneName)')"))
-        }
-        var backends: [String]?
-        if let text = q.text(12) {
-            if text == lastBackends.text { backends = lastBackends.list } else {
-                backends = ListCodec.decode(text)
-                lastBackends = (text, backends)
-            }
-        }
-        let isConfig = q.int(1) == 1
-        var n = Notification(
-            key: key, title: "", trigger: trigger, backends: backends,
-            missed: q.text(19).flatMap(MissedPolicy.init(rawValue:)) ?? .fireOnce,
-            maxLate: q.int(20).map { TimeSpan(microseconds: $0) }, timezone: zoneName,
-            source: isConfig ? .config : .runtime, fingerprint: isConfig || content ? q.text(2) ?? "" : "")
-        if content {
-            n.title = q.text(3) ?? ""
-            n.body = q.text(4) ?? ""
-            n.urgency = q.text(13).flatMap(Urgency.init(rawValue:)) ?? .normal
-            n.icon = q.text(14); n.category = q.text(15); n.sound = q.text(16)
-            n.actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
-            for (k, v) in Self.pairs(q.text(18) ?? "") { n.userInfo[k] = v }
-        }
-        var last: Occurrence?
-        if let num = q.int(21), let inst = q.int(22) {
-            last = Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
-                              offset: q.int(23).map { TimeSpan(microseconds: $0) })
-        }
-        let alert = AlertColumns.decode(kind: q.int(24) ?? 0, a: q.int(25), b: q.int(26))
-        var pending: PendingDelivery?
-        if let list = q.text(28).flatMap(ListCodec.decode), let num = q.int(29), let inst = q.int(30), let due = q.int(32) {
-            pending = PendingDelivery(occurrence: Occurrence(instant: Instant(microseconds: inst), number: UInt32(clamping: num),
-                                                             offset: q.int(31).map { TimeSpan(microseconds: $0) }),
-                                      due: Instant(microseconds: due), remaining: list)
-        }
-        let base = q.int(5) == 3 ? q.int(6).map { Instant(microseconds: $0) } : nil
-        return .success(StoredNotification(notification: n, last: last, alert: alert, cancelled: q.int(27) == 1, pending: pending, base: base))
+        return RowDecoder.pairs(recentStmt.text(0) ?? "").reduce(into: [:]) { $0[$1.0] = $1.1 }
     }
 }
