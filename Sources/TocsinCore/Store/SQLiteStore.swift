@@ -26,8 +26,8 @@ public final class SQLiteStore: NotificationStore {
         }
     }
 
-    /// One job on the store thread reads the whole table with one statement (one snapshot) and
-    /// hands each chunk over as soon as it is decoded.
+    /// One job on the store thread reads the whole table (a large one in two halves, see
+    /// `StateStore.loadSchedules`) and hands each chunk over as soon as it is decoded.
     public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
         let (stream, c) = AsyncStream.makeStream(of: Result<LoadedState, StoreError>.self)
         worker.submit { s in
