@@ -69,6 +69,8 @@ struct FleetScheduleTests {
     @Test("with the broker down, `schedule --fleet` answers at once and the notification reaches machine-b after the broker is back, and survives its reload")
     func brokerDown() async throws {
         try await withFleet { broker, a, b in
+            // machine-b's session must survive the crash: it is what queues the message for it.
+            try await broker.waitUntilSaved(subscriptionsOf: "machine-b", count: 4, timeout: .seconds(10))
             try await broker.crash()
             try await a.process.waitForStderr(containing: "mqtt fleet: lost the broker", timeout: .seconds(10))
             let start = ContinuousClock.now

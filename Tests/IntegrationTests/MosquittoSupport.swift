@@ -78,6 +78,21 @@ final class MosquittoBroker: Sendable {
         try await p.waitForStderr(containing: " running", timeout: .seconds(15))
     }
 
+    /// Waits until `client`'s `subscriptions` SUBSCRIBEs are acknowledged and the broker has saved
+    /// its database after the last one (`autosave_on_changes`), so a kill -9 from then on keeps
+    /// that session. Without it a crash can come between the SUBACK and the save; the restarted
+    /// broker then no longer knows the subscription, and what another client publishes before
+    /// `client` reconnects and subscribes again is dropped (as MQTT says for a lost session).
+    func waitUntilSaved(subscriptionsOf client: String, count subscriptions: Int, timeout: Duration) async throws {
+        guard let p = process.withLock({ $0 }) else { throw TestProcessError("the broker is not running") }
+        try await p.output.wait("\(subscriptions) subscriptions of \(client) saved", timeout: timeout) { out in
+            let log = out.stderrText
+            let acks = log.ranges(of: "Sending SUBACK to \(client)")
+            guard acks.count >= subscriptions else { return false }
+            return log[acks[subscriptions - 1].upperBound...].contains("Saving in-memory database")
+        }
+    }
+
     /// kill -9, as a crashing broker or a pulled plug.
     func crash() async throws {
         let p = process.withLock { $0 }

@@ -205,12 +205,6 @@ extension NotificationMachine {
     /// Puts a stored row back, as at start-up: the next occurrence is recomputed from the last one,
     /// or for a trigger that never fired, from when it was scheduled (`now` when the row does not
     /// say, so the notification is kept rather than lost).
-    /// A chunk of start-up's rows in one call: the center's machine is an actor's property, and
-    /// each access to it is checked at run time, once per call rather than once per row.
-    public mutating func restore(contentsOf rows: [RestoredRow], now: Instant) {
-        for i in rows.indices { restore(rows[i], now: now) }
-    }
-
     public mutating func restore(_ row: RestoredRow, now: Instant) {
         var e = makeEntry(key: row.key, trigger: row.trigger, maxLate: row.maxLate, backends: row.backends,
                           missed: row.missed, isConfig: row.isConfig)
@@ -229,6 +223,12 @@ extension NotificationMachine {
         put(e)
         if row.isConfig { setFingerprint(row.key, row.fingerprint) }
         if let p = row.pending { setInDelivery(row.key, p) }
+    }
+
+    /// A chunk of start-up's rows in one call: the center's machine is an actor's property, and
+    /// each access to it is checked at run time, once per call rather than once per row.
+    public mutating func restore(contentsOf rows: [RestoredRow], now: Instant) {
+        for i in rows.indices { restore(rows[i], now: now) }
     }
 
     /// A runtime notification with nothing left to fire, ring or deliver is forgotten (its
