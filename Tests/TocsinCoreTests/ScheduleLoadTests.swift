@@ -67,6 +67,24 @@ struct ScheduleLoadTests {
         }
     }
 
+    /// Rows of one app repeat their backend list; an explicitly empty one is zero bytes, which
+    /// the comparison with the row before must handle.
+    @Test("rows in a run with the same backend list, empty or not, each decode to it")
+    func repeatedBackends() throws {
+        let dir = TemporaryDirectory()
+        let store = try StateStore(directory: dir.path, zones: ZoneCache(directory: ZoneInfoDirectory()))
+        let lists: [[String]?] = [[], [], ["log"], ["log"], nil, nil, [], ["log", "spy"], ["log", "spy"], []]
+        try store.transaction { () throws(StoreError) in
+            for (i, list) in lists.enumerated() {
+                try store.apply(.upsert(StoredNotification(notification: Notification(
+                    key: "r\(i)", title: "t", trigger: .at(t0 + .seconds(60)), backends: list))))
+            }
+        }
+        let rows = try Self.load(store, chunkSize: 4, parallelFrom: .max).flatMap(\.rows)
+        #expect(rows.map(\.key) == lists.indices.map { "r\($0)" })
+        for (row, list) in zip(rows, lists) { #expect(row.backends == list, "row \(row.key)") }
+    }
+
     @Test("an empty table yields only the count")
     func empty() throws {
         let dir = TemporaryDirectory()

@@ -71,7 +71,10 @@ struct RepeatedText<Value> {
 
     private static func same(_ a: [UInt8]?, _ b: UnsafeBufferPointer<UInt8>?) -> Bool {
         guard let a, let b else { return a == nil && b == nil }
-        return a.count == b.count && a.withUnsafeBufferPointer { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 }
+        guard a.count == b.count else { return false }
+        // An empty buffer may have no address at all.
+        guard let bp = b.baseAddress, !a.isEmpty else { return true }
+        return a.withUnsafeBufferPointer { memcmp($0.baseAddress!, bp, b.count) == 0 }
     }
 }
 
