@@ -3,7 +3,7 @@ import TocsinConfig
 import Logging
 import Synchronization
 public import TocsinCore
-public import TocsinTime
+import TocsinTime
 
 /// `fleet = true`: the `[fleet]` backend shares run-time notifications with the other machines
 /// (a `scheduled` message with the resolved notification, a `cancelled` one), and schedules or

@@ -1,5 +1,5 @@
 import Foundation
-public import Logging
+import Logging
 import Synchronization
 public import TocsinCore
 public import TocsinTime

@@ -32,7 +32,7 @@ extension ConnectionCore {
         // Without the timerfd libdbus's timeouts would never fire and a call nobody answers would
         // wait forever: refuse to start instead.
         let timer = tocsin_timerfd_create_monotonic()
-        guard timer >= 0, let conn else {
+        guard timer >= 0, conn != nil else {
             finishStartup(.failure(DBusError(.noMemory, "cannot create a timerfd for the hosted connection (errno \(errno))")))
             if timer >= 0 { Glibc.close(timer) }
             if let conn { teardown(conn) }

@@ -1,4 +1,4 @@
-public import TocsinConfig
+import TocsinConfig
 
 /// What the center tells the `[fleet]` backend about notifications scheduled at run time, so it
 /// can share those asked for with `fleet = true` with the other machines.

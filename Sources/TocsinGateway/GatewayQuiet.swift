@@ -1,6 +1,6 @@
-public import DBus
+import DBus
 import TocsinConfig
-public import TocsinCore
+import TocsinCore
 import TocsinTime
 
 /// Quiet hours on the bus: `QuietOn(s for, s until)`, `QuietOff()`, `QuietStatus()` (each

@@ -86,7 +86,7 @@ struct CLITests {
 
     @Test("every command fails the same way: status 1, its message once on stderr", arguments: failureRows)
     func oneWayToFail(_ row: FailureRow) async throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let bad = try dir.write("bad.toml", "x = \n")
         let arguments = row.arguments.map { $0.replacingOccurrences(of: "@BAD", with: bad).replacingOccurrences(of: "@STATE", with: dir.path + "/state") }
         let out = try await TestProcess.run(Products.executable("tocsin"), arguments)

@@ -145,7 +145,7 @@ extension FleetMachine {
         while true {
             let out = try await tocsin("list", "--json").stdoutText
             if predicate(out) || ContinuousClock.now > deadline { return out }
-            try await Task.yield()
+            await Task.yield()
         }
     }
 

@@ -147,7 +147,7 @@ struct DurabilityTests {
     func corruptDatabase() async throws {
         let dir = TempDir()
         let path = dir.path + "/state.sqlite3"
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x42, count: 8192),
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x42, count: 8192),
                                        attributes: [.posixPermissions: 0o600])
         do {
             _ = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: dir.path,

@@ -1,5 +1,5 @@
 import TocsinConfig
-public import TocsinTime
+import TocsinTime
 
 /// One change to the durable quiet state.
 public enum QuietStoreOp: Hashable, Sendable {
