@@ -120,15 +120,15 @@ struct VersusBenchmark: ParsableCommand {
         if sides.contains(.tocsin) {
             plan.append(HarnessStep(test: "ping", side: nil, arguments: ["ping", "--calls", "\(max(50_000, min(pending, 100_000)))"]))
         }
-        let ceilings = sides.contains(.tocsin) && !noCeilings ? ceilingSteps() : []
+        let ceilings = sides.contains(.tocsin) && !noCeilings
         for side in sides {
             plan.append(HarnessStep(test: "scale", side: side, arguments: ["scale", "--pending", "\(pending)"]))
         }
-        plan += ceilings.filter { $0.test == "scale" }
+        if ceilings { plan.append(scheduleCeilingStep) }
         for side in sides {
             plan.append(HarnessStep(test: "latency", side: side, arguments: ["latency", "--pending", "\(pending)", "--burst", "\(burst)"]))
         }
-        plan += ceilings.filter { $0.test != "scale" }
+        if ceilings { plan.append(burstFloorStep) }
         for side in sides {
             plan.append(HarnessStep(test: "idle", side: side, arguments: ["idle", "--pending", "\(idlePending)", "--seconds", "\(idleSeconds)"]))
         }

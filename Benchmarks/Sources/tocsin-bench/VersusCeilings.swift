@@ -15,12 +15,15 @@ extension VersusBenchmark {
     /// This executable, which serves `null-gateway`.
     static var benchExecutable: String { URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path }
 
-    func ceilingSteps() -> [HarnessStep] {
-        [
-            HarnessStep(test: "scale", side: nil, arguments: ["scale", "--pending", "\(pending)"],
-                        daemon: shellQuoted(Self.benchExecutable) + " null-gateway", label: "ceiling"),
-            HarnessStep(test: "burst_floor", side: nil, arguments: ["--burst", "\(burst)"], script: Self.floorScript, label: "floor"),
-        ]
+    /// The null gateway's `scale`, run right after the two sides' own.
+    var scheduleCeilingStep: HarnessStep {
+        HarnessStep(test: "scale", side: nil, arguments: ["scale", "--pending", "\(pending)"],
+                    daemon: shellQuoted(Self.benchExecutable) + " null-gateway", label: "ceiling")
+    }
+
+    /// The burst floor, run right after the two sides' `latency`.
+    var burstFloorStep: HarnessStep {
+        HarnessStep(test: "burst_floor", side: nil, arguments: ["--burst", "\(burst)"], script: Self.floorScript, label: "floor")
     }
 
     /// The ceilings and where each goal and each side stands against them; empty without them.
