@@ -28,6 +28,7 @@ struct GatewayTests {
             let info = try #require(args.last as? [String: Any])
             let due = try #require(info["due"] as? Int)
             let received = try #require(event["received_us"] as? Int)
+            print("measured: Fired received \(received - due) us after due")
             #expect(received - due >= 0, "Fired arrived before its due time")
             #expect(received - due <= TimingBudget.scaled(50_000), "Fired arrived \(received - due) us after due")
             #expect(info["title"] as? String == "Tea")
