@@ -7,12 +7,13 @@ import Synchronization
 /// A test process already runs on libdispatch's executor (swift-testing started it), so tests of
 /// the loop's machinery, or of a connection hosted on it, drive their own loop this way.
 public final class LoopThread: Sendable {
-    public let loop = ExecutorLoop()
+    public let loop: ExecutorLoop
     private let stopped = Mutex(false)
     private let exited = DispatchSemaphore(value: 0)
     private let thread = Mutex<pthread_t?>(nil)
 
-    public init() {
+    public init() throws(LoopError) {
+        loop = try ExecutorLoop()
         let t = Thread { [self] in
             thread.withLock { $0 = pthread_self() }
             loop.run(until: { stopped.withLock { $0 } })

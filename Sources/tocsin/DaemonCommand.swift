@@ -37,7 +37,10 @@ struct DaemonCommand: AsyncParsableCommand {
         // Trap signals first: a SIGTERM that arrives during start-up must stop us cleanly too.
         // A signalfd on Tocsin's executor loop: swift-service-lifecycle's UnixSignals would start
         // libdispatch (DispatchSource) and its once-a-second monitor.
-        let signals = LoopExecutor.signals([SIGTERM, SIGINT, SIGHUP])
+        let signals: AsyncStream<Int32>
+        do { signals = try LoopExecutor.signals([SIGTERM, SIGINT, SIGHUP]) } catch {
+            throw CommandFailure("cannot start: \(error)")
+        }
         let env = ProcessInfo.processInfo.environment
         let loaded = try loadConfig(env)
         let level = Logger.Level(rawValue: logLevel ?? loaded.configuration.daemon.logLevel.rawValue) ?? .info

@@ -20,7 +20,9 @@ struct Tocsin: ParsableCommand {
 
     /// What `AsyncParsableCommand.main()` does, with `LoopExecutor.runMain` for the async part.
     static func main() {
-        LoopExecutor.installAsGlobalExecutor()
+        // At the open-files limit the kernel refuses the loop's descriptors: say so and exit, as
+        // for every other start-up failure, rather than trap.
+        do { try LoopExecutor.installAsGlobalExecutor() } catch { fail(CommandFailure("cannot start: \(error)")) }
         do {
             var command = try parseAsRoot()
             if let asyncCommand = command as? any AsyncParsableCommand {
@@ -32,11 +34,15 @@ struct Tocsin: ParsableCommand {
                 try command.run()
             }
         } catch let failure as CommandFailure {
-            if !failure.text.isEmpty { FileHandle.standardError.write(Data((failure.text + "\n").utf8)) }
-            Foundation.exit(1)
+            fail(failure)
         } catch {
             // Usage errors (`ValidationError`, unknown options): the parser's own message and help.
             exit(withError: error)
         }
+    }
+
+    private static func fail(_ failure: CommandFailure) -> Never {
+        if !failure.text.isEmpty { FileHandle.standardError.write(Data((failure.text + "\n").utf8)) }
+        Foundation.exit(1)
     }
 }

@@ -28,7 +28,7 @@ struct HostedConnectionTests {
 
     @Test func servesCallsAndTimesOutOnTheLoop() async throws {
         try await PrivateBus.with { bus in
-            let runner = LoopThread()
+            let runner = try LoopThread()
             defer { runner.stop() }
             let connection = try await DBusConnection.connect(address: bus.address, host: ExecutorLoopHost(runner.loop))
             defer { connection.close() }
@@ -82,7 +82,7 @@ struct HostedConnectionTests {
     }
 
     @Test func closeAndBusLossEndIt() async throws {
-        let runner = LoopThread()
+        let runner = try LoopThread()
         defer { runner.stop() }
         try await PrivateBus.with { bus in
             let closed = try await DBusConnection.connect(address: bus.address, host: ExecutorLoopHost(runner.loop))

@@ -19,7 +19,7 @@ struct LoopExecutorTests {
 
     @Test("enqueued jobs run on the loop thread, in the order they were enqueued")
     func fifo() async throws {
-        let r = LoopThread()
+        let r = try LoopThread()
         defer { r.stop() }
         let log = WaitableState<[Run]>([])
         for i in 0..<200 {
@@ -37,7 +37,7 @@ struct LoopExecutorTests {
 
     @Test("jobs enqueued from many threads at once all run")
     func manyThreads() async throws {
-        let r = LoopThread()
+        let r = try LoopThread()
         defer { r.stop() }
         let count = WaitableState(0)
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
@@ -48,7 +48,7 @@ struct LoopExecutorTests {
 
     @Test("delayed jobs run in deadline order, equal deadlines in enqueue order, none early")
     func deadlines() async throws {
-        let r = LoopThread()
+        let r = try LoopThread()
         defer { r.stop() }
         let start = ExecutorLoop.now()
         let ms: Int64 = 1_000_000
@@ -69,7 +69,7 @@ struct LoopExecutorTests {
 
     @Test("an earlier deadline enqueued after a later one re-arms the timer")
     func rearm() async throws {
-        let r = LoopThread()
+        let r = try LoopThread()
         defer { r.stop() }
         let ran = WaitableState<[String]>([])
         let now = ExecutorLoop.now()
@@ -90,7 +90,7 @@ struct LoopExecutorTests {
 
     @Test("cancelling a task that sleeps on the loop wakes it at once, back on the loop")
     func cancelSleep() async throws {
-        let r = LoopThread()
+        let r = try LoopThread()
         defer { r.stop() }
         let asleep = WaitableState(false)
         let outcome = WaitableState<Outcome?>(nil)

@@ -18,7 +18,7 @@ struct TocsinBench: ParsableCommand {
     /// the default executor their recorded figures were measured on.
     static func main() {
         if CommandLine.arguments.dropFirst().first == NullGateway.configuration.commandName {
-            LoopExecutor.installAsGlobalExecutor()
+            do { try LoopExecutor.installAsGlobalExecutor() } catch { exit(withError: error) }
         }
         do {
             var command = try parseAsRoot()

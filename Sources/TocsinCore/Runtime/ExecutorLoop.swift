@@ -6,14 +6,30 @@ import Glibc
 import HeapModule
 import Synchronization
 
+/// Why the loop, or a descriptor it watches, could not be made: the kernel refused a descriptor,
+/// in practice because the process is at its open-files limit (`ulimit -n`). A value, so that
+/// `tocsin` can say so and exit instead of trapping.
+public struct LoopError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var errno: Int32
+    /// The descriptor refused: "epoll", "eventfd", "timerfd" or "signalfd".
+    public var resource: String
+    public init(errno: Int32, resource: String) { self.errno = errno; self.resource = resource }
+    public var description: String { "cannot create \(resource): \(String(cString: strerror(errno)))" }
+}
+
 /// A file descriptor owned by one object, so that whoever drops the last reference closes it and
 /// no code path can leak or double-close it.
 final class OwnedDescriptor: Sendable {
     let fd: Int32
 
-    init(_ fd: Int32, _ what: String) {
-        guard fd >= 0 else { fatalError("LoopExecutor: cannot create \(what): errno \(errno)") }
-        self.fd = fd
+    private init(_ fd: Int32) { self.fd = fd }
+
+    /// Runs `create` and owns what it returns; errno is read right after the call, before
+    /// anything (an allocation) could change it.
+    static func make(_ what: String, _ create: () -> Int32) throws(LoopError) -> OwnedDescriptor {
+        let fd = create()
+        guard fd >= 0 else { throw LoopError(errno: errno, resource: what) }
+        return OwnedDescriptor(fd)
     }
 
     deinit { close(fd) }
@@ -77,10 +93,11 @@ public final class ExecutorLoop: @unchecked Sendable {
     /// Set once at the end of `init` (it refers back to the loop), read-only afterwards.
     private var scheduler: LoopTaskExecutor!
 
-    public init() {
-        epoll = OwnedDescriptor(tocsin_epoll_create(), "epoll")
-        wakeup = OwnedDescriptor(tocsin_eventfd_create(), "eventfd")
-        timer = OwnedDescriptor(tocsin_timerfd_create_monotonic(), "timerfd")
+    /// Throws if the kernel refuses one of its three descriptors; those already made are closed.
+    public init() throws(LoopError) {
+        epoll = try OwnedDescriptor.make("epoll") { tocsin_epoll_create() }
+        wakeup = try OwnedDescriptor.make("eventfd") { tocsin_eventfd_create() }
+        timer = try OwnedDescriptor.make("timerfd") { tocsin_timerfd_create_monotonic() }
         _ = tocsin_epoll_add(epoll.fd, wakeup.fd, TOCSIN_EPOLLIN)
         _ = tocsin_epoll_add(epoll.fd, timer.fd, TOCSIN_EPOLLIN)
         scheduler = LoopTaskExecutor(self)

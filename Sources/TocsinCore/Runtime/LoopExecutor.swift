@@ -17,8 +17,18 @@ import Synchronization
 /// Tolerances are ignored. Wall-clock scheduling does not use this path (the scheduler has its
 /// own `CLOCK_REALTIME` timerfd).
 public enum LoopExecutor: Sendable {
-    /// The loop every hooked job goes to; created on first use, never destroyed.
-    public static let loop = ExecutorLoop()
+    /// The loop, or why the kernel refused its descriptors; made on first use, never destroyed.
+    private static let made = Result { () throws(LoopError) in try ExecutorLoop() }
+
+    /// The loop every hooked job goes to, once `installAsGlobalExecutor` has succeeded; nil
+    /// before that, or if it never did.
+    public static var loop: ExecutorLoop? { isInstalled ? try? made.get() : nil }
+
+    /// For the runtime's hooks and the executor factory, which exist only once the loop was made.
+    fileprivate static var hooked: ExecutorLoop {
+        guard case .success(let loop) = made else { preconditionFailure("the hooks are installed only once the loop exists") }
+        return loop
+    }
 
     private static let installed = Mutex(false)
 
@@ -28,12 +38,14 @@ public enum LoopExecutor: Sendable {
     ///
     /// - Returns: true if the hooks are (now, or already) ours; false if called from inside a
     ///   task (something already runs on another executor) or another hook owner got there first.
+    /// - Throws: `LoopError` if the kernel refuses the loop's descriptors (the process is at its
+    ///   open-files limit); nothing is installed then.
     @discardableResult
-    public static func installAsGlobalExecutor() -> Bool {
+    public static func installAsGlobalExecutor() throws(LoopError) -> Bool {
         if withUnsafeCurrentTask(body: { $0 != nil }) { return installed.withLock { $0 } }
+        _ = try made.get()  // the descriptors exist before the runtime can call into us
         return installed.withLock { done in
             if done { return true }
-            _ = loop  // create the descriptors before the runtime can call into us
             // Task.sleep in Swift 6.3 asks Task.defaultExecutor (a SchedulingExecutor) rather
             // than the WithDeadline hook; make that the loop too. The main executor stays the
             // platform's: its identity is what MainActor isolation checks compare, and the
@@ -52,8 +64,10 @@ public enum LoopExecutor: Sendable {
     /// abandoned, as they would be at the end of an async `main`.
     ///
     /// Without the hooks installed the body runs on the default executor and this thread only
-    /// waits, so the entry point works either way.
+    /// waits, so the entry point works either way. Throws `LoopError` without running `body` if
+    /// the loop cannot be made.
     public static func runMain<T: Sendable>(_ body: sending @escaping () async throws -> T) throws -> T {
+        let loop = try made.get()
         let outcome = Mutex<Result<T, any Error>?>(nil)
         Task {
             let result: Result<T, any Error>
@@ -74,11 +88,14 @@ public enum LoopExecutor: Sendable {
     /// Children start with a reset mask and default dispositions (`Spawn.child`), so they are
     /// unaffected. The signals stay trapped after the
     /// stream ends, so a late one is not fatal.
-    public static func signals(_ numbers: [Int32]) -> AsyncStream<Int32> {
+    ///
+    /// Throws `LoopError` if the kernel refuses the signalfd (or the loop).
+    public static func signals(_ numbers: [Int32]) throws(LoopError) -> AsyncStream<Int32> {
+        let loop = try made.get()
         _ = numbers.withUnsafeBufferPointer { tocsin_trap_signals($0.baseAddress, Int32($0.count)) }
-        let descriptor = OwnedDescriptor(numbers.withUnsafeBufferPointer {
-            tocsin_signalfd_create($0.baseAddress, Int32($0.count))
-        }, "signalfd")
+        let descriptor = try OwnedDescriptor.make("signalfd") {
+            numbers.withUnsafeBufferPointer { tocsin_signalfd_create($0.baseAddress, Int32($0.count)) }
+        }
         let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .unbounded)
         loop.watch(descriptor.fd) {
             while true {
@@ -96,19 +113,19 @@ public enum LoopExecutor: Sendable {
 
 private struct Factory: ExecutorFactory {
     static var mainExecutor: any MainExecutor { PlatformExecutorFactory.mainExecutor }
-    static var defaultExecutor: any TaskExecutor { LoopExecutor.loop.executor }
+    static var defaultExecutor: any TaskExecutor { LoopExecutor.hooked.executor }
 }
 
 // The C hooks call these; they must not capture anything (plain C function pointers).
 
 private let enqueueNow: @convention(c) (UnsafeMutableRawPointer?) -> Void = { job in
-    LoopExecutor.loop.push(.global(unsafeBitCast(job!, to: UnownedJob.self)))
+    LoopExecutor.hooked.push(.global(unsafeBitCast(job!, to: UnownedJob.self)))
 }
 
 private let enqueueMain: @convention(c) (UnsafeMutableRawPointer?) -> Void = { job in
-    LoopExecutor.loop.push(.main(unsafeBitCast(job!, to: UnownedJob.self)))
+    LoopExecutor.hooked.push(.main(unsafeBitCast(job!, to: UnownedJob.self)))
 }
 
 private let enqueueDelayed: @convention(c) (UnsafeMutableRawPointer?, Int64) -> Void = { job, deadline in
-    LoopExecutor.loop.push(.global(unsafeBitCast(job!, to: UnownedJob.self)), at: deadline)
+    LoopExecutor.hooked.push(.global(unsafeBitCast(job!, to: UnownedJob.self)), at: deadline)
 }

@@ -48,7 +48,10 @@ final class SQLiteDatabase {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
-            let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            var msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            // "unable to open database file" alone does not say why (no permission, no file
+            // descriptor left); the OS error does.
+            if let db, case let os = sqlite3_system_errno(db), os != 0 { msg += " (\(String(cString: strerror(os))))" }
             if let db { sqlite3_close_v2(db) }
             throw StoreError(.cannotOpen, "cannot open state database \(path): \(msg)")
         }

@@ -12,7 +12,7 @@ public struct ExecutorLoopHost: DBusLoopHost {
     /// The process's global executor loop, when it is installed and so driven by the main
     /// thread; nil otherwise (a connection then keeps a thread of its own).
     public static var global: ExecutorLoopHost? {
-        LoopExecutor.isInstalled ? ExecutorLoopHost(LoopExecutor.loop) : nil
+        LoopExecutor.loop.map(ExecutorLoopHost.init)
     }
 
     public func enqueue(_ job: @escaping @Sendable () -> Void) { loop.enqueue(job) }
