@@ -10,11 +10,23 @@ import Synchronization
 /// in practice because the process is at its open-files limit (`ulimit -n`). A value, so that
 /// `tocsin` can say so and exit instead of trapping.
 public struct LoopError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The descriptor the kernel refused; a closed set, as `CenterError.Code`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum _Code: String, Hashable, Sendable { case epoll, eventfd, timerfd, signalfd }
+        private let code: _Code
+        private init(_ code: _Code) { self.code = code }
+        public var description: String { code.rawValue }
+
+        public static let epoll = Code(.epoll)
+        public static let eventfd = Code(.eventfd)
+        public static let timerfd = Code(.timerfd)
+        public static let signalfd = Code(.signalfd)
+    }
+
+    public var code: Code
     public var errno: Int32
-    /// The descriptor refused: "epoll", "eventfd", "timerfd" or "signalfd".
-    public var resource: String
-    public init(errno: Int32, resource: String) { self.errno = errno; self.resource = resource }
-    public var description: String { "cannot create \(resource): \(String(cString: strerror(errno)))" }
+    public init(_ code: Code, errno: Int32) { self.code = code; self.errno = errno }
+    public var description: String { "cannot create \(code): \(String(cString: strerror(errno)))" }
 }
 
 /// A file descriptor owned by one object, so that whoever drops the last reference closes it and
@@ -26,9 +38,9 @@ final class OwnedDescriptor: Sendable {
 
     /// Runs `create` and owns what it returns; errno is read right after the call, before
     /// anything (an allocation) could change it.
-    static func make(_ what: String, _ create: () -> Int32) throws(LoopError) -> OwnedDescriptor {
+    static func make(_ code: LoopError.Code, _ create: () -> Int32) throws(LoopError) -> OwnedDescriptor {
         let fd = create()
-        guard fd >= 0 else { throw LoopError(errno: errno, resource: what) }
+        guard fd >= 0 else { throw LoopError(code, errno: errno) }
         return OwnedDescriptor(fd)
     }
 
@@ -95,9 +107,9 @@ public final class ExecutorLoop: @unchecked Sendable {
 
     /// Throws if the kernel refuses one of its three descriptors; those already made are closed.
     public init() throws(LoopError) {
-        epoll = try OwnedDescriptor.make("epoll") { tocsin_epoll_create() }
-        wakeup = try OwnedDescriptor.make("eventfd") { tocsin_eventfd_create() }
-        timer = try OwnedDescriptor.make("timerfd") { tocsin_timerfd_create_monotonic() }
+        epoll = try OwnedDescriptor.make(.epoll) { tocsin_epoll_create() }
+        wakeup = try OwnedDescriptor.make(.eventfd) { tocsin_eventfd_create() }
+        timer = try OwnedDescriptor.make(.timerfd) { tocsin_timerfd_create_monotonic() }
         _ = tocsin_epoll_add(epoll.fd, wakeup.fd, TOCSIN_EPOLLIN)
         _ = tocsin_epoll_add(epoll.fd, timer.fd, TOCSIN_EPOLLIN)
         scheduler = LoopTaskExecutor(self)

@@ -93,7 +93,7 @@ public enum LoopExecutor: Sendable {
     public static func signals(_ numbers: [Int32]) throws(LoopError) -> AsyncStream<Int32> {
         let loop = try made.get()
         _ = numbers.withUnsafeBufferPointer { tocsin_trap_signals($0.baseAddress, Int32($0.count)) }
-        let descriptor = try OwnedDescriptor.make("signalfd") {
+        let descriptor = try OwnedDescriptor.make(.signalfd) {
             numbers.withUnsafeBufferPointer { tocsin_signalfd_create($0.baseAddress, Int32($0.count)) }
         }
         let (stream, continuation) = AsyncStream<Int32>.makeStream(bufferingPolicy: .unbounded)
