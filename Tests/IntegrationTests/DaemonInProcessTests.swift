@@ -35,15 +35,22 @@ struct DaemonInProcessTests {
         }
     }
 
-    static func start(bus: PrivateBus, state: String, clock: VirtualClock) async throws -> Running {
+    static func start(bus: PrivateBus, state: String, clock: VirtualClock, config: String = Self.config,
+                      extra: [any BackendFactory] = [], reloaded: @escaping @Sendable () -> Void = {},
+                      log: WaitableState<[String]>? = nil) async throws -> Running {
         let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let address = bus.address
+        let logger = Logger(label: "test") { _ -> any LogHandler in
+            if let log { return RecordingLogHandler(log) }
+            return SwiftLogNoOpLogHandler()
+        }
+        let factories: [any BackendFactory] = extra
         let setup = DaemonSetup(
-            config: loaded, reloadConfig: { .success(loaded) },
-            registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())]) },
+            config: loaded, reloadConfig: { reloaded(); return .success(loaded) },
+            registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())] + factories) },
             stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
             busDescription: "the test bus", clock: clock, makeTimer: { clock },
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, environment: [:])
+            logger: logger, environment: [:])
         let daemon = try await TocsinDaemon.start(setup)
         let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
         let task = Task { await daemon.run(controls: controls) }
@@ -123,4 +130,69 @@ struct DaemonInProcessTests {
             _ = try? await monitor.kill()
         }
     }
+
+    @Test("Reload sent while the daemon is still loading its state waits for start-up, then reloads")
+    func reloadDuringStartUp() async throws {
+        try await PrivateBus.with { bus in
+            let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
+            let clock = VirtualClock(now: Self.t0)
+            let held = HeldStart()
+            let reloads = WaitableState(0)
+            let log = WaitableState<[String]>([])
+            let config = Self.config + "\n[backend.held]\ntype = \"held\"\n"
+            let starting = Task {
+                try await Self.start(bus: bus, state: dir.path + "/state", clock: clock, config: config, extra: [held],
+                                     reloaded: { reloads.update { $0 += 1 } }, log: log)
+            }
+            // The backend is started after the bus name is taken: the API is served, the state not loaded.
+            try await held.phase.wait("start-up to reach the backends", timeout: .seconds(20)) { $0.reached }
+            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address, "type='method_call',member='Reload'"])
+            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
+            let reload = try TestProcess("gdbus", ["call", "--address", bus.address, "-d", "io.github.tocsin.Gateway",
+                                                   "-o", "/io/github/tocsin/Gateway", "-m", "io.github.tocsin.Gateway1.Reload"])
+            _ = try await monitor.waitForOutput(containing: "member=Reload", timeout: .seconds(20))
+            try await log.wait("the daemon to take the call and wait", timeout: .seconds(20)) {
+                $0.contains("Reload waits until the state is loaded")
+            }
+            #expect(reloads.value == 0, "no reload before start-up has ended")
+            held.phase.update { $0.open = true }
+            #expect(try await reload.waitForExit(timeout: .seconds(20)) == .exited(0), "\(reload.stderr)")
+            #expect(reloads.value == 1)
+            let running = try await starting.value
+            await running.shutdown()
+            _ = try? await monitor.kill()
+        }
+    }
+}
+
+/// A backend whose start waits until the test opens it, holding the daemon between taking its bus
+/// name and loading its state.
+private final class HeldStart: BackendFactory, DeliveryBackend, Sendable {
+    struct Phase: Sendable { var reached = false, open = false }
+    let phase = WaitableState(Phase())
+    var typeName: String { "held" }
+    var optionKeys: [String] { [] }
+    var name: String { "held" }
+    struct Options: Sendable {}
+    func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
+    func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend { self }
+    func deliver(_ firing: Firing) async throws(DeliveryError) {}
+
+    func start(events: any BackendEventSink) async {
+        phase.update { $0.reached = true }
+        _ = try? await phase.wait("the test to open the backend", timeout: .seconds(60)) { $0.open }
+    }
+}
+
+/// Keeps the daemon's log lines where a test can wait for one.
+private struct RecordingLogHandler: LogHandler {
+    let lines: WaitableState<[String]>
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    init(_ lines: WaitableState<[String]>) { self.lines = lines }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { lines.update { $0.append("\(event.message)") } }
 }

@@ -1,7 +1,6 @@
 import DBus
 import Logging
 import ServiceLifecycle
-import Synchronization
 import TocsinConfig
 public import TocsinCore
 import TocsinTime
@@ -13,7 +12,7 @@ import TocsinTime
 /// subscribes to the center's events, the bus connection is made and the API exported, and only
 /// then is the persisted state loaded and the first catch-up tick run (its `Missed` and `Fired`
 /// reach subscribers that were waiting for the daemon). Requests that arrive before the state is
-/// loaded wait for it. `run` then keeps the long-lived parts going as services of one
+/// loaded wait for it, `Reload` included. `run` then keeps the long-lived parts going as services of one
 /// `ServiceGroup`, and stops them in reverse order.
 public final class TocsinDaemon: Sendable {
     public let center: TocsinCenter
@@ -58,12 +57,13 @@ public final class TocsinDaemon: Sendable {
             await center.shutdown()
             throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
         }
-        let reloader = Mutex<TocsinDaemon?>(nil)
+        let started = StartGate<TocsinDaemon>()
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
                                      info: DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory,
                                                       started: setup.clock.now())) {
-            guard let daemon = reloader.withLock({ $0 }) else { return "the daemon is still starting" }
+            let daemon = await started.value { logger.info("Reload waits until the state is loaded") }
+            guard let daemon else { return "the daemon failed to start" }
             return await daemon.reload()
         }
         // Firings reach subscribers as the `dbus-signal` backend's `Fired`, not through this stream.
@@ -74,6 +74,7 @@ public final class TocsinDaemon: Sendable {
         do {
             first = try await connectAndServe(gateway, setup: setup)
         } catch let e as DBusError where e.code == .nameTaken {
+            started.end(nil)
             await center.shutdown()
             throw DaemonError(.nameTaken, "another Tocsin daemon is running: \(e.message)")
         } catch {
@@ -88,13 +89,14 @@ public final class TocsinDaemon: Sendable {
                 "notifications": "\(report.added.count + report.changed.count + report.unchanged.count)",
                 "pending": "\(pending)"])
         } catch {
+            started.end(nil)
             first?.close()
             await center.shutdown()
             throw DaemonError(.storage, error.message)
         }
         let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, registry: registry,
                                   firstConnection: first, events: events)
-        reloader.withLock { $0 = daemon }
+        started.end(daemon)
         return daemon
     }
 
