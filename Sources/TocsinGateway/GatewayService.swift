@@ -21,13 +21,16 @@ public final class GatewayService: Sendable {
     /// `[daemon] max_message_size`: no reply is larger, and `ListPage` fills pages up to it.
     let maxMessageSize: Int
     private let info: DaemonInfo
+    /// nil when the center was started before the gateway was made; else open once `startEnded`.
+    private let startup: StartGate<Bool>?
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
     /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
-    /// about the process.
+    /// about the process. With `servedBeforeStart`, every call waits until `startEnded`: the daemon
+    /// serves the API before the state is loaded and the config applied.
     public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
                 limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSetup.unconfiguredBusLimit,
-                info: DaemonInfo = DaemonInfo(), reload: @escaping Reloader) {
+                info: DaemonInfo = DaemonInfo(), servedBeforeStart: Bool = false, reload: @escaping Reloader) {
         self.center = center
         self.reloader = reload
         self.link = link
@@ -35,6 +38,19 @@ public final class GatewayService: Sendable {
         self.limits = limits
         self.maxMessageSize = maxMessageSize
         self.info = info
+        self.startup = servedBeforeStart ? StartGate() : nil
+    }
+
+    /// Answers the calls that waited for start-up: served, or refused when start-up failed.
+    public func startEnded(ok: Bool) { startup?.end(ok) }
+
+    /// Waits until start-up has ended; the first call to wait says so in the log.
+    func untilStarted() async throws(DBusError) {
+        guard let startup else { return }
+        let link = self.link
+        guard await startup.value(firstWait: { link.logger.info("calls wait until the state is loaded") }) else {
+            throw DBusError(.failed, "the daemon could not start")
+        }
     }
 
     // MARK: Interface
@@ -65,7 +81,7 @@ public final class GatewayService: Sendable {
         let limits = self.limits
         let maxMessageSize = self.maxMessageSize
         let info = self.info
-        return DBusInterface(Gateway.interface, methods: [
+        let methods: [DBusMethod] = [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true, limits: limits)
                 let client = Self.client(call, limit: limit)
@@ -120,13 +136,23 @@ public final class GatewayService: Sendable {
                 }
                 return []
             },
-        ] + Self.quietMethodTable(center), signals: Self.signals, properties: Self.properties)
+        ] + Self.quietMethodTable(center)
+        return DBusInterface(Gateway.interface, methods: methods.map(waitingForStart), signals: Self.signals, properties: Self.properties)
+    }
+
+    private func waitingForStart(_ m: DBusMethod) -> DBusMethod {
+        guard startup != nil else { return m }
+        return DBusMethod(m.name, input: m.input, output: m.output, inputNames: m.inputNames, outputNames: m.outputNames,
+                          checksSignature: m.checksSignature) { [self] call in
+            try await untilStarted()
+            return try await m.body(call)
+        }
     }
 
     /// The XML served by `Introspect` for the gateway object, committed as
     /// `contrib/io.github.tocsin.Gateway1.xml`.
     public var exportedObject: DBusExportedObject {
-        DBusExportedObject(interfaces: [interface], properties: Properties(center: center))
+        DBusExportedObject(interfaces: [interface], properties: Properties(center: center, gateway: self))
     }
 
     /// The caller, for the per-client quota, which the center counts. Peer-to-peer connections
@@ -262,7 +288,7 @@ public final class BusLink: Sendable {
         var nextWatcher: UInt64 = 0
     }
     private let state = Mutex(State())
-    private let logger: Logger
+    let logger: Logger
 
     public init(logger: Logger) { self.logger = logger }
 
@@ -340,9 +366,11 @@ public final class BusLink: Sendable {
 
 private struct Properties: DBusPropertyProvider {
     let center: TocsinCenter
+    let gateway: GatewayService
 
     func get(interface: InterfaceName, name: String) async throws -> DBusValue {
         guard interface == Gateway.interface else { throw DBusError(.unknownInterface, "no interface \(interface)") }
+        try await gateway.untilStarted()
         switch name {
         case "Version": return .string(Gateway.version)
         case "Backends": return .array(.string, await center.backendNames.map { .string($0) })

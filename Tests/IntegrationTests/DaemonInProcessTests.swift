@@ -131,36 +131,56 @@ struct DaemonInProcessTests {
         }
     }
 
-    @Test("Reload sent while the daemon is still loading its state waits for start-up, then reloads")
-    func reloadDuringStartUp() async throws {
+    /// A call sent while start-up is held, and what its answer must show once start-up ends.
+    struct EarlyCall: Sendable, CustomTestStringConvertible {
+        var name: String
+        var command: @Sendable (_ address: String) -> [String]
+        var answer: String
+        var testDescription: String { name }
+    }
+
+    static let earlyCalls: [EarlyCall] = [
+        EarlyCall(name: "List shows the config's notification", command: { gdbusCall($0, "List") }, answer: "'From config'"),
+        EarlyCall(name: "the Pending property counts it",
+                  command: { ["busctl", "--address=\($0)", "get-property", "io.github.tocsin.Gateway", "/io/github/tocsin/Gateway",
+                              "io.github.tocsin.Gateway1", "Pending"] },
+                  answer: "u 1\n"),
+        EarlyCall(name: "Status counts it", command: { gdbusCall($0, "Status") }, answer: "'pending': <uint32 1>"),
+        EarlyCall(name: "Reload reloads", command: { gdbusCall($0, "Reload") }, answer: "()"),
+    ]
+
+    static func gdbusCall(_ address: String, _ method: String) -> [String] {
+        ["gdbus", "call", "--address", address, "-d", "io.github.tocsin.Gateway", "-o", "/io/github/tocsin/Gateway",
+         "-m", "io.github.tocsin.Gateway1.\(method)"]
+    }
+
+    @Test("a call sent while the daemon is still loading its state waits for start-up, and answers as after it",
+          arguments: earlyCalls)
+    func callDuringStartUp(row: EarlyCall) async throws {
         try await PrivateBus.with { bus in
             let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
             let clock = VirtualClock(now: Self.t0)
             let held = HeldStart()
             let reloads = WaitableState(0)
             let log = WaitableState<[String]>([])
-            let config = Self.config + "\n[backend.held]\ntype = \"held\"\n"
+            let config = Self.config + "\n[backend.held]\ntype = \"held\"\n\n[[notification]]\nkey = \"cfg\"\ntitle = \"From config\"\nafter = \"1h\"\n"
             let starting = Task {
                 try await Self.start(bus: bus, state: dir.path + "/state", clock: clock, config: config, extra: [held],
                                      reloaded: { reloads.update { $0 += 1 } }, log: log)
             }
             // The backend is started after the bus name is taken: the API is served, the state not loaded.
             try await held.phase.wait("start-up to reach the backends", timeout: .seconds(20)) { $0.reached }
-            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address, "type='method_call',member='Reload'"])
-            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
-            let reload = try TestProcess("gdbus", ["call", "--address", bus.address, "-d", "io.github.tocsin.Gateway",
-                                                   "-o", "/io/github/tocsin/Gateway", "-m", "io.github.tocsin.Gateway1.Reload"])
-            _ = try await monitor.waitForOutput(containing: "member=Reload", timeout: .seconds(20))
-            try await log.wait("the daemon to take the call and wait", timeout: .seconds(20)) {
-                $0.contains("Reload waits until the state is loaded")
+            let argv = row.command(bus.address)
+            let call = try TestProcess(argv[0], Array(argv.dropFirst()))
+            try await log.wait("the daemon to take the call and hold it", timeout: .seconds(20)) {
+                $0.contains("calls wait until the state is loaded")
             }
-            #expect(reloads.value == 0, "no reload before start-up has ended")
             held.phase.update { $0.open = true }
-            #expect(try await reload.waitForExit(timeout: .seconds(20)) == .exited(0), "\(reload.stderr)")
-            #expect(reloads.value == 1)
+            #expect(try await call.waitForExit(timeout: .seconds(20)) == .exited(0), "\(row.name): \(call.stderr)")
+            #expect(call.stdout.contains(row.answer), "\(row.name): \(call.stdout)")
+            #expect(reloads.value == (row.name == "Reload reloads" ? 1 : 0), "\(row.name)")
             let running = try await starting.value
             await running.shutdown()
-            _ = try? await monitor.kill()
         }
     }
 }

@@ -1,6 +1,7 @@
 import DBus
 import Logging
 import ServiceLifecycle
+import Synchronization
 import TocsinConfig
 public import TocsinCore
 import TocsinTime
@@ -11,9 +12,10 @@ import TocsinTime
 /// Start-up is ordered so that nothing emitted at start is lost: the state is opened, the gateway
 /// subscribes to the center's events, the bus connection is made and the API exported, and only
 /// then is the persisted state loaded and the first catch-up tick run (its `Missed` and `Fired`
-/// reach subscribers that were waiting for the daemon). Requests that arrive before the state is
-/// loaded wait for it, `Reload` included. `run` then keeps the long-lived parts going as services of one
-/// `ServiceGroup`, and stops them in reverse order.
+/// reach subscribers that were waiting for the daemon). Calls that arrive before the state is
+/// loaded and the config applied wait for that (`GatewayService.startEnded`), reads and `Reload`
+/// included. `run` then keeps the long-lived parts going as services of one `ServiceGroup`, and
+/// stops them in reverse order.
 public final class TocsinDaemon: Sendable {
     public let center: TocsinCenter
     public let gateway: GatewayService
@@ -57,13 +59,14 @@ public final class TocsinDaemon: Sendable {
             await center.shutdown()
             throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
         }
-        let started = StartGate<TocsinDaemon>()
+        // Set before the gateway answers its first call (`startEnded`), so a Reload finds it.
+        let started = Mutex<TocsinDaemon?>(nil)
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
                                      info: DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory,
-                                                      started: setup.clock.now())) {
-            let daemon = await started.value { logger.info("Reload waits until the state is loaded") }
-            guard let daemon else { return "the daemon failed to start" }
+                                                      started: setup.clock.now()),
+                                     servedBeforeStart: true) {
+            guard let daemon = started.withLock({ $0 }) else { return "the daemon is not running" }
             return await daemon.reload()
         }
         // Firings reach subscribers as the `dbus-signal` backend's `Fired`, not through this stream.
@@ -74,7 +77,7 @@ public final class TocsinDaemon: Sendable {
         do {
             first = try await connectAndServe(gateway, setup: setup)
         } catch let e as DBusError where e.code == .nameTaken {
-            started.end(nil)
+            gateway.startEnded(ok: false)
             await center.shutdown()
             throw DaemonError(.nameTaken, "another Tocsin daemon is running: \(e.message)")
         } catch {
@@ -89,14 +92,15 @@ public final class TocsinDaemon: Sendable {
                 "notifications": "\(report.added.count + report.changed.count + report.unchanged.count)",
                 "pending": "\(pending)"])
         } catch {
-            started.end(nil)
+            gateway.startEnded(ok: false)
             first?.close()
             await center.shutdown()
             throw DaemonError(.storage, error.message)
         }
         let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, registry: registry,
                                   firstConnection: first, events: events)
-        started.end(daemon)
+        started.withLock { $0 = daemon }
+        gateway.startEnded(ok: true)
         return daemon
     }
 

@@ -1,0 +1,42 @@
+import Synchronization
+
+/// Something that ends once, with a value, and that callers may wait for. The daemon takes its
+/// bus name before it loads the persisted state, so that nothing emitted at start is lost; calls
+/// that arrive in between wait on this gate rather than seeing an empty or half-loaded schedule.
+final class StartGate<Value: Sendable>: Sendable {
+    private enum Phase {
+        case starting([CheckedContinuation<Value, Never>])
+        case ended(Value)
+    }
+    private let phase = Mutex(Phase.starting([]))
+
+    /// The value start-up ended with. `firstWait` is told when the first caller has to wait, so
+    /// that the wait shows in the log once, not once per call.
+    func value(firstWait: () -> Void = {}) async -> Value {
+        // Once started, every call passes here: no continuation then.
+        if let done = phase.withLock({ p -> Value? in if case .ended(let v) = p { return v }; return nil }) { return done }
+        return await withCheckedContinuation { (c: CheckedContinuation<Value, Never>) in
+            let (now, first): (Value?, Bool) = phase.withLock { p in
+                switch p {
+                case .starting(var waiting):
+                    waiting.append(c)
+                    p = .starting(waiting)
+                    return (nil, waiting.count == 1)
+                case .ended(let v):
+                    return (v, false)
+                }
+            }
+            if let now { c.resume(returning: now) } else if first { firstWait() }
+        }
+    }
+
+    /// Ends start-up once; later calls are ignored.
+    func end(_ value: Value) {
+        let waiting: [CheckedContinuation<Value, Never>] = phase.withLock { p in
+            guard case .starting(let w) = p else { return [] }
+            p = .ended(value)
+            return w
+        }
+        for c in waiting { c.resume(returning: value) }
+    }
+}
