@@ -22,7 +22,7 @@ public final class GatewayService: Sendable {
     let maxMessageSize: Int
     private let info: DaemonInfo
     /// nil when the center was started before the gateway was made; else open once `startEnded`.
-    private let startup: StartGate<Bool>?
+    private let startup: StartWait?
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
     /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
@@ -38,20 +38,11 @@ public final class GatewayService: Sendable {
         self.limits = limits
         self.maxMessageSize = maxMessageSize
         self.info = info
-        self.startup = servedBeforeStart ? StartGate() : nil
+        self.startup = servedBeforeStart ? StartWait(gate: StartGate(), logger: link.logger) : nil
     }
 
     /// Answers the calls that waited for start-up: served, or refused when start-up failed.
-    public func startEnded(ok: Bool) { startup?.end(ok) }
-
-    /// Waits until start-up has ended; the first call to wait says so in the log.
-    func untilStarted() async throws(DBusError) {
-        guard let startup else { return }
-        let link = self.link
-        guard await startup.value(firstWait: { link.logger.info("calls wait until the state is loaded") }) else {
-            throw DBusError(.failed, "the daemon could not start")
-        }
-    }
+    public func startEnded(ok: Bool) { startup?.gate.end(ok) }
 
     // MARK: Interface
 
@@ -141,10 +132,10 @@ public final class GatewayService: Sendable {
     }
 
     private func waitingForStart(_ m: DBusMethod) -> DBusMethod {
-        guard startup != nil else { return m }
+        guard let startup else { return m }
         return DBusMethod(m.name, input: m.input, output: m.output, inputNames: m.inputNames, outputNames: m.outputNames,
-                          checksSignature: m.checksSignature) { [self] call in
-            try await untilStarted()
+                          checksSignature: m.checksSignature) { call in
+            try await startup.wait()
             return try await m.body(call)
         }
     }
@@ -152,7 +143,7 @@ public final class GatewayService: Sendable {
     /// The XML served by `Introspect` for the gateway object, committed as
     /// `contrib/io.github.tocsin.Gateway1.xml`.
     public var exportedObject: DBusExportedObject {
-        DBusExportedObject(interfaces: [interface], properties: Properties(center: center, gateway: self))
+        DBusExportedObject(interfaces: [interface], properties: Properties(center: center, startup: startup))
     }
 
     /// The caller, for the per-client quota, which the center counts. Peer-to-peer connections
@@ -366,11 +357,11 @@ public final class BusLink: Sendable {
 
 private struct Properties: DBusPropertyProvider {
     let center: TocsinCenter
-    let gateway: GatewayService
+    let startup: StartWait?
 
     func get(interface: InterfaceName, name: String) async throws -> DBusValue {
         guard interface == Gateway.interface else { throw DBusError(.unknownInterface, "no interface \(interface)") }
-        try await gateway.untilStarted()
+        try await startup?.wait()
         switch name {
         case "Version": return .string(Gateway.version)
         case "Backends": return .array(.string, await center.backendNames.map { .string($0) })

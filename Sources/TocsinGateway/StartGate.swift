@@ -1,3 +1,5 @@
+import DBus
+import Logging
 import Synchronization
 
 /// Something that ends once, with a value, and that callers may wait for. The daemon takes its
@@ -38,5 +40,20 @@ final class StartGate<Value: Sendable>: Sendable {
             return w
         }
         for c in waiting { c.resume(returning: value) }
+    }
+}
+
+/// What the gateway's calls wait on during start-up: a value, so that the method closures the
+/// connection keeps do not hold the gateway itself.
+struct StartWait: Sendable {
+    let gate: StartGate<Bool>
+    let logger: Logger
+
+    /// Returns once start-up has ended well; the first call to wait says so in the log.
+    func wait() async throws(DBusError) {
+        let logger = self.logger
+        guard await gate.value(firstWait: { logger.info("calls wait until the state is loaded") }) else {
+            throw DBusError(.failed, "the daemon could not start")
+        }
     }
 }
