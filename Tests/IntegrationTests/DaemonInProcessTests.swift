@@ -58,8 +58,7 @@ struct DaemonInProcessTests {
     }
 
     func gdbus(_ bus: PrivateBus, _ method: String, _ args: String...) async throws -> TestProcess.Output {
-        try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", "io.github.tocsin.Gateway",
-                                            "-o", "/io/github/tocsin/Gateway", "-m", "io.github.tocsin.Gateway1.\(method)"] + args)
+        try await TestProcess.run("gdbus", Array(Self.gdbusCall(bus.address, method).dropFirst()) + args)
     }
 
     @Test("restarted after downtime: the catch-up's Missed reaches a subscriber that waited for the daemon")
@@ -136,6 +135,8 @@ struct DaemonInProcessTests {
         var name: String
         var command: @Sendable (_ address: String) -> [String]
         var answer: String
+        /// How many times the config is read again by the time the call is answered.
+        var reloads = 0
         var testDescription: String { name }
     }
 
@@ -146,7 +147,7 @@ struct DaemonInProcessTests {
                               "io.github.tocsin.Gateway1", "Pending"] },
                   answer: "u 1\n"),
         EarlyCall(name: "Status counts it", command: { gdbusCall($0, "Status") }, answer: "'pending': <uint32 1>"),
-        EarlyCall(name: "Reload reloads", command: { gdbusCall($0, "Reload") }, answer: "()"),
+        EarlyCall(name: "Reload reloads", command: { gdbusCall($0, "Reload") }, answer: "()", reloads: 1),
     ]
 
     static func gdbusCall(_ address: String, _ method: String) -> [String] {
@@ -178,7 +179,7 @@ struct DaemonInProcessTests {
             held.phase.update { $0.open = true }
             #expect(try await call.waitForExit(timeout: .seconds(20)) == .exited(0), "\(row.name): \(call.stderr)")
             #expect(call.stdout.contains(row.answer), "\(row.name): \(call.stdout)")
-            #expect(reloads.value == (row.name == "Reload reloads" ? 1 : 0), "\(row.name)")
+            #expect(reloads.value == row.reloads, "\(row.name)")
             let running = try await starting.value
             await running.shutdown()
         }

@@ -1,0 +1,90 @@
+public import DBus
+public import Logging
+import Synchronization
+public import TocsinCore
+
+/// The daemon's current bus connection, shared by the gateway object and the `dbus-signal`
+/// backend; replaced on reconnect, empty while the bus is away.
+public final class BusLink: Sendable {
+    private struct State {
+        var connection: DBusConnection?
+        /// `connections()` streams, told of each new connection.
+        var watchers: [UInt64: AsyncStream<DBusConnection>.Continuation] = [:]
+        var nextWatcher: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    public func set(_ c: DBusConnection?) {
+        let watchers = state.withLock { s in
+            s.connection = c
+            return Array(s.watchers.values)
+        }
+        if let c { for w in watchers { w.yield(c) } }
+    }
+
+    /// The connection of the moment (when there is one), then each new one after a reconnect:
+    /// what a backend that listens for signals (`dbus-service`) subscribes on again.
+    public func connections() -> AsyncStream<DBusConnection> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DBusConnection.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { s in
+            s.nextWatcher += 1
+            s.watchers[s.nextWatcher] = continuation
+            if let c = s.connection { continuation.yield(c) }
+            return s.nextWatcher
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    public var current: DBusConnection? {
+        state.withLock { $0.connection }.flatMap { $0.isConnected ? $0 : nil }
+    }
+
+    /// Emits a gateway signal; throws when there is no connection or the arguments are invalid.
+    public func emit(_ member: MemberName, _ arguments: [DBusValue]) throws(DBusError) {
+        guard let c = current else { throw DBusError(.disconnected, "not connected to the bus") }
+        do {
+            try c.emit(path: Gateway.objectPath, interface: Gateway.interface, member: member, arguments: arguments)
+        } catch let e as DBusError {
+            throw e
+        } catch {
+            throw DBusError(.failed, "\(error)")
+        }
+    }
+
+    /// Lifecycle signals have no retry: a client that was not connected missed them, as with any signal.
+    func emitLogged(_ member: MemberName, _ arguments: [DBusValue]) {
+        do { try emit(member, arguments) } catch {
+            logger.debug("signal not sent", metadata: ["signal": "\(member)", "error": "\(error)"])
+        }
+    }
+
+    /// The emitter the `dbus-signal` backend uses: one `Fired` signal per firing, all queued on the
+    /// connection in one pass. An unreachable bus is retried like any backend.
+    public func firedEmitter() -> @Sendable ([Firing]) -> [DeliveryError?] {
+        { [self] firings in
+            guard let c = current else {
+                return firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") }
+            }
+            var messages: [DBusMessage] = []
+            messages.reserveCapacity(firings.count)
+            var errors: [DeliveryError?] = []
+            errors.reserveCapacity(firings.count)
+            for f in firings {
+                do throws(DBusError) {
+                    messages.append(try GatewayService.firedSignal(f, backends: f.backends))
+                    errors.append(nil)
+                } catch {
+                    errors.append(DeliveryError(.permanent, error.message))
+                }
+            }
+            c.send(messages)
+            return errors
+        }
+    }
+}
