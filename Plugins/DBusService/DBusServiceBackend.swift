@@ -42,7 +42,7 @@ public struct DBusServiceBackend: DeliveryBackend {
     }
 
     public func start(events: any BackendEventSink) async {
-        listener.start(events)
+        await listener.start(events)
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {

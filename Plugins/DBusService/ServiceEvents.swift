@@ -79,11 +79,15 @@ final class ServiceEventListener: Sendable {
     /// instance ever built (`DBusServiceBackendTests/reloadKeepsOneListener`).
     deinit { task.withLock { $0 }?.cancel() }
 
-    func start(_ sink: any BackendEventSink) {
+    /// Returns once the match rule is in place on the connection of the moment (if there is one),
+    /// so that a service's signal sent after the daemon has started is never missed.
+    func start(_ sink: any BackendEventSink) async {
         let service = self.service, bus = self.bus, logger = self.logger
+        let (subscribed, done) = AsyncStream.makeStream(of: Never.self)
         let new = Task {
+            defer { done.finish() }
             for await connection in bus.connections() {
-                await Self.listen(on: connection, service: service, sink: sink, logger: logger)
+                await Self.listen(on: connection, service: service, sink: sink, logger: logger, subscribed: { done.finish() })
                 if Task.isCancelled { return }
             }
         }
@@ -91,6 +95,7 @@ final class ServiceEventListener: Sendable {
             old?.cancel()
             old = new
         }
+        if bus.current() != nil { for await _ in subscribed {} }
     }
 
     func stop() {
@@ -101,12 +106,16 @@ final class ServiceEventListener: Sendable {
     }
 
     /// Until the connection drops or the listener stops.
+    /// Until the connection drops or the listener stops; `subscribed` is told once the match rule
+    /// is in place or could not be added.
     private static func listen(on connection: DBusConnection, service: BusName, sink: any BackendEventSink,
-                               logger: Logger) async {
+                               logger: Logger, subscribed: () -> Void) async {
         let subscription: DBusSignalSubscription
         do {
             subscription = try await connection.subscribe(MatchRule(sender: service, interface: Backend1.interface))
+            subscribed()
         } catch {
+            subscribed()
             logger.warning("cannot listen for \(service)'s actions: \(error)")
             return
         }

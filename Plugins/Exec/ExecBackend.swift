@@ -64,7 +64,7 @@ public struct ExecBackend: DeliveryBackend {
         do {
             child = try ChildProcess.spawn(argv, environment: environment, cap: .microseconds(timeout.microseconds), grace: .seconds(2))
         } catch {
-            throw DeliveryError(.permanent, error.description)
+            throw DeliveryError(error.isTransient ? .unavailable : .permanent, error.description)
         }
         guard let exit = await child.waitForExit() else {
             // The delivery was abandoned (shutdown): the hook goes with it.

@@ -163,7 +163,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
             process = try ChildProcess.spawn(settings.arguments, environment: environment, cap: limits.cap, grace: limits.termGrace)
         } catch {
             count { $0.failedStarts += 1 }
-            throw DeliveryError(.permanent, error.description)
+            throw DeliveryError(error.isTransient ? .unavailable : .permanent, error.description)
         }
         let (id, displaced, vetoed) = state.withLock { s -> (UInt64, Playing?, WithdrawReason?) in
             s.nextID += 1

@@ -200,10 +200,21 @@ public final class GatewayService: Sendable {
 
     // MARK: Connection and signals
 
-    /// Serves the object on `connection` (a new one after each reconnect).
+    /// Serves the object on a connection without taking the well-known name (a peer-to-peer
+    /// connection, as in the D-Bus benchmark); the daemon uses `serve(on:)`.
     public func attach(_ connection: DBusConnection) async throws {
         connection.maxMessageSize = maxMessageSize
         try await connection.export(exportedObject, at: Gateway.objectPath)
+        link.set(connection)
+    }
+
+    /// Serves the object under the well-known name. The object is exported before the name is
+    /// taken, so a client that sees the name appear finds the object there; signals go out on the
+    /// connection only once the name is ours, so subscribers that match on the name miss none.
+    public func serve(on connection: DBusConnection) async throws {
+        connection.maxMessageSize = maxMessageSize
+        try await connection.export(exportedObject, at: Gateway.objectPath)
+        try await connection.requestName(Gateway.busName)
         link.set(connection)
     }
 

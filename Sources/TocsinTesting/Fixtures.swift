@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// A private directory (0700) per test, removed when the value goes away.
 public final class TemporaryDirectory: Sendable {
@@ -13,11 +14,31 @@ public final class TemporaryDirectory: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
-    /// Writes `text` to a file in the directory and returns its path.
+    /// Writes `text` to a file in the directory and returns its path. The file is written under
+    /// another name, close-on-exec, and renamed into place: a test that runs it as a program must
+    /// not find it held open for writing by a child another test spawned meanwhile (`execve`
+    /// refuses such a file with ETXTBSY, "Text file busy"; Foundation's atomic write leaves the
+    /// descriptor inheritable, so a `sleep 30` started elsewhere kept it for 30 s).
     @discardableResult
     public func write(_ name: String, _ text: String) throws -> String {
         let p = path + "/" + name
-        try text.write(toFile: p, atomically: true, encoding: .utf8)
+        let partial = p + ".partial-\(UUID().uuidString)"
+        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let e = errno
+                close(fd)
+                throw POSIXError(POSIXErrorCode(rawValue: e) ?? .EIO)
+            }
+            done += n
+        }
+        close(fd)
+        guard rename(partial, p) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         return p
     }
 }

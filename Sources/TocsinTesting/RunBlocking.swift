@@ -65,3 +65,31 @@ public func waitForExit(ofAnyProcess pid: Int32, timeoutMilliseconds: Int32) -> 
     var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     return poll(&p, 1, timeoutMilliseconds) == 1
 }
+
+/// Whether `path` appears within the deadline, watched with inotify on its directory, so this
+/// waits on the event itself. A fixture that writes the file should write it elsewhere and
+/// rename it into place (`mv`): appearing then means complete.
+public func waitForFile(_ path: String, timeoutMilliseconds: Int32) -> Bool {
+    guard let slash = path.lastIndex(of: "/") else { return false }
+    let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+    let fd = inotify_init1(Int32(IN_CLOEXEC))
+    if fd < 0 { return access(path, F_OK) == 0 }
+    defer { close(fd) }
+    // Watch first, then look: a file that appears in between is not missed.
+    guard inotify_add_watch(fd, directory, UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)) >= 0 else { return false }
+    var clock = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &clock)
+    let deadline = Int64(clock.tv_sec) * 1000 + Int64(clock.tv_nsec) / 1_000_000 + Int64(timeoutMilliseconds)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while access(path, F_OK) != 0 {
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        let left = deadline - (Int64(clock.tv_sec) * 1000 + Int64(clock.tv_nsec) / 1_000_000)
+        if left <= 0 { return false }
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&p, 1, Int32(left))
+        if ready < 0 && errno != EINTR { return false }
+        // The events only wake us; the check is the file itself.
+        if ready > 0 { _ = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+    }
+    return true
+}

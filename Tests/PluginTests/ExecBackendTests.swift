@@ -71,10 +71,12 @@ struct ExecBackendTests {
     func timeoutStopsGroup() async throws {
         let dir = TemporaryDirectory()
         let pidFile = dir.path + "/grandchild"
-        let script = try dir.write("hook.sh", "#!/bin/sh\nsleep 30 &\necho $! > \(pidFile)\nwait\n")
+        let script = try dir.write("hook.sh", "#!/bin/sh\nsleep 30 &\necho $! > \(pidFile).tmp\nmv \(pidFile).tmp \(pidFile)\nwait\n")
         chmod(script, 0o755)
+        // The timeout must not come before the hook has started its child and said so: 2 s, not
+        // the 300 ms above, which a loaded machine (a sanitizer run) can spend starting `sh`.
         do {
-            try await ExecBackend(name: "slow", command: [script], timeout: TimeSpan(microseconds: 300_000),
+            try await ExecBackend(name: "slow", command: [script], timeout: .seconds(2),
                                   baseEnvironment: ["PATH": "/usr/bin:/bin"]).deliver(firing(title: "x"))
             Issue.record("the hook finished within its timeout")
         } catch {
@@ -98,6 +100,27 @@ struct ExecBackendTests {
             #expect(error.code == .permanent)
             #expect(error.message.contains("not found on PATH"))
         }
+    }
+
+    @Test("a hook held open for writing (being saved or installed) is a retryable error; once closed it runs")
+    func busyHookIsRetried() async throws {
+        let dir = TemporaryDirectory()
+        let out = dir.path + "/ran"
+        let script = try dir.write("hook.sh", "#!/bin/sh\ntouch \(out)\n")
+        chmod(script, 0o755)
+        let writer = open(script, O_WRONLY | O_CLOEXEC)
+        try #require(writer >= 0)
+        let hook = ExecBackend(name: "t", command: [script], baseEnvironment: ["PATH": "/usr/bin:/bin"])
+        do {
+            try await hook.deliver(firing(title: "x"))
+            Issue.record("a file open for writing was executed")
+        } catch {
+            #expect(error.code == .unavailable, "retried by the center, not dropped: \(error)")
+            #expect(error.message == "cannot run \(script): Text file busy")
+        }
+        close(writer)
+        try await hook.deliver(firing(title: "x"))
+        #expect(FileManager.default.fileExists(atPath: out))
     }
 
     @Test("config: command is required and must be an argv list")

@@ -95,6 +95,9 @@ func isRunning(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
 
 @Suite("Sound backend: one player per ring")
 struct PlayerLifecycleTests {
+    /// A fake player's line that says it has run what comes before it: the test waits for the
+    /// file instead of hoping the shell was quick (the start window does not wait for it).
+    static let ready = "touch \"$(dirname \"$1\")/ready.tmp\"; mv \"$(dirname \"$1\")/ready.tmp\" \"$(dirname \"$1\")/ready\";"
     @Test("a ring starts a player; acknowledge stops and reaps it within 100 ms")
     func acknowledgeStops() async throws {
         let rig = try await AlarmRig()
@@ -123,11 +126,16 @@ struct PlayerLifecycleTests {
     }
 
     @Test("withdraw: SIGTERM, SIGKILL after the 50 ms grace if ignored, reaped within 100 ms",
-          arguments: [("plays on", "exec sleep 30", SIGTERM), ("ignores SIGTERM", "trap '' TERM; sleep 30 & wait", SIGKILL)])
+          arguments: [("plays on", "exec sleep 30", SIGTERM), ("ignores SIGTERM", "trap '' TERM; \(PlayerLifecycleTests.ready) sleep 30 & wait", SIGKILL)])
     func withdrawLatency(_ name: String, _ player: String, _ signal: Int32) async throws {
         let rig = try await AlarmRig(player: player)
         try await rig.backend.deliver(rig.firing("wake"))
         let pid = try #require(rig.started("wake").first?.pid)
+        // The start window may pass before the shell has run its first command: a SIGTERM sent
+        // before `trap` would end it without the SIGKILL this row is about.
+        if player.contains(Self.ready) {
+            #expect(waitForFile(rig.w.path + "/ready", timeoutMilliseconds: 20_000), "\(name): the player never got ready")
+        }
         let t = ContinuousClock.now
         await rig.backend.withdraw(key: "wake", reason: .snoozed)
         let exit = try await rig.ended(pid: pid)
@@ -276,6 +284,22 @@ struct PlayerLifecycleTests {
         #expect(rig.backend.counters.failedStarts == 2)
     }
 
+    @Test("a player held open for writing (being installed) is a retryable error; once closed it plays")
+    func busyPlayerIsRetried() async throws {
+        let rig = try await AlarmRig()
+        let player = rig.w.path + "/fake-player"
+        let writer = open(player, O_WRONLY | O_CLOEXEC)
+        try #require(writer >= 0)
+        await #expect(throws: DeliveryError(.unavailable, "cannot run \(player): Text file busy")) {
+            try await rig.backend.deliver(rig.firing("wake"))
+        }
+        close(writer)
+        try await rig.backend.deliver(rig.firing("wake"))
+        #expect(rig.backend.playingKeys == ["wake"])
+        #expect(rig.backend.counters.failedStarts == 1)
+        await rig.backend.withdraw(key: "wake", reason: .acknowledged)
+    }
+
     @Test("a player that fails later is logged and counted; the delivery stood")
     func failsLater() async throws {
         // The delay is the fake player's own behaviour, past the start window; the test waits on its end.
@@ -291,9 +315,10 @@ struct PlayerLifecycleTests {
 
     @Test("whatever the player started in its process group goes with it")
     func processGroup() async throws {
-        let rig = try await AlarmRig(player: "sleep 30 & echo $! > \"$(dirname \"$1\")/grandchild\"; wait")
+        let rig = try await AlarmRig(player: "sleep 30 & echo $! > \"$(dirname \"$1\")/g.tmp\"; mv \"$(dirname \"$1\")/g.tmp\" \"$(dirname \"$1\")/grandchild\"; wait")
         try await rig.backend.deliver(rig.firing("wake"))
         let pid = try #require(rig.started("wake").first?.pid)
+        #expect(waitForFile(rig.w.path + "/grandchild", timeoutMilliseconds: 20_000), "the player never started its child")
         await rig.backend.withdraw(key: "wake", reason: .acknowledged)
         try await rig.ended(pid: pid)
         let text = try String(contentsOfFile: rig.w.path + "/grandchild", encoding: .utf8)
@@ -305,7 +330,7 @@ struct PlayerLifecycleTests {
 
     @Test("the player gets default signal dispositions and only the sound-server variables")
     func childEnvironment() async throws {
-        let rig = try await AlarmRig(player: "env > \"$(dirname \"$1\")/env\"; exec sleep 30",
+        let rig = try await AlarmRig(player: "env > \"$(dirname \"$1\")/env.tmp\"; mv \"$(dirname \"$1\")/env.tmp\" \"$(dirname \"$1\")/env\"; exec sleep 30",
                                      environment: ["PULSE_SERVER": "unix:/x", "SECRET_TOKEN": "hunter2"])
         // The daemon traps SIGTERM; a player must not inherit that, or withdraw would need SIGKILL.
         let old = signal(SIGTERM, SIG_IGN)
@@ -317,6 +342,7 @@ struct PlayerLifecycleTests {
         }
         signal(SIGTERM, old)
         let pid = try #require(rig.started("wake").first?.pid)
+        #expect(waitForFile(rig.w.path + "/env", timeoutMilliseconds: 20_000), "the player never wrote its environment")
         await rig.backend.withdraw(key: "wake", reason: .acknowledged)
         let exit = try await rig.ended(pid: pid)
         #expect(exit.status == .signaled(SIGTERM))

@@ -7,6 +7,12 @@ public struct SpawnError: Error, Hashable, Sendable, CustomStringConvertible {
     public var program: String
     public init(errno: Int32, program: String) { self.errno = errno; self.program = program }
     public var description: String { "cannot run \(program): \(String(cString: strerror(errno)))" }
+
+    /// Whether trying again later may work: the file is being written (`ETXTBSY`, as while a
+    /// hook is saved or installed), or the process or system is short of processes, memory or
+    /// descriptors. Anything else (missing, not executable, not a program) stays as it is until
+    /// someone changes the config or the file.
+    public var isTransient: Bool { [ETXTBSY, EAGAIN, ENOMEM, EMFILE, ENFILE].contains(errno) }
 }
 
 /// Starting a program, the one way Tocsin does it: the daemon's children (`ChildProcess`) and the

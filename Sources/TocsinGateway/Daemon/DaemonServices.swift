@@ -47,8 +47,7 @@ struct BusService: Service {
         let reconnector = DBusReconnector(backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(30)),
                                           connect: setup.connect,
                                           setup: { c in
-                                              try await c.requestName(Gateway.busName)
-                                              try await gateway.attach(c)
+                                              try await gateway.serve(on: c)
                                           })
         for await connection in reconnector.connections() {
             logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])

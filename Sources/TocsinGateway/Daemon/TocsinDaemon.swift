@@ -180,8 +180,7 @@ public final class TocsinDaemon: Sendable {
     static func connectAndServe(_ gateway: GatewayService, setup: DaemonSetup) async throws -> DBusConnection {
         let c = try await setup.connect()
         do {
-            try await c.requestName(Gateway.busName)
-            try await gateway.attach(c)
+            try await gateway.serve(on: c)
         } catch {
             c.close()
             throw error
