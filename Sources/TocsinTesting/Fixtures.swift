@@ -20,10 +20,10 @@ public final class TemporaryDirectory: Sendable {
     /// refuses such a file with ETXTBSY, "Text file busy"; Foundation's atomic write leaves the
     /// descriptor inheritable, so a `sleep 30` started elsewhere kept it for 30 s).
     @discardableResult
-    public func write(_ name: String, _ text: String) throws -> String {
+    public func write(_ name: String, _ text: String, mode: UInt32 = 0o644) throws -> String {
         let p = path + "/" + name
         let partial = p + ".partial-\(UUID().uuidString)"
-        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         let bytes = Array(text.utf8)
         var done = 0
@@ -38,8 +38,17 @@ public final class TemporaryDirectory: Sendable {
             done += n
         }
         close(fd)
-        guard rename(partial, p) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        // open's mode is filtered by the umask; a script must be executable whatever it is.
+        guard fchmodat(AT_FDCWD, partial, mode, 0) == 0, rename(partial, p) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
         return p
+    }
+
+    /// A `/bin/sh` script, executable from the moment it appears.
+    @discardableResult
+    public func script(_ name: String, _ body: String) throws -> String {
+        try write(name, "#!/bin/sh\n" + body + "\n", mode: 0o755)
     }
 }
 

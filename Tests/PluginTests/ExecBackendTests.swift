@@ -20,8 +20,7 @@ struct ExecBackendTests {
         let dir = TemporaryDirectory()
         let out = dir.path + "/out"
         // The script records its argv and environment; the title looks like an option and a shell injection.
-        let script = try dir.write("hook.sh", "#!/bin/sh\nprintf '%s\\n' \"$#\" \"$@\" > \(out)\nenv | sort >> \(out)\n")
-        chmod(script, 0o755)
+        let script = try dir.script("hook.sh", "printf '%s\\n' \"$#\" \"$@\" > \(out)\nenv | sort >> \(out)")
         let backend = ExecBackend(name: "hook", command: [script, "fixed-arg"], baseEnvironment: ["PATH": "/usr/bin:/bin"])
         let evil = "--delete-all $(touch \(dir.path)/pwned) `id`"
         try await backend.deliver(firing(title: evil, body: "line1\nline2", info: ["room": "4", "bad-key": "x"]))
@@ -71,8 +70,7 @@ struct ExecBackendTests {
     func timeoutStopsGroup() async throws {
         let dir = TemporaryDirectory()
         let pidFile = dir.path + "/grandchild"
-        let script = try dir.write("hook.sh", "#!/bin/sh\nsleep 30 &\necho $! > \(pidFile).tmp\nmv \(pidFile).tmp \(pidFile)\nwait\n")
-        chmod(script, 0o755)
+        let script = try dir.script("hook.sh", "sleep 30 &\necho $! > \(pidFile).tmp\nmv \(pidFile).tmp \(pidFile)\nwait")
         // The timeout must not come before the hook has started its child and said so: 2 s, not
         // the 300 ms above, which a loaded machine (a sanitizer run) can spend starting `sh`.
         do {
@@ -106,8 +104,7 @@ struct ExecBackendTests {
     func busyHookIsRetried() async throws {
         let dir = TemporaryDirectory()
         let out = dir.path + "/ran"
-        let script = try dir.write("hook.sh", "#!/bin/sh\ntouch \(out)\n")
-        chmod(script, 0o755)
+        let script = try dir.script("hook.sh", "touch \(out)")
         let writer = open(script, O_WRONLY | O_CLOEXEC)
         try #require(writer >= 0)
         let hook = ExecBackend(name: "t", command: [script], baseEnvironment: ["PATH": "/usr/bin:/bin"])

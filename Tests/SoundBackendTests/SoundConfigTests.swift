@@ -26,9 +26,7 @@ final class SoundWorkspace: Sendable {
     /// An executable shell script.
     @discardableResult
     func script(_ name: String, _ body: String) throws -> String {
-        let p = try dir.write(name, "#!/bin/sh\n" + body + "\n")
-        chmod(p, 0o755)
-        return p
+        try dir.script(name, body)
     }
 
     func load(_ toml: String, environment: [String: String]? = nil, factory: SoundBackendFactory = SoundBackendFactory())
