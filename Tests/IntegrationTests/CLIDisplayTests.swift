@@ -27,7 +27,14 @@ struct CLIDisplayTests {
     @Test("list: local NEXT/LEFT/LAST/PASSED to the second, --utc, and --json unchanged; watch uses the same times")
     func listAndWatch() async throws {
         try await withGateway(config: Self.config) { g in
+            // `watch` says nothing once it has subscribed, but the bus shows its AddMatch to a
+            // monitor as it installs the rule: the firing below cannot come before it.
+            let monitor = try TestProcess("dbus-monitor", ["--address", g.bus.address, "type='method_call',member='AddMatch'"])
+            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
             let watch = try TestProcess(Products.executable("tocsin"), ["watch", "--bus", g.bus.address], environment: Self.zone)
+            _ = try await monitor.waitForOutput(containing: "interface='io.github.tocsin.Gateway1',path='/io/github/tocsin/Gateway'",
+                                                timeout: .seconds(20))
+            _ = try? await monitor.kill()
             var s = try await Self.tocsin(g, "schedule", "--key", "far", "--title", "Far away", "--at", "2030-01-01T00:00:00Z")
             #expect(s.status == .exited(0), "\(s.stderrText)")
             // Fires in a second, then hourly: after the first firing it has both a LAST and a NEXT.
