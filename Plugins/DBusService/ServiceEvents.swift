@@ -105,7 +105,6 @@ final class ServiceEventListener: Sendable {
         }
     }
 
-    /// Until the connection drops or the listener stops.
     /// Until the connection drops or the listener stops; `subscribed` is told once the match rule
     /// is in place or could not be added.
     private static func listen(on connection: DBusConnection, service: BusName, sink: any BackendEventSink,

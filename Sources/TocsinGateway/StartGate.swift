@@ -21,6 +21,7 @@ final class StartGate<Value: Sendable>: Sendable {
             let (now, first): (Value?, Bool) = phase.withLock { p in
                 switch p {
                 case .starting(var waiting):
+                    p = .starting([])  // so the array is not shared, and appending does not copy it
                     waiting.append(c)
                     p = .starting(waiting)
                     return (nil, waiting.count == 1)

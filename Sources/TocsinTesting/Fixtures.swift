@@ -18,7 +18,8 @@ public final class TemporaryDirectory: Sendable {
     /// another name, close-on-exec, and renamed into place: a test that runs it as a program must
     /// not find it held open for writing by a child another test spawned meanwhile (`execve`
     /// refuses such a file with ETXTBSY, "Text file busy"; Foundation's atomic write leaves the
-    /// descriptor inheritable, so a `sleep 30` started elsewhere kept it for 30 s).
+    /// descriptor inheritable, and a child started meanwhile, a `sleep 30` say, holds it as long
+    /// as it lives).
     @discardableResult
     public func write(_ name: String, _ text: String, mode: UInt32 = 0o644) throws -> String {
         let p = path + "/" + name
