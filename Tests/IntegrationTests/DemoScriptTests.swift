@@ -17,7 +17,15 @@ struct DemoScriptTests {
         try await p.waitForStderr(containing: "the daemon keeps running", timeout: .seconds(60))
         // Ctrl-C: the terminal signals the whole foreground process group.
         _ = Glibc.kill(-p.pid, SIGINT)
-        let status = try await p.waitForExit(timeout: .seconds(20))
+        let status: TocsinTesting.ExitStatus
+        do {
+            status = try await p.waitForExit(timeout: .seconds(20))
+        } catch {
+            // Say what was still running and what the demo and its daemon last said.
+            let left = (try? runBlocking("ps", ["-o", "pid,stat,wchan:20,args", "-g", "\(p.pid)"]).stdout) ?? "(ps failed)"
+            Issue.record("no exit 20 s after Ctrl-C; still running:\n\(left)\nstderr:\n\(p.stderr)")
+            throw error
+        }
         stopped = true
         let err = p.stderr
         #expect(status == .exited(0), "exit: \(status); stderr:\n\(err)")
