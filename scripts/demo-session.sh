@@ -9,9 +9,10 @@
 # TOCSIN_DEMO_DISPLAY=none skips the virtual display (the headless path, as tests run it).
 # TOCSIN_DEMO_DIR names the run's directory (default: a new one under /tmp); it is kept.
 #
-# Ctrl-C reaches every process of the terminal's group: the daemon stops itself on SIGINT. The
-# helpers (bus, Xvfb, dunst) run in sessions of their own, so they outlive it and go last:
-# the daemon never sees its bus vanish while it shuts down.
+# Ctrl-C reaches every process of the terminal's group, but this script's background jobs (`&`,
+# no job control) start with SIGINT ignored, so only the script acts on it: its trap stops the
+# daemon with SIGTERM, then the helpers. The helpers (bus, Xvfb, dunst) run in sessions of their
+# own and go last: the daemon never sees its bus vanish while it shuts down.
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
