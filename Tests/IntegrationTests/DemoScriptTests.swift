@@ -22,7 +22,8 @@ struct DemoScriptTests {
             status = try await p.waitForExit(timeout: .seconds(20))
         } catch {
             // Say what was still running and what the demo and its daemon last said.
-            let left = (try? runBlocking("ps", ["-o", "pid,stat,wchan:20,args", "-g", "\(p.pid)"]).stdout) ?? "(ps failed)"
+            let all = (try? runBlocking("ps", ["-e", "-o", "pgid=,pid=,stat=,wchan:20=,args="]).stdout) ?? ""
+            let left = all.split(separator: "\n").filter { $0.split(separator: " ").first == "\(p.pid)" }.joined(separator: "\n")
             Issue.record("no exit 20 s after Ctrl-C; still running:\n\(left)\nstderr:\n\(p.stderr)")
             throw error
         }
