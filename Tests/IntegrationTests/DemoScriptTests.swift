@@ -13,7 +13,8 @@ struct DemoScriptTests {
         let p = try TestProcess("bash", [GatewayFixture.repositoryRoot + "/scripts/demo-session.sh", Products.executable("tocsin")],
                                 environment: ["TOCSIN_DEMO_OWN_BUS": "1", "TOCSIN_DEMO_DISPLAY": "none", "TOCSIN_DEMO_DIR": dir.path])
         var stopped = false
-        defer { if !stopped { p.signal(SIGKILL) } }
+        // On failure, the whole group: the script, its daemon and its `watch`.
+        defer { if !stopped { _ = Glibc.kill(-p.pid, SIGKILL) } }
         try await p.waitForStderr(containing: "the daemon keeps running", timeout: .seconds(60))
         // Ctrl-C: the terminal signals the whole foreground process group.
         _ = Glibc.kill(-p.pid, SIGINT)
