@@ -67,8 +67,6 @@ public enum FiringReason: String, Hashable, Sendable {
     case late
     case postNow = "post-now"
     case snoozeEnded = "snooze-ended"
-    /// Was claimed before a crash and never confirmed delivered.
-    case recovered
     /// An alarm ringing again because nobody reacted yet.
     case ring
     /// Held by a backend during quiet hours and delivered when they ended.
@@ -90,7 +88,7 @@ public struct Firing: Hashable, Sendable {
     public var ring: UInt32 = 1
 
     public var key: String { notification.key }
-    public var late: Bool { reason == .late || reason == .recovered && fired - due > NotificationMachine.lateTolerance }
+    public var late: Bool { reason == .late }
     public var lateness: TimeSpan { fired - due }
 
     public init(notification: Notification, occurrence: Occurrence, due: Instant, fired: Instant, reason: FiringReason) {

@@ -54,6 +54,8 @@ public final class GatewayService: Sendable {
         DBusSignalDeclaration("Cancelled", signature: "s", argumentNames: ["key"]),
         DBusSignalDeclaration("Missed", signature: "sx", argumentNames: ["key", "due"]),
         DBusSignalDeclaration("Unanswered", signature: "su", argumentNames: ["key", "rings"]),
+        DBusSignalDeclaration("CancelledAll", signature: "u", argumentNames: ["count"]),
+        DBusSignalDeclaration("Interrupted", signature: "sxuas", argumentNames: ["key", "due", "occurrence", "backends"]),
         DBusSignalDeclaration("QuietChanged", signature: "ba{sv}", argumentNames: ["active", "quiet"]),
     ]
 
@@ -238,6 +240,9 @@ public final class GatewayService: Sendable {
             case .cancelled(let key): emit("Cancelled", [.string(key)])
             case .missed(let key, let due, _): emit("Missed", [.string(key), .int64(due.microseconds)])
             case .unanswered(let key, let rings): emit("Unanswered", [.string(key), .uint32(rings)])
+            case .cancelledAll(let count): emit("CancelledAll", [.uint32(UInt32(clamping: count))])
+            case .interrupted(let key, let due, let occurrence, let backends):
+                emit("Interrupted", [.string(key), .int64(due.microseconds), .uint32(occurrence), .array(.string, backends.map { .string($0) })])
             case .quietChanged(let status): emit("QuietChanged", Self.quietChangedArguments(status))
             }
         }

@@ -47,7 +47,7 @@ struct HistoryCommand: AsyncParsableCommand {
             let event = (try? d["event"]?.asString()) ?? "?"
             var detail: [String] = []
             switch event {
-            case "fired":
+            case "fired", "interrupted":
                 if let n = number("occurrence") { detail.append("#\(n)") }
                 if let due = instant("due") { detail.append("due \(display.absolute(due))") }
                 if (try? d["late"]?.asBool()) == true { detail.append("late") }

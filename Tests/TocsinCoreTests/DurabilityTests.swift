@@ -74,20 +74,29 @@ struct DurabilityTests {
         #expect(await h.settled().map(\.occurrence.number) == [2])
     }
 
-    @Test("a firing claimed but not delivered before a crash is delivered after restart")
-    func recoversClaimedFiring() async throws {
+    @Test("a firing claimed but unconfirmed before a crash is not delivered again: it is closed and recorded as interrupted (at most once)")
+    func closesInterruptedClaim() async throws {
         let hanging = RecordingBackend(name: "spy", behaviour: .hang)
         let h = try await Harness(backends: [hanging])
         try await h.center.schedule(spec("tea", at(10)))
+        try await h.center.schedule(spec("later", at(100)))
         await h.advance(10)
         // The process dies here: the claim is recorded, the delivery never confirmed.
         let fresh = RecordingBackend(name: "spy")
         try await h.restart(backends: [fresh])
-        let d = await h.settled()
-        #expect(d.map(\.key) == ["tea"])
-        #expect(d.first?.reason == .recovered)
+        #expect(await h.settled().isEmpty, "an unconfirmed claim was delivered again")
+        let history = try await h.center.history(HistoryQuery(key: "tea"))
+        let interrupted = history.filter { $0.kind == .interrupted }
+        #expect(interrupted.count == 1, "\(history)")
+        #expect(interrupted.first?.due == t0 + .seconds(10))
+        #expect(interrupted.first?.occurrence == 1)
+        #expect(interrupted.first?.backends == ["spy"])
+        #expect(await h.center.lookup("tea") == nil, "the one-shot is done")
+        // Closing is durable: a further restart reports nothing more, and the rest fires as usual.
         try await h.restart(backends: [RecordingBackend(name: "spy")])
-        #expect(await h.settled().isEmpty, "a confirmed delivery was repeated")
+        #expect(try await h.center.history(HistoryQuery(key: "tea")).filter { $0.kind == .interrupted }.count == 1)
+        await h.advance(90)
+        #expect(await h.settled().map(\.key) == ["later"])
     }
 
     struct MissedRow: Sendable, CustomTestStringConvertible {

@@ -30,6 +30,8 @@ extension TocsinCenter {
         case call(Request, CheckedContinuation<Result<Reply, CenterError>, Never>)
         case tick(WakeReason, CheckedContinuation<Void, Never>)
         case finished(key: String, occurrence: Occurrence, backend: String)
+        /// Start-up: close the claims a crash left open (`NotificationMachine.closeInterrupted`).
+        case closeInterrupted
     }
 
     /// Requests waiting for the next batch (tests use it to know a batch has formed).
@@ -75,6 +77,8 @@ extension TocsinCenter {
             case .finished(let key, let occurrence, let backend):
                 finished += 1
                 machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts)
+            case .closeInterrupted:
+                machine.closeInterrupted(now: now, into: &facts)
             case .call: break
             }
         }
@@ -107,8 +111,17 @@ extension TocsinCenter {
         }
         batches.append((log.ops(calls.flatMap { $0.2 }, now: now), []))
 
-        var done = 0
-        for await result in store.commitEach(batches) {
+        // A window of two: commit k+1 runs on the store thread while slice k is handed to its
+        // backends, and commit k+2 starts only once every delivery of slice k has started. A crash
+        // then leaves at most two slices claimed and never handed to a backend (deliveries are at
+        // most once: `closeInterrupted`), and the confirmations of what went out ride in the
+        // burst's next commits instead of waiting for the whole burst to be claimed.
+        var commit = startCommit(batches[0], confirming: false)
+        for done in batches.indices {
+            let result = await commit.value
+            if done + 1 < batches.count {
+                commit = startCommit(batches[done + 1], confirming: done + 1 < slices.count, finished: &finished)
+            }
             if done < slices.count {
                 var contents: [String: Notification]
                 switch result {
@@ -123,6 +136,7 @@ extension TocsinCenter {
                     contents = await unrecorded(batches[done].reading, error)
                 }
                 perform(slices[done], contents: contents)
+                if done + 2 < batches.count { await deliveriesStarted() }
             } else {
                 switch result {
                 case .success:
@@ -137,17 +151,39 @@ extension TocsinCenter {
                     failCalls(&calls, error)
                 }
             }
-            done += 1
-        }
-        // Only if the store stopped answering (closed): what is left is delivered unrecorded.
-        while done < slices.count {
-            perform(slices[done], contents: await unrecorded(batches[done].reading, StoreError(.failed, "the state database is closed")))
-            done += 1
         }
         if !calls.isEmpty { failCalls(&calls, StoreError(.failed, "the state database is closed")) }
         machine.endRecording()
         for _ in 0..<finished { deliveryDone() }
         for c in tickWaiters { c.resume() }
+    }
+
+    /// Commits one transaction of a batch on the store thread. With `confirming`, the deliveries
+    /// confirmed since the batch began (`.finished` work waiting in the queue) are recorded in it
+    /// too, outside the batch's undo log: they are facts, not requests.
+    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool) -> Task<Result<[String: Notification], StoreError>, Never> {
+        var unused = 0
+        return startCommit(batch, confirming: confirming, finished: &unused)
+    }
+
+    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool,
+                             finished: inout Int) -> Task<Result<[String: Notification], StoreError>, Never> {
+        var ops = batch.ops
+        if confirming {
+            var facts: [MachineAction] = []
+            queued.removeAll { w in
+                guard case .finished(let key, let occurrence, let backend) = w else { return false }
+                machine.unrecorded { $0.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts) }
+                finished += 1
+                return true
+            }
+            for case .persist(let op) in facts { ops.append(op) }
+        }
+        let store = self.store
+        let reading = batch.reading
+        return Task {
+            do throws(StoreError) { return .success(try await store.commit(ops, reading: reading)) } catch { return .failure(error) }
+        }
     }
 
     /// Firings per slice of a burst: small enough that the first slice is out in a few
@@ -226,6 +262,10 @@ extension TocsinCenter {
     /// Performs what a durable batch decided, in order: withdrawals, events and deliveries.
     private func perform(_ actions: [MachineAction], contents: [String: Notification]) {
         var firings: [Firing] = []
+        // A `CancelAll` past the limit signals its first keys one by one and the rest in its
+        // `cancelledAll`, which always closes it (`CenterEvent.cancelledSignalLimit`).
+        let bulk = actions.contains { if case .emit(.cancelledAll(let n)) = $0 { return n > CenterEvent.cancelledSignalLimit }; return false }
+        var cancelledSignals = 0
         for a in actions {
             switch a {
             case .persist: continue
@@ -251,6 +291,12 @@ extension TocsinCenter {
                     logger.notice("missed firing(s) skipped", metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "count": "\(count)"])
                 case .unanswered(let key, let rings):
                     logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
+                case .interrupted(let key, let due, _, let names):
+                    logger.warning("a firing claimed before the daemon stopped may not have been delivered; it is not repeated (deliveries are at most once)",
+                                   metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "backends": "\(names.joined(separator: ","))"])
+                case .cancelled where bulk:
+                    cancelledSignals += 1
+                    if cancelledSignals > CenterEvent.cancelledSignalLimit { continue }
                 default: break
                 }
                 emit(event)

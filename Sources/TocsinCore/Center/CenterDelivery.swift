@@ -50,10 +50,32 @@ extension TocsinCenter {
         let clock = self.clock
         let logger = self.logger
         let name = backend.name
+        // A delivery queued behind an earlier one of the same key and backend starts when that
+        // one ends, maybe after a hanging backend's timeout: a burst does not wait for it.
+        let counted = queues[Self.queueKey(firing.key, name)] == nil
+        if counted { unstarted += 1 }
         enqueue(key: firing.key, backend: name, cancelPrevious: false) {
+            if counted { await self.deliveryStarted() }
             let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
             await self.finishedDelivery(firing, backend: name, error: error)
         }
+    }
+
+    private func deliveryStarted() {
+        unstarted -= 1
+        if unstarted == 0 {
+            let w = startWaiters
+            startWaiters = []
+            for c in w { c.resume() }
+        }
+    }
+
+    /// Returns once every delivery dispatched so far has been handed to its backend (or is queued
+    /// behind an earlier delivery of the same key): what bounds a burst's claims ahead of its
+    /// deliveries (`runBatch`).
+    func deliveriesStarted() async {
+        if unstarted == 0 { return }
+        await withCheckedContinuation { startWaiters.append($0) }
     }
 
     /// Records (in the next batch) that `backend` is done with `firing`, delivered or not.

@@ -56,6 +56,9 @@ public actor TocsinCenter {
     /// Per (key, backend) delivery queues: see `CenterDelivery.swift`.
     var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]
     var queueCounter = 0
+    /// Deliveries dispatched and not yet handed to their backend, and who waits for none to be left.
+    var unstarted = 0
+    var startWaiters: [CheckedContinuation<Void, Never>] = []
     /// Quiet hours: see `CenterQuiet.swift`.
     var quiet = QuietMachine()
     var quietSettings = QuietSettings()
@@ -88,8 +91,9 @@ public actor TocsinCenter {
 
     // MARK: Lifecycle
 
-    /// Installs the backends, loads the persisted state, re-delivers what a crash interrupted, and
-    /// handles what fell due while the daemon was down (by each notification's missed policy).
+    /// Installs the backends, loads the persisted state, closes and reports what a crash
+    /// interrupted (deliveries are at most once), and handles what fell due while the daemon was
+    /// down (by each notification's missed policy).
     public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
         await setBackends(list)
         // The store decodes the next chunk on its thread while this one is put back.
@@ -115,14 +119,11 @@ public actor TocsinCenter {
         started = true
         loaded = true
         if !queued.isEmpty { startDraining() }
-        let recovered = machine.recovered(now: clock.now())
-        if !recovered.isEmpty {
-            let rows = (try? await store.notifications(recovered.map(\.key))) ?? [:]
-            for d in recovered {
-                logger.notice("re-delivering a firing interrupted by a restart", metadata: ["key": "\(d.key)"])
-                guard let n = rows[d.key] else { continue }
-                dispatch([firing(d, n)])
-            }
+        // What a crash left claimed is closed, not delivered again, in the first batch: before
+        // the first tick's claims, in the same transaction (`closeInterrupted`).
+        if !machine.inDelivery.isEmpty {
+            queued.append(.closeInterrupted)
+            startDraining()
         }
         await tick(.due)
     }
@@ -181,7 +182,10 @@ public actor TocsinCenter {
 
     /// `firings`: false leaves out `fired` and `deliveryFailed`.
     public func events(firings: Bool = true) -> AsyncStream<CenterEvent> {
-        let (stream, cont) = AsyncStream.makeStream(of: CenterEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        // Unbounded: an event is never dropped. What one call can emit is bounded by the schedule
+        // (`max_pending`) and by `cancelledSignalLimit`, and the subscribers are the daemon's own
+        // forwarders, which drain the stream as soon as the batch that emitted it yields.
+        let (stream, cont) = AsyncStream.makeStream(of: CenterEvent.self, bufferingPolicy: .unbounded)
         let id = nextSubscriber
         nextSubscriber += 1
         subscribers[id] = (cont, firings)

@@ -6,6 +6,8 @@ public struct HistoryEvent: Hashable, Sendable {
     /// Stored by name (`fired`, ...), so reordering the cases never changes what a row means.
     public enum Kind: String, Hashable, Sendable, CaseIterable {
         case fired, acknowledged, snoozed, cancelled, missed, unanswered
+        /// A firing claimed before the daemon stopped and never confirmed delivered: not repeated.
+        case interrupted
     }
 
     public var kind: Kind
@@ -18,11 +20,11 @@ public struct HistoryEvent: Hashable, Sendable {
     /// The backends it concerned; nil when the center does not know them, and the store then
     /// takes the notification's own list (empty when it goes to the default set).
     public var backends: [String]?
-    /// `fired`: the due time of the occurrence; `missed`: the first missed due time.
+    /// `fired`, `interrupted`: the due time of the occurrence; `missed`: the first missed due time.
     public var due: Instant?
     /// `snoozed`: when it rings again.
     public var until: Instant?
-    /// `fired`: which occurrence (1-based).
+    /// `fired`, `interrupted`: which occurrence (1-based).
     public var occurrence: UInt32?
     /// `fired`: delivered late (after downtime, under the missed policy).
     public var late: Bool?

@@ -26,7 +26,7 @@ struct HistoryLog: Sendable {
             case .deliver(let d):
                 // An alarm's later rings are the same firing ringing again, not new firings.
                 guard on, d.ring == 1 else { continue }
-                let late = d.reason == .late || d.reason == .recovered && d.fired - d.due > NotificationMachine.lateTolerance
+                let late = d.reason == .late
                 out.append(.record(HistoryEvent(kind: .fired, time: d.fired, key: d.key, backends: d.targets, due: d.due,
                                                 occurrence: d.occurrence.number, late: late)))
                 records += 1
@@ -34,7 +34,7 @@ struct HistoryLog: Sendable {
                 continue
             case .emit(let event):
                 guard on, var entry = Self.entry(event, now: now) else { continue }
-                entry.backends = Self.withdrawn(from: actions, around: i, key: entry.key)
+                if entry.kind != .interrupted { entry.backends = Self.withdrawn(from: actions, around: i, key: entry.key) }
                 if entry.kind == .cancelled, let at = out.lastIndex(where: { Self.deletes($0, entry.key) }) {
                     out.insert(.record(entry), at: at)
                 } else {
@@ -57,7 +57,9 @@ struct HistoryLog: Sendable {
         case .missed(let key, let due, let count):
             return HistoryEvent(kind: .missed, time: now, key: key, due: due, count: UInt32(clamping: count))
         case .unanswered(let key, let rings): return HistoryEvent(kind: .unanswered, time: now, key: key, count: rings)
-        case .fired, .actionInvoked, .deliveryFailed, .quietChanged: return nil
+        case .interrupted(let key, let due, let occurrence, let backends):
+            return HistoryEvent(kind: .interrupted, time: now, key: key, backends: backends, due: due, occurrence: occurrence)
+        case .fired, .actionInvoked, .deliveryFailed, .quietChanged, .cancelledAll: return nil
         }
     }
 

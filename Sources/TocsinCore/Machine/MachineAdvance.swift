@@ -138,12 +138,22 @@ extension NotificationMachine {
         cleanUpIfDone(key, into: &out)
     }
 
-    /// The delivery a crash interrupted, to be handed to its remaining backends again.
-    public func recovered(now: Instant) -> [PlannedDelivery] {
-        inDelivery.keys.sorted().compactMap { key in
-            guard let p = inDelivery[key], let e = entry(key) else { return nil }
-            return PlannedDelivery(key: key, occurrence: p.occurrence, due: p.due, fired: now, reason: .recovered,
-                                   targets: p.remaining, isAlarm: ringPolicy(e) != nil)
+    /// Settles what a crash left claimed but unconfirmed, at start-up, before anything fires.
+    ///
+    /// Deliveries are at most once. A claim is durable before its delivery starts, and its end is
+    /// recorded in a later transaction, so a claim still open after a crash may or may not have
+    /// reached its backends (a burst's log lines were written, its confirmations not yet
+    /// committed). Delivering it again would repeat what a user may already have seen; it is
+    /// closed instead and reported: an `interrupted` event (a signal and a history entry) names the
+    /// backends that never confirmed it. An alarm's ringing state is separate and survives, so an
+    /// alarm rings again at its next ring.
+    public mutating func closeInterrupted(now: Instant, into out: inout [MachineAction]) {
+        for key in inDelivery.keys.sorted() {
+            guard let p = inDelivery[key] else { continue }
+            setInDelivery(key, nil)
+            out.append(.persist(.pending(key: key, nil)))
+            out.append(.emit(.interrupted(key: key, due: p.due, occurrence: p.occurrence.number, backends: p.remaining)))
+            cleanUpIfDone(key, into: &out)
         }
     }
 }

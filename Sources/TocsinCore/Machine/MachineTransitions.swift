@@ -116,6 +116,7 @@ extension NotificationMachine {
         keys.sort()
         var n = 0
         for k in keys where cancel(k, into: &out) { n += 1 }
+        out.append(.emit(.cancelledAll(count: n)))
         return n
     }
 

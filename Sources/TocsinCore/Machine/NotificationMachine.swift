@@ -211,6 +211,15 @@ public struct NotificationMachine: Sendable {
     /// The batch is durable: forget the pre-images.
     public mutating func endRecording() { undoLog = nil }
 
+    /// Applies `body` outside the batch being recorded: facts that arrive while a batch's requests
+    /// are still uncommitted (a delivery confirmed mid-burst) must survive that batch's rollback.
+    public mutating func unrecorded(_ body: (inout NotificationMachine) -> Void) {
+        let saved = undoLog
+        undoLog = nil
+        body(&self)
+        undoLog = saved
+    }
+
     /// Undoes every change since `beginRecording`, newest first.
     public mutating func rollback() {
         guard let log = undoLog else { return }
