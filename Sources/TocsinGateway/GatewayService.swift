@@ -23,6 +23,7 @@ public final class GatewayService: Sendable {
     private let info: DaemonInfo
     /// nil when the center was started before the gateway was made; else open once `startEnded`.
     private let startup: StartWait?
+    private let identities = ClientIdentities()
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
     /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
@@ -74,10 +75,12 @@ public final class GatewayService: Sendable {
         let limits = self.limits
         let maxMessageSize = self.maxMessageSize
         let info = self.info
+        let identities = self.identities
+        let link = self.link
         let methods: [DBusMethod] = [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: true, limits: limits)
-                let client = Self.client(call, limit: limit)
+                let client = await Self.client(call, limit: limit, identities: identities, link: link)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.schedule(spec, client: client) })]
             },
             DBusMethod("Cancel", input: "s", output: "b", inputNames: ["key"], outputNames: ["existed"]) { call in
@@ -98,7 +101,7 @@ public final class GatewayService: Sendable {
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false, limits: limits)
-                let client = Self.client(call, limit: limit)
+                let client = await Self.client(call, limit: limit, identities: identities, link: link)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec, client: client) })]
             },
             DBusMethod("Acknowledge", input: "s", output: "b", inputNames: ["key"], outputNames: ["was_alerting"]) { call in
@@ -148,10 +151,12 @@ public final class GatewayService: Sendable {
         DBusExportedObject(interfaces: [interface], properties: Properties(center: center, startup: startup))
     }
 
-    /// The caller, for the per-client quota, which the center counts. Peer-to-peer connections
-    /// have no sender: there is only one client then, and no quota.
-    private static func client(_ call: DBusMethodCall, limit: Int) -> NotificationMachine.Client? {
-        call.sender.map { NotificationMachine.Client(name: $0.rawValue, limit: limit) }
+    /// The caller, for the per-client quota, which the center counts: the process behind the
+    /// connection (`ClientIdentities`). Peer-to-peer connections have no sender: there is only
+    /// one client then, and no quota.
+    private static func client(_ call: DBusMethodCall, limit: Int, identities: ClientIdentities, link: BusLink) async -> NotificationMachine.Client? {
+        guard let sender = call.sender else { return nil }
+        return NotificationMachine.Client(name: await identities.owner(of: sender.rawValue, on: link.current), limit: limit)
     }
 
     static func run<T: Sendable>(_ body: () async throws(CenterError) -> T) async throws(DBusError) -> T {

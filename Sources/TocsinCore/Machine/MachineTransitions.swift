@@ -17,7 +17,8 @@ public struct ReloadReport: Hashable, Sendable {
 extension NotificationMachine {
     /// Who asks, for the per-client quota (`[daemon] max_pending_per_client`).
     public struct Client: Hashable, Sendable {
-        /// The D-Bus unique name.
+        /// Who the quota counts: the process behind a D-Bus connection (`uid=U pid=P start=T`,
+        /// from the gateway), or a unique name when the bus does not say.
         public var name: String
         public var limit: Int
         public init(name: String, limit: Int) { self.name = name; self.limit = limit }
@@ -30,7 +31,7 @@ extension NotificationMachine {
         if let existing, existing.isActive, row != nil, existing.owner == row { return }
         let used = pending(of: client.name)
         guard used < client.limit else {
-            throw CenterError(.quotaExceeded, "client \(client.name) has \(used) pending notifications, the limit ([daemon] max_pending_per_client) is \(client.limit); cancel some first")
+            throw CenterError(.quotaExceeded, "client (\(client.name)) has \(used) pending notifications, the limit ([daemon] max_pending_per_client) is \(client.limit); cancel some first")
         }
     }
 
