@@ -71,7 +71,7 @@ let package = Package(
         .target(
             name: "TocsinGateway",
             dependencies: [
-                "DBus", "TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log"),
+                "DBus", "TocsinCore", "TocsinConfig", "TocsinTime", "CTocsinSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict

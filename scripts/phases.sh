@@ -18,5 +18,5 @@ phase_heavy='TocsinTimeTests|TocsinConfigTests'
 phase_timing='IntegrationTests\.GatewayTests|IntegrationTests\.SoundAlarmTests|SoundBackendTests\.PlayerLifecycleTests'
 phase_fleet='FleetTests|FleetScheduleTests|FleetIdleTests'
 phase_faults='FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests'
-phase_load='LoadTests|FaultBurstTests'
+phase_load='LoadTests|FaultBurstTests|FaultFiringBurstTests|HostileStormTests'
 phase_rest_skip="$phase_heavy|$phase_timing|$phase_fleet|$phase_faults|$phase_load"

@@ -57,3 +57,7 @@ int64_t tocsin_realtime_usec(void) {
 int tocsin_malloc_fix_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+int tocsin_malloc_trim(void) {
+    return malloc_trim(0);
+}

@@ -10,6 +10,8 @@ public struct DBusMethodCall: Sendable {
     public let sender: BusName?
     public let arguments: [DBusValue]
     public let signature: DBusSignature
+    /// Set by `prepareReply`: the export sends it instead of marshalling the handler's values.
+    let prepared = PreparedReply()
 
     /// libdbus only checks the wire format, so handlers check the shape they expect.
     /// Throws `InvalidArgs` naming both signatures, which the caller sees as the error reply.
@@ -355,6 +357,10 @@ extension ConnectionCore {
                 result = .success(try await handler.handle(call))
             } catch {
                 result = .failure(DBusError.from(error))
+            }
+            if case .success = result, let prepared = call.prepared.take() {
+                if !message.noReplyExpected { send(prepared) }
+                return
             }
             reply(message, result)
         }

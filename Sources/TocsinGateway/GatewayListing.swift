@@ -19,7 +19,7 @@ extension GatewayService {
     }
 
     static func listPage(_ center: TocsinCenter, after cursor: String, requested: UInt32,
-                         maxMessageSize: Int) async throws(DBusError) -> [DBusValue] {
+                         maxMessageSize: Int, call: DBusMethodCall? = nil) async throws(DBusError) -> [DBusValue] {
         let limit = requested == 0 ? defaultPageSize : min(Int(requested), maxPageSize)
         let page = try await run { () throws(CenterError) in try await center.listPage(after: cursor, limit: limit) }
         let all = await center.defaultTargets
@@ -41,20 +41,22 @@ extension GatewayService {
         }
         let cut = entries.count < page.items.count
         let next = (cut || page.more) ? page.items[entries.count - 1].notification.key : ""
-        return [.array(.dictionary(key: .string, value: .variant), entries), .string(next)]
+        return await replying(call, [.array(.dictionary(key: .string, value: .variant), entries), .string(next)],
+                              entries: entries.count, maxMessageSize: maxMessageSize)
     }
 
     /// Everything pending in one reply, soonest first (ringing ones first of all), as `List`
     /// always answered; walked in pages so that a schedule too large for one message is refused
     /// after at most a message's worth of work, not after building all of it.
-    static func listAll(_ center: TocsinCenter, maxMessageSize: Int) async throws(DBusError) -> [DBusValue] {
+    static func listAll(_ center: TocsinCenter, maxMessageSize: Int, call: DBusMethodCall? = nil) async throws(DBusError) -> [DBusValue] {
         let all = await center.defaultTargets
         let room = room(maxMessageSize)
         var used = 0
         var entries: [(next: Instant?, key: String, value: DBusValue)] = []
         var cursor = ""
         while true {
-            let page = try await run { () throws(CenterError) in try await center.listPage(after: cursor, limit: defaultPageSize) }
+            // Small pages: each is one job of the loop, and firings and other calls run between them.
+            let page = try await run { () throws(CenterError) in try await center.listPage(after: cursor, limit: listAllPageSize) }
             for p in page.items {
                 let v = encode(p, allBackends: all)
                 used += DBusWireSize.size(of: v, at: 4 + used)
@@ -67,14 +69,33 @@ extension GatewayService {
             guard page.more, let last = page.items.last else { break }
             cursor = last.notification.key
         }
-        entries.sort { a, b in
-            switch (a.next, b.next) {
-            case (nil, nil): return a.key < b.key
-            case (nil, _): return true
-            case (_, nil): return false
-            case (let x?, let y?): return x != y ? x < y : a.key < b.key
+        let count = entries.count
+        let collected = entries
+        let sorted = await runOffLoop { () -> [DBusValue] in
+            var entries = collected
+            entries.sort { a, b in
+                switch (a.next, b.next) {
+                case (nil, nil): return a.key < b.key
+                case (nil, _): return true
+                case (_, nil): return false
+                case (let x?, let y?): return x != y ? x < y : a.key < b.key
+                }
             }
+            return entries.map(\.value)
         }
-        return [.array(.dictionary(key: .string, value: .variant), entries.map(\.value))]
+        return await replying(call, [.array(.dictionary(key: .string, value: .variant), sorted)], entries: count, maxMessageSize: maxMessageSize)
+    }
+
+    static let listAllPageSize = 250
+    /// Replies with more entries than this are marshalled away from the loop.
+    static let offLoopEntries = 256
+
+    /// A large reply is marshalled on a thread of its own (`prepareReply`), still inside the
+    /// `ReplyGate`, so the gate bounds the memory of marshalling too; the values returned then
+    /// only carry the signature. Small ones go back to the export as values.
+    static func replying(_ call: DBusMethodCall?, _ values: [DBusValue], entries: Int, maxMessageSize: Int) async -> [DBusValue] {
+        guard let call, entries > offLoopEntries else { return values }
+        await call.prepareReply(values, maxMessageSize: maxMessageSize)
+        return values.map { v in if case .array(let t, _) = v { return .array(t, []) }; return v }
     }
 }

@@ -24,6 +24,7 @@ public final class GatewayService: Sendable {
     /// nil when the center was started before the gateway was made; else open once `startEnded`.
     private let startup: StartWait?
     private let identities = ClientIdentities()
+    private let replies = ReplyGate()
 
     /// `maxPendingPerClient` is `[daemon] max_pending_per_client`; `limits` bound a request
     /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
@@ -76,6 +77,7 @@ public final class GatewayService: Sendable {
         let maxMessageSize = self.maxMessageSize
         let info = self.info
         let identities = self.identities
+        let replies = self.replies
         let link = self.link
         let methods: [DBusMethod] = [
             DBusMethod("Schedule", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
@@ -91,13 +93,16 @@ public final class GatewayService: Sendable {
                 let n = try await Self.run { () throws(CenterError) in try await center.cancelAll() }
                 return [.uint32(UInt32(clamping: n))]
             },
-            DBusMethod("List", output: "aa{sv}", outputNames: ["notifications"]) { _ in
-                try await Self.listAll(center, maxMessageSize: maxMessageSize)
+            DBusMethod("List", output: "aa{sv}", outputNames: ["notifications"]) { call in
+                try await replies.run("List") { () throws(DBusError) in try await Self.listAll(center, maxMessageSize: maxMessageSize, call: call) }
             },
             DBusMethod("ListPage", input: "su", output: "aa{sv}s", inputNames: ["after", "limit"],
                        outputNames: ["notifications", "next"]) { call in
-                try await Self.listPage(center, after: try call.arguments[0].asString(), requested: try call.arguments[1].asUInt32(),
-                                        maxMessageSize: maxMessageSize)
+                let after = try call.arguments[0].asString()
+                let limit = try call.arguments[1].asUInt32()
+                return try await replies.run("ListPage") { () throws(DBusError) in
+                    try await Self.listPage(center, after: after, requested: limit, maxMessageSize: maxMessageSize, call: call)
+                }
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
                 let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false, limits: limits)

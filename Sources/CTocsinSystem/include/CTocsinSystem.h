@@ -21,6 +21,10 @@ int64_t tocsin_realtime_usec(void);
  * transient buffers such as an oversized D-Bus message go back to the system when freed. */
 int tocsin_malloc_fix_mmap_threshold(int bytes);
 
+/* Gives free heap memory back to the system (glibc's malloc_trim): after a reply of many small
+ * blocks (a List of 100,000 notifications), which the mmap threshold does not cover. */
+int tocsin_malloc_trim(void);
+
 /* epoll for the D-Bus event loop (epoll.c). Events use the EPOLL* bit values below. */
 #define TOCSIN_EPOLLIN 0x001u
 #define TOCSIN_EPOLLOUT 0x004u
