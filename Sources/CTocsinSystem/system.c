@@ -57,3 +57,10 @@ int64_t tocsin_realtime_usec(void) {
 int tocsin_malloc_fix_mmap_threshold(int bytes) {
     return mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+int tocsin_thread_set_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}

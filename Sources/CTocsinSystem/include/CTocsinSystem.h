@@ -21,6 +21,9 @@ int64_t tocsin_realtime_usec(void);
  * transient buffers such as an oversized D-Bus message go back to the system when freed. */
 int tocsin_malloc_fix_mmap_threshold(int bytes);
 
+/* Sets the nice value of the calling thread only (Linux keeps one per thread). */
+int tocsin_thread_set_nice(int nice);
+
 /* epoll for the D-Bus event loop (epoll.c). Events use the EPOLL* bit values below. */
 #define TOCSIN_EPOLLIN 0x001u
 #define TOCSIN_EPOLLOUT 0x004u
