@@ -84,8 +84,8 @@ struct MQTTConfigTests {
         #expect(got == row.expected, "row '\(row.name)'")
     }
 
-    /// Regression: a FIFO as password_file blocked the read (and with it `tocsin check`, start and
-    /// reload) until a writer opened it; a FIFO as a TLS file would block the TLS library the same way.
+    /// Regression: a FIFO as ca_file was accepted, and mosquitto's TLS set-up opens it blocking;
+    /// a FIFO as password_file was refused without a reason. Both now say it is not a regular file.
     @Test("a FIFO as password_file or ca_file is refused at its value, without waiting for a writer",
           .timeLimit(.minutes(1)))
     func fifoFiles() throws {
