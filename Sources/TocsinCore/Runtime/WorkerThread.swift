@@ -1,28 +1,43 @@
 import CTocsinSystem
-import Glibc
+public import Glibc
 
-/// A detached thread for one piece of work that must not run on the loop thread: work whose
-/// cost the input decides (reading and checking a config file a reload names), or that may
-/// block (waiting for a child). The loop keeps firing and answering meanwhile.
+/// Threads for work that must not run on the loop thread: work whose cost the input decides
+/// (reading and checking the config file a reload names), work that may block (waiting for a
+/// child, for the wall-clock timer), or a long scan. The loop keeps firing and answering meanwhile.
 ///
-/// The one place that starts such a thread: a closure is boxed, passed retained through
-/// `pthread_create`, and released by the thread when the body returns.
+/// The one place the process starts a thread of its own: the closure is boxed, passed retained
+/// through `pthread_create`, and released by the thread when the body returns.
 public enum WorkerThread: Sendable {
     /// Starts `body` on a new detached thread. False when no thread could be created (the
     /// process is at its thread limit); the caller then decides what to do instead.
     public static func start(stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) -> Bool {
+        create(detached: true, stackSize: stackSize, body).result == 0
+    }
+
+    /// Starts `body` on a new thread the caller joins (`pthread_join`) when it stops it; the
+    /// `pthread_create` error number when none could be created.
+    public static func startJoinable(_ body: @escaping @Sendable () -> Void) -> Result<pthread_t, ThreadError> {
+        let (tid, rc) = create(detached: false, stackSize: nil, body)
+        return rc == 0 ? .success(tid) : .failure(ThreadError(code: rc))
+    }
+
+    /// Why no thread was made: `pthread_create`'s error number.
+    public struct ThreadError: Error, Sendable, CustomStringConvertible {
+        public var code: Int32
+        public var description: String { "pthread_create: \(code)" }
+    }
+
+    private static func create(detached: Bool, stackSize: Int?, _ body: @escaping @Sendable () -> Void) -> (tid: pthread_t, result: Int32) {
         var attr = pthread_attr_t()
         pthread_attr_init(&attr)
         defer { pthread_attr_destroy(&attr) }
-        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
+        if detached { pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED)) }
         if let stackSize { pthread_attr_setstacksize(&attr, stackSize) }
         var tid = pthread_t()
         let arg = Unmanaged.passRetained(WorkerBody(body)).toOpaque()
-        guard pthread_create(&tid, &attr, workerThreadMain, arg) == 0 else {
-            Unmanaged<WorkerBody>.fromOpaque(arg).release()
-            return false
-        }
-        return true
+        let rc = pthread_create(&tid, &attr, workerThreadMain, arg)
+        if rc != 0 { Unmanaged<WorkerBody>.fromOpaque(arg).release() }
+        return (tid, rc)
     }
 
     /// `body`'s result, computed on a thread of its own; the calling task waits without holding
