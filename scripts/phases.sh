@@ -2,9 +2,11 @@
 # Each is a `swift test --filter` pattern.
 #
 # heavy:  the oracle-heavy suites (thousands of systemd-analyze and tomllib comparisons, which
-#         keep both cores busy), so they run first, on their own.
+#         keep both cores busy), and `tocsin check` of a 400,000-key file (a core for tens of
+#         seconds), so they run first, on their own.
 # timing: the suites whose assertions are latency promises (a Fired signal within 50 ms of due,
-#         a player reaped and a stream silenced within 100 ms of acknowledge). Beside the other
+#         a player reaped and a stream silenced within 100 ms of acknowledge, a firing every
+#         second on time while a hostile call or reload runs). Beside the other
 #         suites' start-up (57 suites spawning buses, Xvfb, dunst, PulseAudio and Python clients
 #         at once, each with its own SQLite fsyncs) a firing came 62 ms late on the CI machine,
 #         which measured the machine, not Tocsin; they get the cores to themselves.
@@ -14,8 +16,8 @@
 #         deliveries in 3 s); after the others, so they slow no timing assertion.
 # load:   the load and burst suites saturate both cores on purpose, so they run last, alone.
 # Everything else runs together in one phase (`--skip` all of the above).
-phase_heavy='TocsinTimeTests|TocsinConfigTests'
-phase_timing='IntegrationTests\.GatewayTests|IntegrationTests\.SoundAlarmTests|SoundBackendTests\.PlayerLifecycleTests'
+phase_heavy='TocsinTimeTests|TocsinConfigTests|HostileConfigTests'
+phase_timing='IntegrationTests\.GatewayTests|IntegrationTests\.SoundAlarmTests|SoundBackendTests\.PlayerLifecycleTests|HostileReloadTests'
 phase_fleet='FleetTests|FleetScheduleTests|FleetIdleTests'
 phase_faults='FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests'
 phase_load='LoadTests|FaultBurstTests|FaultFiringBurstTests|HostileStormTests'

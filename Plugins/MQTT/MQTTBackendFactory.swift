@@ -82,8 +82,16 @@ public struct MQTTBackendFactory: BackendFactory {
                 reader.report("password_file", "'password_file' needs 'username'")
                 return nil
             }
-            guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
-                reader.report("password_file", "cannot read password_file '\(file)'")
+            let text: String
+            switch RegularFile.read(file, limit: 64 << 10, kind: "a password file") {
+            case .success(let bytes):
+                guard let t = String(validating: bytes, as: UTF8.self) else {
+                    reader.report("password_file", "cannot read password_file '\(file)': it is not UTF-8 text")
+                    return nil
+                }
+                text = t
+            case .failure(let problem):
+                reader.report("password_file", "cannot read password_file '\(file)': \(problem.message)")
                 return nil
             }
             o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
@@ -104,6 +112,11 @@ public struct MQTTBackendFactory: BackendFactory {
             return nil
         }
         for (key, path) in [("ca_file", o.caFile), ("cert_file", o.certFile), ("key_file", o.keyFile)] {
+            // A FIFO would block the TLS library's open of it, wherever that runs.
+            if let path, let problem = RegularFile.check(path) {
+                reader.report(key, "cannot read \(key) '\(path)': \(problem.message)")
+                return nil
+            }
             if let path, !FileManager.default.isReadableFile(atPath: path) {
                 reader.report(key, "cannot read \(key) '\(path)'")
                 return nil

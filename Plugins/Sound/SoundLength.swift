@@ -102,7 +102,9 @@ final class SoundFileHandle: SoundBytes {
 
     init(path: String) throws(SoundFileError) {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO with no writer would otherwise wait for one, and hang
+        // `tocsin check`, the daemon's start or a reload. Reads of a regular file never block.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             throw SoundFileError(.unreadable, "cannot read sound file '\(path)': \(String(cString: strerror(errno)))")
         }

@@ -61,3 +61,10 @@ int tocsin_malloc_fix_mmap_threshold(int bytes) {
 int tocsin_malloc_trim(void) {
     return malloc_trim(0);
 }
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+int tocsin_thread_set_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}

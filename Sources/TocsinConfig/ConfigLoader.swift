@@ -40,8 +40,9 @@ public struct ConfigLoadError: Error, Sendable, CustomStringConvertible {
         self.code = code; self.file = file; self.diagnostics = diagnostics; self.source = source
     }
 
-    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
-    /// Every diagnostic with its source line and caret.
+    public var description: String { DiagnosticError(diagnostics).description }
+    /// The diagnostics (the first `Diagnostic.reportLimit`, then how many more) with their
+    /// source lines and carets.
     public var rendered: String { DiagnosticError(diagnostics).rendered(source: source) }
 }
 
@@ -85,42 +86,8 @@ public enum ConfigLoader: Sendable {
         return .failure(error)
     }
 
-    struct ReadProblem: Error { var message: String }
-
-    /// Reads a regular file of at most `maxFileSize` bytes. Opened without blocking, so a FIFO
-    /// with no writer is refused instead of hanging `tocsin check` or a reload; a directory, a
-    /// device or a symlink loop get the system's reason.
-    static func readFile(_ path: String) -> Result<[UInt8], ReadProblem> {
-        func failure(_ what: String? = nil) -> Result<[UInt8], ReadProblem> {
-            .failure(ReadProblem(message: what ?? String(cString: strerror(errno))))
-        }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return failure() }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return failure() }
-        switch st.st_mode & S_IFMT {
-        case S_IFREG: break
-        case S_IFDIR: return failure("it is a directory")
-        default: return failure("it is not a regular file")
-        }
-        guard st.st_size <= maxFileSize else {
-            return failure("it is \(st.st_size) bytes; a config file may have at most \(maxFileSize)")
-        }
-        var out: [UInt8] = []
-        out.reserveCapacity(Int(st.st_size))
-        var buf = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return failure()
-            }
-            if n == 0 { break }
-            out.append(contentsOf: buf[0..<n])
-            // The file may grow while it is read.
-            if out.count > maxFileSize { return failure("it is more than \(maxFileSize) bytes; a config file may have at most that") }
-        }
-        return .success(out)
+    /// Reads a regular file of at most `maxFileSize` bytes without blocking (`RegularFile`).
+    static func readFile(_ path: String) -> Result<[UInt8], RegularFile.Problem> {
+        RegularFile.read(path, limit: maxFileSize, kind: "a config file")
     }
 }

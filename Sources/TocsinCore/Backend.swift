@@ -201,7 +201,7 @@ public struct BackendRegistry: Sendable {
         environment.fleetBackend = config.fleet?.backend
         for decl in config.backends {
             guard let factory = factories[decl.type] else {
-                var message = "unknown backend type '\(decl.type)' in [backend.\(decl.name)]"
+                var message = "unknown backend type '\(Echo.capped(decl.type))' in [backend.\(decl.name)]"
                 if let s = Suggestion.closest(to: decl.type, among: typeNames) {
                     message += "; did you mean '\(s)'?"
                 } else {

@@ -43,14 +43,10 @@ public final class TimerFDWakeup: WakeupTimer, Sendable {
             throw SetupError(description: "cannot create timerfd/eventfd: \(String(cString: strerror(errno)))")
         }
         (wakeups, continuation) = AsyncStream.makeStream(of: WakeReason.self, bufferingPolicy: .bufferingNewest(16))
-        let box = Unmanaged.passRetained(self)
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, timerThreadMain, box.toOpaque())
-        guard rc == 0 else {
-            box.release()
-            throw SetupError(description: "cannot start timer thread: \(rc)")
+        switch WorkerThread.startJoinable({ self.runLoop() }) {
+        case .success(let t): thread.withLock { $0 = t }
+        case .failure(let e): throw SetupError(description: "cannot start timer thread: \(e.code)")
         }
-        thread.withLock { $0 = t }
     }
 
     deinit {
@@ -99,11 +95,4 @@ public final class TimerFDWakeup: WakeupTimer, Sendable {
             }
         }
     }
-}
-
-private func timerThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    let timer = Unmanaged<TimerFDWakeup>.fromOpaque(arg).takeRetainedValue()
-    timer.runLoop()
-    return nil
 }

@@ -26,7 +26,7 @@ extension GatewayService {
                 guard case .uint32(let n) = value else { throw wrongType("a uint32") }
                 query.limit = n == 0 ? HistoryQuery.defaultLimit : min(Int(n), HistoryQuery.maxLimit)
             default:
-                var message = "unknown key '\(name)' in the History filter"
+                var message = "unknown key '\(Echo.capped(name))' in the History filter"
                 if let s = Suggestion.closest(to: name, among: ["key", "since", "limit"]) { message += "; did you mean '\(s)'?" }
                 throw DBusError(.invalidArgs, message + " (known: key, since, limit)")
             }

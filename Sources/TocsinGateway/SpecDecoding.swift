@@ -46,7 +46,7 @@ struct DBusFieldReader: FieldReader {
         entries.reserveCapacity(raw.count)
         for e in raw {
             guard case .string(let key) = e.key else { continue }
-            if entries.contains(where: { $0.key == key }) { throw DBusError(.invalidArgs, "field '\(key)' is given twice") }
+            if entries.contains(where: { $0.key == key }) { throw DBusError(.invalidArgs, "field '\(Echo.capped(key))' is given twice") }
             entries.append((key, Self.unwrapped(e.value)))
         }
         consumed = Array(repeating: false, count: entries.count)

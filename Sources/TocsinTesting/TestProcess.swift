@@ -159,16 +159,9 @@ private final class ProcessReader: Sendable {
     }
 
     func start() {
-        var attr = pthread_attr_t()
-        pthread_attr_init(&attr)
-        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-        var tid = pthread_t()
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        if pthread_create(&tid, &attr, processReaderMain, arg) != 0 {
-            Unmanaged<ProcessReader>.fromOpaque(arg).release()
+        if !WorkerThread.start({ self.run() }) {
             run()  // no thread: read synchronously rather than leak the child
         }
-        pthread_attr_destroy(&attr)
     }
 
     func run() {
@@ -211,10 +204,4 @@ private final class ProcessReader: Sendable {
         }
         output.update { $0.status = exit }
     }
-}
-
-private func processReaderMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    Unmanaged<ProcessReader>.fromOpaque(arg).takeRetainedValue().run()
-    return nil
 }

@@ -276,7 +276,9 @@ struct CalendarParser {
         var chain: [CalendarComponent] = []
         var pos: [Int] = []
         while true {
-            if chain.count > Self.maxComponents { throw error("too many components", at: p) }
+            // Checked before reading one more, so exactly `maxComponents` are accepted (systemd
+            // takes one more than its documented 240; we keep to the number we document).
+            if chain.count >= Self.maxComponents { throw error("too many components (at most \(Self.maxComponents) in one field)", at: p) }
             let at = p
             let start = try decimal(usec: usec)
             var stop = -1, rep = 0

@@ -107,8 +107,9 @@ public struct ZoneInfoDirectory: Sendable {
     }
 
     /// Reads at most `limit` bytes of a regular file; nil when it cannot be opened or is not regular.
+    /// Opened without blocking, so a FIFO among the zone files is refused instead of waiting for a writer.
     static func readFile(_ p: String, limit: Int) -> [UInt8]? {
-        let fd = open(p, O_RDONLY | O_CLOEXEC)
+        let fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()

@@ -60,7 +60,7 @@ struct MQTTConfigTests {
                       expected: ["4:17: 'password_file' needs 'username'"]),
         MQTTConfigRow(name: "unreadable password file",
                       toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nusername = \"u\"\npassword_file = \"/nonexistent/pw\"\n",
-                      expected: ["5:17: cannot read password_file '/nonexistent/pw'"]),
+                      expected: ["5:17: cannot read password_file '/nonexistent/pw': No such file or directory"]),
         MQTTConfigRow(name: "keepalive too short",
                       toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nkeepalive = \"1s\"\n",
                       expected: ["4:13: 'keepalive' is 1s; it must be between 5s and 18h 12min 15s"]),
@@ -82,6 +82,22 @@ struct MQTTConfigTests {
     func row(_ row: MQTTConfigRow) {
         let got = diagnostics(row.toml)
         #expect(got == row.expected, "row '\(row.name)'")
+    }
+
+    /// Regression: a FIFO as ca_file was accepted, and mosquitto's TLS set-up opens it blocking;
+    /// a FIFO as password_file was refused without a reason. Both now say it is not a regular file.
+    @Test("a FIFO as password_file or ca_file is refused at its value, without waiting for a writer",
+          .timeLimit(.minutes(1)))
+    func fifoFiles() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mqtt-fifo-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("f").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect(diagnostics("[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nusername = \"u\"\npassword_file = \"\(fifo)\"\n")
+                == ["5:17: cannot read password_file '\(fifo)': it is not a regular file"])
+        #expect(diagnostics("[backend.m]\ntype = \"mqtt\"\nurl = \"mqtts://h\"\nca_file = \"\(fifo)\"\n")
+                == ["4:11: cannot read ca_file '\(fifo)': it is not a regular file"])
     }
 
     @Test("URLs: default ports, IPv6 brackets", arguments: [

@@ -25,6 +25,9 @@ int tocsin_malloc_fix_mmap_threshold(int bytes);
  * blocks (a List of 100,000 notifications), which the mmap threshold does not cover. */
 int tocsin_malloc_trim(void);
 
+/* Sets the nice value of the calling thread only (Linux keeps one per thread). */
+int tocsin_thread_set_nice(int nice);
+
 /* epoll for the D-Bus event loop (epoll.c). Events use the EPOLL* bit values below. */
 #define TOCSIN_EPOLLIN 0x001u
 #define TOCSIN_EPOLLOUT 0x004u

@@ -94,7 +94,7 @@ extension FieldReader {
     /// Reports the keys of `present` that were never read, suggesting the closest known one.
     public mutating func reportUnknown(_ keys: some Sequence<(key: String, location: SourceLocation)>, known: [String]) {
         for (key, location) in keys {
-            var message = "unknown key '\(key)' in \(context)"
+            var message = "unknown key '\(Echo.capped(key))' in \(context)"
             if let s = Suggestion.closest(to: key, among: known) { message += "; did you mean '\(s)'?" }
             report(FieldIssue(field: key, location: location, message: message))
         }

@@ -170,35 +170,3 @@ public struct TableReader: FieldReader, Sendable {
         reportUnknown(unread, known: known)
     }
 }
-
-/// "Did you mean" for misspelt keys: the closest candidate within a small edit distance.
-public enum Suggestion: Sendable {
-    public static func closest(to word: String, among candidates: [String]) -> String? {
-        let limit = max(1, min(3, word.count / 3 + 1))
-        var best: (String, Int)?
-        for c in candidates {
-            let d = distance(Array(word.lowercased().unicodeScalars), Array(c.unicodeScalars))
-            if d <= limit, d < (best?.1 ?? .max) { best = (c, d) }
-        }
-        return best?.0
-    }
-
-    /// Damerau–Levenshtein (optimal string alignment): a swapped pair of letters is one typo.
-    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var d = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { d[i][0] = i }
-        for j in 0...b.count { d[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return d[a.count][b.count]
-    }
-}

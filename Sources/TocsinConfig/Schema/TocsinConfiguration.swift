@@ -158,7 +158,7 @@ public struct TocsinConfiguration: Sendable {
                             r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
                         }
                     } else {
-                        var message = "unknown backend '\(name)' in [fleet]"
+                        var message = "unknown backend '\(Echo.capped(name))' in [fleet]"
                         let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
                         if let s = Suggestion.closest(to: name, among: mqtt) { message += "; did you mean '\(s)'?" }
                         else if mqtt.isEmpty { message += "; declare one with [backend.NAME] type = \"mqtt\"" }
@@ -222,7 +222,7 @@ public struct TocsinConfiguration: Sendable {
                 guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
                 for b in list {
                     guard case .string(let name) = b.value, !names.contains(name) else { continue }
-                    var message = "unknown backend '\(name)' in [[notification]] #\(i + 1)"
+                    var message = "unknown backend '\(Echo.capped(name))' in [[notification]] #\(i + 1)"
                     if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
                     else if names.isEmpty { message += "; no [backend.NAME] is configured" }
                     issues.append(FieldIssue(field: "backends", location: b.location, message: message))
@@ -231,7 +231,7 @@ public struct TocsinConfiguration: Sendable {
         }
 
         for (name, location) in config.quiet.backendLocations where !names.contains(name) {
-            var message = "unknown backend '\(name)' in [quiet] backends"
+            var message = "unknown backend '\(Echo.capped(name))' in [quiet] backends"
             if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
             issues.append(FieldIssue(field: "backends", location: location, message: message))
         }

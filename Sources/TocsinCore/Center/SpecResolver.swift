@@ -47,7 +47,7 @@ struct SpecResolver: Sendable {
         }
         if let names = spec.backends {
             for b in names where !known.contains(b) {
-                var message = "unknown backend '\(b)'"
+                var message = "unknown backend '\(Echo.capped(b))'"
                 if let s = Suggestion.closest(to: b, among: known) { message += "; did you mean '\(s)'?" }
                 message += " (configured: \(known.joined(separator: ", ")))"
                 throw CenterError(.unknownBackend, message, field: "backends")

@@ -287,20 +287,12 @@ private final class Watcher: Sendable {
     }
 
     func start() {
-        var attr = pthread_attr_t()
-        pthread_attr_init(&attr)
-        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-        pthread_attr_setstacksize(&attr, 128 * 1024)
-        var tid = pthread_t()
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        if pthread_create(&tid, &attr, watcherMain, arg) != 0 {
-            Unmanaged<Watcher>.fromOpaque(arg).release()
+        if !WorkerThread.start(stackSize: 128 * 1024, { self.run() }) {
             // No thread to watch it: end the player now and reap it here rather than leak it;
             // the delivery then sees it killed and reports the failure.
             _ = kill(-process.pid, SIGKILL)
             run()
         }
-        pthread_attr_destroy(&attr)
     }
 
     func run() {
@@ -362,10 +354,4 @@ private final class Watcher: Sendable {
         }
         process.finish(result, stderr: tail)
     }
-}
-
-private func watcherMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    Unmanaged<Watcher>.fromOpaque(arg).takeRetainedValue().run()
-    return nil
 }

@@ -91,16 +91,11 @@ final class ScanThread: Sendable {
 
     init?(_ body: @escaping Body) {
         self.body = body
-        let box = Unmanaged.passRetained(self)
-        var t = pthread_t()
-        guard pthread_create(&t, nil, scanThreadMain, box.toOpaque()) == 0 else {
-            box.release()
-            return nil
-        }
+        guard case .success(let t) = WorkerThread.startJoinable({ self.run() }) else { return nil }
         thread.withLock { $0 = t }
     }
 
-    fileprivate func run() {
+    private func run() {
         let r = Result { () throws(StoreError) in try body() }
         outcome.withLock { $0 = r }
     }
@@ -109,10 +104,4 @@ final class ScanThread: Sendable {
         if let t = thread.withLock({ t -> pthread_t? in let v = t; t = nil; return v }) { pthread_join(t, nil) }
         return outcome.withLock { $0 }
     }
-}
-
-private func scanThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    Unmanaged<ScanThread>.fromOpaque(arg).takeRetainedValue().run()
-    return nil
 }

@@ -24,6 +24,8 @@ public final class TocsinDaemon: Sendable {
     private let registry: BackendRegistry
     private let firstConnection: DBusConnection?
     private let events: AsyncStream<CenterEvent>
+    /// The latest reload asked for; the next one waits for it.
+    private let reloads = Mutex<Task<String?, Never>?>(nil)
 
     private init(setup: DaemonSetup, center: TocsinCenter, gateway: GatewayService, link: BusLink, registry: BackendRegistry,
                  firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
@@ -123,9 +125,7 @@ public final class TocsinDaemon: Sendable {
             }
             for await control in controls {
                 if case .reload = control {
-                    if let problem = await reload() {
-                        logger.error("reload failed; keeping the running configuration:\n\(problem)")
-                    }
+                    _ = await reload()  // a failure is logged by the reload
                     continue
                 }
                 break
@@ -138,19 +138,41 @@ public final class TocsinDaemon: Sendable {
     }
 
     /// Reload: a bad config is reported (returned, for the D-Bus error) and the running one kept.
+    /// Reloads run one after another in the order asked, so an older read of the file is never
+    /// applied over a newer one.
     public func reload() async -> String? {
+        let mine = reloads.withLock { last -> Task<String?, Never> in
+            let previous = last
+            let next = Task { _ = await previous?.value; return await self.reloadNow() }
+            last = next
+            return next
+        }
+        return await mine.value
+    }
+
+    /// A config the reload thread could not load, already rendered there.
+    private struct RenderedLoadFailure: Error { var rendered: String }
+
+    private func reloadNow() async -> String? {
         setup.notify(.reloading)
         defer { setup.notify(.ready(status: "serving \(Gateway.busName)")) }
         let logger = setup.logger
+        // Reading, parsing and checking the file costs what the file decides (a FIFO, 400,000
+        // keys): done on a thread of its own, diagnostics rendered there too, so firing and
+        // calls go on meanwhile. Only applying the result comes back to the loop.
+        let reloadConfig = setup.reloadConfig
+        let read = await WorkerThread.run(background: true) { () -> Result<LoadedConfig, RenderedLoadFailure> in
+            reloadConfig().mapError { RenderedLoadFailure(rendered: $0.rendered) }
+        }
         do {
-            let loaded = try setup.reloadConfig().get()
+            let loaded = try read.get()
             let backends = try Self.makeBackends(loaded, registry: registry, setup: setup, stateDirectory: setup.resolvedStateDirectory)
             let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
             try await center.setQuiet(loaded.configuration.quiet)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
                                                "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
             return nil
-        } catch let e as ConfigLoadError {
+        } catch let e as RenderedLoadFailure {
             logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
             return e.rendered
         } catch let e as DaemonError {
@@ -160,6 +182,7 @@ public final class TocsinDaemon: Sendable {
             logger.error("reload failed; keeping the running configuration: \(e.message)")
             return e.message
         } catch {
+            logger.error("reload failed; keeping the running configuration: \(error)")
             return "\(error)"
         }
     }
