@@ -13,8 +13,10 @@ struct CommandFailure: Error, CustomStringConvertible {
     /// Exactly what goes to stderr, without the final newline.
     let text: String
 
-    /// `error: MESSAGE`, the shape of every failure but config diagnostics.
-    init(_ message: String) { text = "error: \(message)" }
+    /// `error: MESSAGE`, the shape of every failure but config diagnostics. The message often
+    /// echoes client text (a key, the daemon's error about a title): its control characters are
+    /// made visible here, once for every command.
+    init(_ message: String) { text = "error: \(JSONText.visible(message))" }
 
     /// Config diagnostics, already `file:line:column: error: ...` per line.
     init(diagnostics: String) { text = diagnostics }

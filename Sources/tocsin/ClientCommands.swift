@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinGateway
 import TocsinTime
 
@@ -87,7 +88,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         if keepExisting { f.append(("replace", .boolean(false))) }
         let client = try await Client.connect(bus)
         let reply = try await client.call("Schedule", [.vardict(f)])
-        print((try? reply.first?.asString()) ?? "")
+        print(JSONText.visible((try? reply.first?.asString()) ?? ""))
     }
 }
 
@@ -100,7 +101,7 @@ struct PostCommand: AsyncParsableCommand {
         let f = try notification.fields()
         let client = try await Client.connect(bus)
         let reply = try await client.call("PostNow", [.vardict(f)])
-        print((try? reply.first?.asString()) ?? "")
+        print(JSONText.visible((try? reply.first?.asString()) ?? ""))
     }
 }
 
@@ -202,7 +203,7 @@ struct AckCommand: AsyncParsableCommand {
         let client = try await Client.connect(bus)
         let reply = try await client.call("Acknowledge", [.string(key)])
         let done = (try? reply.first?.asBool()) ?? false
-        if !done { print("'\(key)' was not ringing") }
+        if !done { print("'\(JSONText.visible(key))' was not ringing") }
     }
 }
 
@@ -267,7 +268,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     static func text(_ s: DBusSignal) -> String {
         var line = s.member.rawValue
-        if let key = try? s.arguments.first?.asString() { line += " " + key }
+        if let key = try? s.arguments.first?.asString() { line += " " + JSONText.visible(key) }
         for (i, a) in s.arguments.dropFirst().enumerated() {
             let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
             if case .int64(let t) = a, name != "rings" { line += " \(name)=\"\(Show.time(t))\""; continue }

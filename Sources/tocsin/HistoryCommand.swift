@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinTime
 
 /// `tocsin history`: what happened to notifications (fired, acknowledged, snoozed, cancelled,
@@ -61,9 +62,12 @@ struct HistoryCommand: AsyncParsableCommand {
             default: break
             }
             let backends = ((try? d["backends"]?.asArray()) ?? []).compactMap { try? $0.asString() }
+            // Client text (key, title, backend names) and whatever the daemon sent show their
+            // control characters escaped.
             cells.append([instant("time").map(display.absolute) ?? "-", event, (try? d["key"]?.asString()) ?? "",
                           detail.isEmpty ? "-" : detail.joined(separator: ", "),
-                          backends.isEmpty ? "-" : backends.joined(separator: ","), (try? d["title"]?.asString()) ?? ""])
+                          backends.isEmpty ? "-" : backends.joined(separator: ","),
+                          (try? d["title"]?.asString()) ?? ""].map(JSONText.visible))
         }
         // Padded like `tocsin list`; the last column (the title) is not, so lines carry no trailing blanks.
         let widths = (0..<5).map { c in cells.map { $0[c].count }.max() ?? 0 }

@@ -143,8 +143,8 @@ struct NextCommand: ParsableCommand {
         }
 
         // Like systemd-analyze, the original is only worth a line when normalisation changed it.
-        if original != normalized { print("  Original form: \(original)") }
-        print("Normalized form: \(normalized)")
+        if original != normalized { print("  Original form: \(JSONText.visible(original))") }
+        print("Normalized form: \(JSONText.visible(normalized))")
         if elapses.isEmpty {
             print("    Next elapse: never")
             return

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinGateway
 import TocsinTime
 
@@ -54,7 +55,7 @@ struct QuietCommand: AsyncParsableCommand {
         let source = (try? d["source"]?.asString()) ?? "none"
         let held = (try? d["held"]?.asUInt32()) ?? 0
         var out = "quiet: \(active ? "on" : "off")"
-        if source != "none" { out += " (\(source))" }
+        if source != "none" { out += " (\(JSONText.visible(source)))" }
         if let u = try? d["until"]?.asInt64() {
             out += (active ? " until " : " next at ") + display.moment(Instant(microseconds: u))
         }

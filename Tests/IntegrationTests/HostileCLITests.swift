@@ -1,0 +1,76 @@
+import Foundation
+import Glibc
+import Testing
+import TocsinTesting
+
+/// The CLI facing hostile or broken surroundings, through the built binary: client text that
+/// would drive the terminal, a daemon that stopped answering, a bus address nothing listens on.
+@Suite("tocsin CLI against hostile input and a broken session")
+struct HostileCLITests {
+    /// ESC ] 0 ; … BEL retitles an xterm, ESC [ 2 J clears the screen, U+009B is the one-character
+    /// CSI, U+202E reverses what follows.
+    static let hostileTitle = "\u{1b}]0;PWNED\u{07}x\u{1b}[2Jy\u{9b}31mz\u{202e}evil"
+    /// How every human-readable output shows it.
+    static let visibleTitle = #"\u001b]0;PWNED\u0007x\u001b[2Jy\u009b31mz\u202eevil"#
+
+    /// Bytes a terminal acts on instead of showing: C0 but newline, DEL, C1 (as UTF-8, `C2 80`…`C2 9F`),
+    /// and the bidi controls U+202A–U+202E and U+2066–U+2069 (`E2 80 AA`…, `E2 81 A6`…).
+    static func rawControls(_ bytes: [UInt8]) -> [String] {
+        var found: [String] = []
+        for (i, b) in bytes.enumerated() {
+            let next = i + 1 < bytes.count ? bytes[i + 1] : 0
+            let third = i + 2 < bytes.count ? bytes[i + 2] : 0
+            if (b < 0x20 && b != 0x0a) || b == 0x7f { found.append("0x\(String(b, radix: 16)) at \(i)") }
+            if b == 0xc2 && (0x80...0x9f).contains(next) { found.append("C1 0x\(String(next, radix: 16)) at \(i)") }
+            if b == 0xe2 && next == 0x80 && (0xaa...0xae).contains(third) { found.append("bidi at \(i)") }
+            if b == 0xe2 && next == 0x81 && (0xa6...0xa9).contains(third) { found.append("bidi at \(i)") }
+        }
+        return found
+    }
+
+    @Test("regression: list, history, status, watch and error messages show control characters escaped; --json stays exact")
+    func terminalInjection() async throws {
+        try await withGateway { g in
+            // `watch` prints nothing once subscribed; the bus shows its AddMatch to a monitor.
+            let monitor = try TestProcess("dbus-monitor", ["--address", g.bus.address, "type='method_call',member='AddMatch'"])
+            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
+            let watch = try TestProcess(Products.executable("tocsin"), ["watch", "--bus", g.bus.address])
+            _ = try await monitor.waitForOutput(containing: "interface='io.github.tocsin.Gateway1',path='/io/github/tocsin/Gateway'",
+                                                timeout: .seconds(20))
+            _ = try? await monitor.kill()
+
+            var s = try await g.tocsin("schedule", "--key", "inj", "--title", Self.hostileTitle, "--after", "1h")
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            s = try await g.tocsin("post", "--key", "injnow", "--title", Self.hostileTitle)
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            _ = try await watch.waitForOutput(containing: "Fired injnow", timeout: .seconds(20))
+            _ = try await watch.kill()
+
+            let list = try await g.tocsin("list")
+            let history = try await g.tocsin("history")
+            let status = try await g.tocsin("status")
+            // An error that echoes client text: the key is not pending.
+            let cancel = try await g.tocsin("cancel", "gone\u{1b}[2J")
+            let outputs: [(String, [UInt8])] = [
+                ("list", list.stdout), ("history", history.stdout), ("status", status.stdout),
+                ("watch", watch.output.value.stdout), ("cancel stderr", cancel.stderr),
+            ]
+            for (name, bytes) in outputs {
+                #expect(Self.rawControls(bytes).isEmpty, "\(name) prints raw control bytes \(Self.rawControls(bytes)): \(String(decoding: bytes, as: UTF8.self))")
+            }
+            #expect(list.status == .exited(0), "\(list.stderrText)")
+            #expect(list.stdoutText.contains(" " + Self.visibleTitle + "\n"), "list: \(list.stdoutText)")
+            #expect(history.stdoutText.contains(" " + Self.visibleTitle + "\n"), "history: \(history.stdoutText)")
+            #expect(watch.output.value.stdoutText.contains(#"title="\u001b]0;PWNED\u0007x\u001b[2Jy\u009b31mz\u202eevil""#),
+                    "watch: \(watch.output.value.stdoutText)")
+            #expect(cancel.status == .exited(1))
+            #expect(cancel.stderrText == #"error: no pending notification with key 'gone\u001b[2J'"# + "\n", "cancel: \(cancel.stderrText)")
+
+            // The machine-readable form still carries the exact title.
+            let json = try await g.tocsin("list", "--json")
+            #expect(Self.rawControls(json.stdout).isEmpty, "list --json: \(json.stdoutText)")
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(json.stdoutText.utf8)) as? [[String: Any]])
+            #expect(items.first { $0["key"] as? String == "inj" }?["title"] as? String == Self.hostileTitle, "\(json.stdoutText)")
+        }
+    }
+}
