@@ -73,7 +73,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
     var keepExisting = false
     @Flag(help: "Schedule it on every machine of the daemon's [fleet] too.") var fleet = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         var f = try notification.fields()
@@ -95,7 +95,7 @@ struct ScheduleCommand: AsyncParsableCommand {
 struct PostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "post", abstract: "Deliver a notification now; prints its key.")
     @OptionGroup var notification: NotificationFlags
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let f = try notification.fields()
@@ -109,7 +109,7 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List pending notifications, soonest first.")
     @Flag(help: "One JSON array.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -174,7 +174,7 @@ struct CancelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a notification, or all of them.")
     @Argument(help: "The key to cancel.") var key: String?
     @Flag(help: "Cancel every pending notification.") var all = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if all == (key != nil) { throw ValidationError("give either a KEY or --all") }
@@ -197,7 +197,7 @@ struct CancelCommand: AsyncParsableCommand {
 struct AckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ack", abstract: "Acknowledge a ringing notification (stops the alarm).")
     @Argument var key: String
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -211,7 +211,7 @@ struct SnoozeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Silence a notification and deliver it again later.")
     @Argument var key: String
     @Argument(help: "How long, e.g. 5min (default: the configured snooze).") var duration: String?
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -222,7 +222,7 @@ struct SnoozeCommand: AsyncParsableCommand {
 
 struct ReloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "reload", abstract: "Reload the daemon's configuration.")
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -233,7 +233,7 @@ struct ReloadCommand: AsyncParsableCommand {
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "watch", abstract: "Print one line per gateway event until interrupted.")
     @Flag(help: "JSON lines.") var json = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)

@@ -15,7 +15,7 @@ struct HistoryCommand: AsyncParsableCommand {
     @Option(help: "At most this many events (default 100, at most 10000).") var limit: UInt32 = 100
     @Flag(help: "One JSON array; times in unix microseconds.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if limit < 1 || limit > 10_000 { throw ValidationError("--limit must be between 1 and 10000, found \(limit)") }

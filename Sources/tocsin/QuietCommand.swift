@@ -23,7 +23,7 @@ struct QuietCommand: AsyncParsableCommand {
     @Option(help: "With on: until this time (07:00, 'Mon 07:00', RFC 3339, @unix).") var until: String?
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if let action, action != "on" && action != "off" {

@@ -12,7 +12,7 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status", abstract: "Show whether the daemon runs, what it holds and which backends work.")
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)

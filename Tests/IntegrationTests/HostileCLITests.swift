@@ -73,4 +73,71 @@ struct HostileCLITests {
             #expect(items.first { $0["key"] as? String == "inj" }?["title"] as? String == Self.hostileTitle, "\(json.stdoutText)")
         }
     }
+
+    @Test("regression: a stopped daemon: the CLI gives up after --timeout (or $TOCSIN_TIMEOUT), says the request may still apply, and it does")
+    func stoppedDaemon() async throws {
+        try await withGateway { g in
+            g.process.signal(SIGSTOP)
+            defer { g.process.signal(SIGCONT) }
+            let started = ContinuousClock.now
+            let s = try await g.tocsin("schedule", "--key", "while-stopped", "--title", "T", "--after", "1h", "--timeout", "1s")
+            let waited = ContinuousClock.now - started
+            #expect(s.status == .exited(1), "\(s.stderrText)")
+            #expect(s.stdoutText.isEmpty)
+            #expect(s.stderrText.hasPrefix("error: the Tocsin daemon on \(g.bus.address) did not answer within 1s"), "\(s.stderrText)")
+            #expect(s.stderrText.contains("the request may still be applied when it answers"), "\(s.stderrText)")
+            #expect(s.stderrText.contains("with --key a retry is safe"), "\(s.stderrText)")
+            #expect(!s.stderrText.contains("Did not receive a reply"), "\(s.stderrText)")
+            // libdbus's own default is 25 s; the 1 s asked for, plus process start-up.
+            #expect(waited < .seconds(15), "waited \(waited)")
+
+            let env = try await TestProcess.run(Products.executable("tocsin"), ["status", "--bus", g.bus.address],
+                                                environment: ["TOCSIN_TIMEOUT": "1s"])
+            #expect(env.status == .exited(1), "\(env.stderrText)")
+            #expect(env.stderrText.contains("did not answer within 1s"), "\(env.stderrText)")
+
+            g.process.signal(SIGCONT)
+            // The queued Schedule is applied once the daemon runs again: wait for it in List.
+            let deadline = ContinuousClock.now + .seconds(20)
+            var listed = ""
+            while ContinuousClock.now < deadline {
+                listed = try await g.tocsin("list", "--json").stdoutText
+                if listed.contains("\"key\":\"while-stopped\"") { break }
+            }
+            #expect(listed.contains("\"key\":\"while-stopped\""), "after SIGCONT: \(listed)")
+        }
+    }
+
+    @Test("a malformed --timeout or $TOCSIN_TIMEOUT is refused by name")
+    func badTimeout() async throws {
+        let flag = try await TestProcess.run(Products.executable("tocsin"), ["list", "--bus", "unix:path=/nonexistent", "--timeout", "soon"])
+        #expect(flag.status == .exited(1))
+        #expect(flag.stderrText.hasPrefix("error: invalid --timeout 'soon': "), "\(flag.stderrText)")
+        let env = try await TestProcess.run(Products.executable("tocsin"), ["list", "--bus", "unix:path=/nonexistent"],
+                                            environment: ["TOCSIN_TIMEOUT": "0"])
+        #expect(env.status == .exited(1))
+        #expect(env.stderrText.hasPrefix("error: invalid $TOCSIN_TIMEOUT '0': "), "\(env.stderrText)")
+    }
+
+    @Test("regression: DBUS_SESSION_BUS_ADDRESS naming a missing socket or one nobody listens on gets a hint", arguments: ["missing", "unbound"])
+    func deadSessionAddress(kind: String) async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-deadbus")
+        let path = dir.path + "/bus"
+        if kind == "unbound" {
+            // A socket file left behind: bound once, never listened on, its process gone.
+            let made = try await TestProcess.run("/usr/bin/python3", ["-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", path])
+            #expect(made.status == .exited(0), "\(made.stderrText)")
+            #expect(FileManager.default.fileExists(atPath: path))
+        }
+        let address = "unix:path=\(path)"
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["list"], environment: ["DBUS_SESSION_BUS_ADDRESS": address])
+        #expect(out.status == .exited(1), "\(kind): \(out.stderrText)")
+        #expect(out.stderrText.hasPrefix("error: cannot connect to the session bus: "), "\(kind): \(out.stderrText)")
+        #expect(out.stderrText.contains("(DBUS_SESSION_BUS_ADDRESS is '\(address)', but no bus answers there: the session it belongs to has ended, or the address is wrong; run inside a desktop session or under dbus-run-session)"),
+                "\(kind): \(out.stderrText)")
+
+        let explicit = try await TestProcess.run(Products.executable("tocsin"), ["list", "--bus", address])
+        #expect(explicit.status == .exited(1))
+        #expect(explicit.stderrText.contains("(no bus answers at '\(address)':"), "\(kind): \(explicit.stderrText)")
+    }
 }
