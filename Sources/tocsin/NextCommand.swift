@@ -64,6 +64,7 @@ struct NextCommand: ParsableCommand {
             do { base = try Timestamp.parse(from, now: now) } catch {
                 throw CommandFailure("invalid --from '\(from)': \(error)")
             }
+            if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }
         } else {
             base = now
         }
@@ -90,6 +91,7 @@ struct NextCommand: ParsableCommand {
             do { period = try TimeSpan.parsePositive(every) } catch {
                 throw CommandFailure("invalid --every '\(every)': \(error)")
             }
+            if !TimeLimit.fits(period) { throw CommandFailure(TimeLimit.pastLatest(field: "--every", value: every)) }
             original = every
             normalized = "every \(period)"
             evaluationZone = displayZone

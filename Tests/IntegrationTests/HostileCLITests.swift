@@ -108,6 +108,38 @@ struct HostileCLITests {
         }
     }
 
+    @Test("regression: 'tocsin snooze K 9223372036854s' and Schedule 'after' 9223372036854s are refused naming the field and the limit")
+    func durationsPastTheLimit() async throws {
+        try await withGateway { g in
+            let s = try await g.tocsin("schedule", "--key", "tick", "--title", "Tick", "--every", "1h", "--starting", "+1s")
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            try await g.process.waitForOutput(containing: "\"key\":\"tick\"", timeout: .seconds(20))
+            let limit = "reaches past 9999-12-31T23:59:59Z, the latest instant Tocsin schedules"
+
+            let snooze = try await g.tocsin("snooze", "tick", "9223372036854s")
+            #expect(snooze.status == .exited(1), "\(snooze.stdoutText)")
+            #expect(snooze.stderrText == "error: argument 'duration' 9223372036854s \(limit)\n", "\(snooze.stderrText)")
+            let busctl = try await g.busctl("call", GatewayFixture.dest, GatewayFixture.path, GatewayFixture.iface, "Snooze", "ss", "tick", "292000y")
+            #expect(busctl.status != .exited(0))
+            #expect(busctl.stderrText.contains("'duration' 292000y \(limit)"), "\(busctl.stderrText)")
+
+            let after = try await g.gdbus("Schedule", "{'title': <'t'>, 'after': <'9223372036854s'>}")
+            #expect(after.status != .exited(0))
+            #expect(after.stderrText.contains("'after' 9223372036854s \(limit)"), "\(after.stderrText)")
+            let cli = try await g.tocsin("schedule", "--title", "t", "--after", "292000y")
+            #expect(cli.status == .exited(1))
+            #expect(cli.stderrText.contains("'after' 292000y \(limit)"), "\(cli.stderrText)")
+
+            // Nothing was snoozed (the history had a snooze due in year -290251) and nothing added.
+            let history = try await g.tocsin("history", "--json")
+            #expect(!history.stdoutText.contains("\"snoozed\""), "\(history.stdoutText)")
+            let list = try await g.tocsin("list", "--json")
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(list.stdoutText.utf8)) as? [[String: Any]])
+            #expect(items.map { $0["key"] as? String } == ["tick"], "\(list.stdoutText)")
+            #expect(items.first?["state"] as? String == "scheduled", "\(list.stdoutText)")
+        }
+    }
+
     @Test("a malformed --timeout or $TOCSIN_TIMEOUT is refused by name")
     func badTimeout() async throws {
         let flag = try await TestProcess.run(Products.executable("tocsin"), ["list", "--bus", "unix:path=/nonexistent", "--timeout", "soon"])
