@@ -15,8 +15,12 @@ struct CommandFailure: Error, CustomStringConvertible {
 
     /// `error: MESSAGE`, the shape of every failure but config diagnostics. The message often
     /// echoes client text (a key, the daemon's error about a title): its control characters are
-    /// made visible here, once for every command.
-    init(_ message: String) { text = "error: \(JSONText.visible(message))" }
+    /// made visible here, once for every command. Line breaks stay: a refused `Reload` answers
+    /// with the config's diagnostics, one per line.
+    init(_ message: String) {
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).map { JSONText.visible(String($0)) }
+        text = "error: " + lines.joined(separator: "\n")
+    }
 
     /// Config diagnostics, already `file:line:column: error: ...` per line.
     init(diagnostics: String) { text = diagnostics }

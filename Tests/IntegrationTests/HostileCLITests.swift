@@ -74,6 +74,22 @@ struct HostileCLITests {
         }
     }
 
+    /// The escaping of error messages keeps their lines: a refused `Reload` answers with the
+    /// config's diagnostics, each with its source line and caret.
+    @Test("a refused reload still prints its diagnostics one per line")
+    func reloadDiagnosticsKeepTheirLines() async throws {
+        try await withGateway { g in
+            try g.daemon.rewrite(config: "[backend.log]\ntype = \"log\"\nformat = \"jsno\"\n")
+            let r = try await g.tocsin("reload")
+            #expect(r.status == .exited(1))
+            let lines = r.stderrText.split(separator: "\n").map(String.init)
+            #expect(lines.count >= 3, "\(r.stderrText)")
+            #expect(lines.first?.hasPrefix("error: \(g.daemon.configPath):3:") == true, "\(r.stderrText)")
+            #expect(lines.contains { $0.contains("format = \"jsno\"") }, "\(r.stderrText)")
+            #expect(!r.stderrText.contains(#"\n"#), "\(r.stderrText)")
+        }
+    }
+
     @Test("regression: a stopped daemon: the CLI gives up after --timeout (or $TOCSIN_TIMEOUT), says the request may still apply, and it does")
     func stoppedDaemon() async throws {
         try await withGateway { g in
