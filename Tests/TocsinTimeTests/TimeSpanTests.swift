@@ -116,6 +116,16 @@ struct TimeLimitTests {
         #expect(throws: TimeSyntaxError.self) { try Timestamp.parse("+9223372036854s", now: Instant(seconds: 1_772_442_000)) }
     }
 
+    @Test("an 'every' series ends at the latest instant: no occurrence past it")
+    func everyEndsAtTheLimit() {
+        let period = TimeSpan.seconds(8000 * 31_557_600)
+        let first = Instant(seconds: 1_772_442_000)
+        let trigger = Trigger.every(period: period, starting: first, count: nil, until: nil)
+        let one = trigger.next(after: first - .seconds(1), previous: nil)
+        #expect(one?.instant == first)
+        #expect(trigger.next(after: first, previous: one) == nil)
+    }
+
     @Test("the limit is 9999-12-31T23:59:59Z")
     func latest() {
         #expect(Timestamp.rfc3339UTC(TimeLimit.latest) == "9999-12-31T23:59:59Z")
