@@ -79,6 +79,22 @@ struct TimeLimitCenterTests {
         #expect(next == latest)
     }
 
+    @Test("quiet on --for and --until past the limit are refused by name", arguments: [
+        ("292000y", "", "for", "'for' 292000y \(past)"),
+        ("9223372036854s", "", "for", "'for' 9223372036854s \(past)"),
+        ("", "@9000000000000", "until", "'until' @9000000000000 \(past)"),
+        ("", "+9223372036854s", "until", "invalid 'until': timestamp out of range (column 2 of the value)"),
+    ])
+    func quietPastTheLimit(forText: String, untilText: String, field: String, message: String) {
+        do {
+            let end = try QuietRequest.until(for: forText, until: untilText, now: t0, zone: TimeZoneRules.utc)
+            Issue.record("for '\(forText)' until '\(untilText)': accepted, ends \(end.map(Timestamp.rfc3339UTC) ?? "never")")
+        } catch {
+            #expect(error.field == field, "for '\(forText)' until '\(untilText)'")
+            #expect(error.message == message, "for '\(forText)' until '\(untilText)': \(error.message)")
+        }
+    }
+
     @Test("regression: a snooze of 9223372036854s is refused, the notification stays as it was")
     func hugeSnooze() async throws {
         let h = try await Harness()
