@@ -55,9 +55,10 @@ public struct LogBackend: DeliveryBackend {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
-    /// Quotes only when needed, escaping what would break the line.
+    /// Quotes only when needed, escaping what would break the line or drive a terminal that
+    /// shows it (C1 and bidi controls too: `JSONText.isControl`).
     static func quote(_ s: String) -> String {
-        let plain = !s.isEmpty && s.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "\\" && $0.value != 0x7f }
+        let plain = !s.isEmpty && s.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "\\" && !JSONText.isControl($0) }
         return plain ? s : jsonString(s)
     }
 

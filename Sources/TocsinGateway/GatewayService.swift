@@ -121,6 +121,9 @@ public final class GatewayService: Sendable {
                     do throws(TimeSyntaxError) { duration = try TimeSpan.parsePositive(text) } catch {
                         throw DBusError(.invalidArgs, "argument 'duration': \(error.message) (column \(error.column) of '\(text)')")
                     }
+                    if let d = duration, !TimeLimit.fits(d) {
+                        throw DBusError(.invalidArgs, "argument \(TimeLimit.pastLatest(field: "duration", value: text))")
+                    }
                 }
                 let until = try await Self.run { () throws(CenterError) in try await center.snooze(key, for: duration) }
                 return [.int64(until.microseconds)]

@@ -11,7 +11,9 @@ public enum Timestamp: Sendable {
         if first == "+" {
             let rest = String(String.UnicodeScalarView(s.dropFirst()))
             let span = try TimeSpan.parse(rest, columnOffset: 1)
-            return now + span
+            let (sum, overflow) = now.microseconds.addingReportingOverflow(span.microseconds)
+            if overflow { throw fail("timestamp out of range", 1) }
+            return Instant(microseconds: sum)
         }
         if first == "@" { return try parseEpoch(s, fail) }
         return try parseRFC3339(s, fail)

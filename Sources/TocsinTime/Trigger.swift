@@ -37,6 +37,8 @@ public enum Trigger: Hashable, Sendable {
             if offset.overflow || at.overflow { return nil }
             let t = Instant(microseconds: at.partialValue)
             if let until, t > until { return nil }
+            // A series ends at the latest instant Tocsin schedules, as if `until` said so.
+            if t > TimeLimit.latest { return nil }
             return Occurrence(instant: t, number: UInt32(k + 1))
 
         case let .calendar(spec, zone):

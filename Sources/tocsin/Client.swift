@@ -13,8 +13,14 @@ struct CommandFailure: Error, CustomStringConvertible {
     /// Exactly what goes to stderr, without the final newline.
     let text: String
 
-    /// `error: MESSAGE`, the shape of every failure but config diagnostics.
-    init(_ message: String) { text = "error: \(message)" }
+    /// `error: MESSAGE`, the shape of every failure but config diagnostics. The message often
+    /// echoes client text (a key, the daemon's error about a title): its control characters are
+    /// made visible here, once for every command. Line breaks stay: a refused `Reload` answers
+    /// with the config's diagnostics, one per line.
+    init(_ message: String) {
+        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).map { JSONText.visible(String($0)) }
+        text = "error: " + lines.joined(separator: "\n")
+    }
 
     /// Config diagnostics, already `file:line:column: error: ...` per line.
     init(diagnostics: String) { text = diagnostics }
@@ -29,17 +35,33 @@ struct CommandFailure: Error, CustomStringConvertible {
 /// The CLI side of the gateway API: connect, call, and turn D-Bus errors into sentences.
 struct Client {
     let connection: DBusConnection
-    let bus: BusOptions
+    let bus: ClientOptions
+    /// How long a call waits for the daemon (`ClientOptions.replyTimeout`).
+    let timeout: TimeSpan
 
-    static func connect(_ bus: BusOptions) async throws -> Client {
+    static func connect(_ bus: ClientOptions) async throws -> Client {
+        let timeout = try bus.replyTimeout()
         do {
-            return Client(connection: try await bus.connect(), bus: bus)
+            return Client(connection: try await bus.connect(), bus: bus, timeout: timeout)
         } catch {
-            var hint = ""
-            if bus.bus == "session" && ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
-                hint = " (DBUS_SESSION_BUS_ADDRESS is not set: run inside a desktop session or under dbus-run-session)"
+            throw CommandFailure("cannot connect to \(bus.description): \(Self.text(error))\(Self.connectHint(bus))")
+        }
+    }
+
+    /// Why nothing answers where the CLI looked, and what to do: the address it used, that no bus
+    /// listens there, and how to get one. A stale `DBUS_SESSION_BUS_ADDRESS` (left from a session
+    /// that ended, or copied from another machine) is as common as an unset one.
+    static func connectHint(_ bus: ClientOptions) -> String {
+        let start = "run inside a desktop session or under dbus-run-session"
+        switch bus.bus {
+        case "system": return ""
+        case "session":
+            guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] else {
+                return " (DBUS_SESSION_BUS_ADDRESS is not set: \(start))"
             }
-            throw CommandFailure("cannot connect to \(bus.description): \(Self.text(error))\(hint)")
+            return " (DBUS_SESSION_BUS_ADDRESS is '\(address)', but no bus answers there: the session it belongs to has ended, or the address is wrong; \(start))"
+        default:
+            return " (no bus answers at '\(bus.bus)': check the address, or start a bus there with dbus-daemon --session --address=ADDRESS)"
         }
     }
 
@@ -57,9 +79,16 @@ struct Client {
         do {
             return try await connection.call(destination: Gateway.busName, path: Gateway.objectPath,
                                              interface: Gateway.interface, member: member, arguments: arguments,
-                                             timeout: .seconds(25))
+                                             timeout: .microseconds(timeout.microseconds))
         } catch let e as DBusError where e.code == .serviceUnknown || e.code == .nameHasNoOwner {
             throw CommandFailure("the Tocsin daemon is not running on \(bus.description); start it with 'tocsin daemon' or 'systemctl --user start tocsin'")
+        } catch let e as DBusError where e.code == .noReply {
+            // The call sits in the daemon's queue: a stopped daemon applies it when it resumes.
+            throw CommandFailure(
+                "the Tocsin daemon on \(bus.description) did not answer within \(timeout) (it is stopped, or too busy); "
+                    + "the request may still be applied when it answers: check with 'tocsin list' before retrying, "
+                    + "and with --key a retry is safe: it replaces the first request rather than adding a second "
+                    + "(wait longer with --timeout or $\(ClientOptions.environmentVariable))")
         } catch let e as DBusError where unknownMethodIsNil && e.code == .unknownMethod {
             return nil
         } catch {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinGateway
 import TocsinTime
 
@@ -72,7 +73,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
     var keepExisting = false
     @Flag(help: "Schedule it on every machine of the daemon's [fleet] too.") var fleet = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         var f = try notification.fields()
@@ -87,20 +88,20 @@ struct ScheduleCommand: AsyncParsableCommand {
         if keepExisting { f.append(("replace", .boolean(false))) }
         let client = try await Client.connect(bus)
         let reply = try await client.call("Schedule", [.vardict(f)])
-        print((try? reply.first?.asString()) ?? "")
+        print(JSONText.visible((try? reply.first?.asString()) ?? ""))
     }
 }
 
 struct PostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "post", abstract: "Deliver a notification now; prints its key.")
     @OptionGroup var notification: NotificationFlags
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let f = try notification.fields()
         let client = try await Client.connect(bus)
         let reply = try await client.call("PostNow", [.vardict(f)])
-        print((try? reply.first?.asString()) ?? "")
+        print(JSONText.visible((try? reply.first?.asString()) ?? ""))
     }
 }
 
@@ -108,7 +109,7 @@ struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "list", abstract: "List pending notifications, soonest first.")
     @Flag(help: "One JSON array.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -173,7 +174,7 @@ struct CancelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a notification, or all of them.")
     @Argument(help: "The key to cancel.") var key: String?
     @Flag(help: "Cancel every pending notification.") var all = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if all == (key != nil) { throw ValidationError("give either a KEY or --all") }
@@ -196,13 +197,13 @@ struct CancelCommand: AsyncParsableCommand {
 struct AckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ack", abstract: "Acknowledge a ringing notification (stops the alarm).")
     @Argument var key: String
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
         let reply = try await client.call("Acknowledge", [.string(key)])
         let done = (try? reply.first?.asBool()) ?? false
-        if !done { print("'\(key)' was not ringing") }
+        if !done { print("'\(JSONText.visible(key))' was not ringing") }
     }
 }
 
@@ -210,7 +211,7 @@ struct SnoozeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Silence a notification and deliver it again later.")
     @Argument var key: String
     @Argument(help: "How long, e.g. 5min (default: the configured snooze).") var duration: String?
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -221,7 +222,7 @@ struct SnoozeCommand: AsyncParsableCommand {
 
 struct ReloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "reload", abstract: "Reload the daemon's configuration.")
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -232,7 +233,7 @@ struct ReloadCommand: AsyncParsableCommand {
 struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "watch", abstract: "Print one line per gateway event until interrupted.")
     @Flag(help: "JSON lines.") var json = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -267,7 +268,7 @@ struct WatchCommand: AsyncParsableCommand {
 
     static func text(_ s: DBusSignal) -> String {
         var line = s.member.rawValue
-        if let key = try? s.arguments.first?.asString() { line += " " + key }
+        if let key = try? s.arguments.first?.asString() { line += " " + JSONText.visible(key) }
         for (i, a) in s.arguments.dropFirst().enumerated() {
             let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
             if case .int64(let t) = a, name != "rings" { line += " \(name)=\"\(Show.time(t))\""; continue }

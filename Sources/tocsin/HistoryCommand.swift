@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinTime
 
 /// `tocsin history`: what happened to notifications (fired, acknowledged, snoozed, cancelled,
@@ -14,7 +15,7 @@ struct HistoryCommand: AsyncParsableCommand {
     @Option(help: "At most this many events (default 100, at most 10000).") var limit: UInt32 = 100
     @Flag(help: "One JSON array; times in unix microseconds.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if limit < 1 || limit > 10_000 { throw ValidationError("--limit must be between 1 and 10000, found \(limit)") }
@@ -61,9 +62,12 @@ struct HistoryCommand: AsyncParsableCommand {
             default: break
             }
             let backends = ((try? d["backends"]?.asArray()) ?? []).compactMap { try? $0.asString() }
+            // Client text (key, title, backend names) and whatever the daemon sent show their
+            // control characters escaped.
             cells.append([instant("time").map(display.absolute) ?? "-", event, (try? d["key"]?.asString()) ?? "",
                           detail.isEmpty ? "-" : detail.joined(separator: ", "),
-                          backends.isEmpty ? "-" : backends.joined(separator: ","), (try? d["title"]?.asString()) ?? ""])
+                          backends.isEmpty ? "-" : backends.joined(separator: ","),
+                          (try? d["title"]?.asString()) ?? ""].map(JSONText.visible))
         }
         // Padded like `tocsin list`; the last column (the title) is not, so lines carry no trailing blanks.
         let widths = (0..<5).map { c in cells.map { $0[c].count }.max() ?? 0 }

@@ -1,4 +1,5 @@
 import Logging
+import TocsinConfig
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,9 @@ struct TocsinLogHandler: LogHandler {
         var merged = metadata
         if let m = event.metadata { merged.merge(m) { _, new in new } }
         var line = journal ? "<\(Self.priority(event.level))>" : "\(event.level): "
-        line += "\(event.message)"
+        // Line by line, as CommandFailure: a start-up failure logs the config's diagnostics.
+        line += "\(event.message)".split(separator: "\n", omittingEmptySubsequences: false)
+            .map { JSONText.visible(String($0)) }.joined(separator: "\n")
         for (k, v) in merged.sorted(by: { $0.key < $1.key }) {
             line += " \(k)=\(Self.quote("\(v)"))"
         }
@@ -45,15 +48,14 @@ struct TocsinLogHandler: LogHandler {
         }
     }
 
+    /// A metadata value as it is, or quoted with every control character escaped (a value can
+    /// carry client text, and the log is often read in a terminal).
     static func quote(_ s: String) -> String {
-        if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0.isNewline }) { return s }
-        return "\"" + s.replacingOccurrences("\\", "\\\\").replacingOccurrences("\"", "\\\"").replacingOccurrences("\n", "\\n") + "\""
-    }
-}
-
-extension String {
-    func replacingOccurrences(_ a: String, _ b: String) -> String {
-        split(separator: Substring(a), omittingEmptySubsequences: false).joined(separator: b)
+        if !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }),
+           !s.unicodeScalars.contains(where: JSONText.isControl) {
+            return s
+        }
+        return JSONText.quote(s)
     }
 }
 

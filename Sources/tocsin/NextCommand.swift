@@ -64,6 +64,7 @@ struct NextCommand: ParsableCommand {
             do { base = try Timestamp.parse(from, now: now) } catch {
                 throw CommandFailure("invalid --from '\(from)': \(error)")
             }
+            if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }
         } else {
             base = now
         }
@@ -90,6 +91,7 @@ struct NextCommand: ParsableCommand {
             do { period = try TimeSpan.parsePositive(every) } catch {
                 throw CommandFailure("invalid --every '\(every)': \(error)")
             }
+            if !TimeLimit.fits(period) { throw CommandFailure(TimeLimit.pastLatest(field: "--every", value: every)) }
             original = every
             normalized = "every \(period)"
             evaluationZone = displayZone
@@ -116,23 +118,12 @@ struct NextCommand: ParsableCommand {
             spec.dstFold = dstFold.flatMap(DSTFoldPolicy.init(rawValue:)) ?? .first
             if spec.dstGap != .skip { policyJSON += ", \"dst_gap\": \(Self.jsonString(spec.dstGap.rawValue))" }
             if spec.dstFold != .first { policyJSON += ", \"dst_fold\": \(Self.jsonString(spec.dstFold.rawValue))" }
-            var systemd = spec
-            systemd.dstGap = .skip
-            systemd.dstFold = .first
-            var gapOnly = spec
-            gapOnly.dstFold = .first
             var cursor = base
             while elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
                 elapses.append(t)
-                if systemd.nextElapse(after: cursor, in: evaluationZone) == t {
-                    addedBy.append(nil)
-                } else if spec.dstGap == .shift, gapOnly.nextElapse(after: cursor, in: evaluationZone) == t {
-                    addedBy.append("dst_gap=shift")
-                } else {
-                    addedBy.append("dst_fold=both")
-                }
                 cursor = t
             }
+            addedBy = Self.marks(elapses, of: spec, from: base, in: evaluationZone)
         }
 
         if json {
@@ -143,19 +134,50 @@ struct NextCommand: ParsableCommand {
         }
 
         // Like systemd-analyze, the original is only worth a line when normalisation changed it.
-        if original != normalized { print("  Original form: \(original)") }
-        print("Normalized form: \(normalized)")
+        if original != normalized { print("  Original form: \(JSONText.visible(original))") }
+        print("Normalized form: \(JSONText.visible(normalized))")
         if elapses.isEmpty {
             print("    Next elapse: never")
             return
         }
         let showUTC = !displayZone.isUTCEquivalent
         for (i, t) in elapses.enumerated() {
-            let label = i == 0 ? "    Next elapse" : "       Iter. #\(i + 1)"
+            // Right-aligned to the colon as systemd-analyze does, also from `Iter. #10` on.
+            let name = i == 0 ? "Next elapse" : "Iter. #\(i + 1)"
+            let label = String(repeating: " ", count: max(0, 15 - name.count)) + name
             let mark = i < addedBy.count ? addedBy[i].map { " (\($0))" } ?? "" : ""
             print("\(label): \(Self.human(t, in: displayZone))\(mark)")
             if showUTC { print("       (in UTC): \(Self.human(t, in: .utc))") }
-            print("       From now: \(Self.relative(t - base))")
+            // As systemd-analyze's --base-time: relative to the real now, not to --from.
+            print("       From now: \(Self.relative(t - now))")
+        }
+    }
+
+    /// Per elapse of `spec`, the policy that added it, nil for one systemd has too. Each policy
+    /// only adds elapses, so an elapse is systemd's own exactly when it is in the sequence systemd
+    /// computes from the same base; comparing one step at a time from each elapse instead would
+    /// take a second pass through a repeated hour (whose times systemd does elapse when started
+    /// inside it) for systemd's own.
+    static func marks(_ elapses: [Instant], of spec: CalendarSpec, from base: Instant, in zone: TimeZoneRules) -> [String?] {
+        guard let last = elapses.last, spec.dstGap != .skip || spec.dstFold != .first else {
+            return elapses.map { _ in nil }
+        }
+        func sequence(_ s: CalendarSpec) -> Set<Instant> {
+            var out: Set<Instant> = []
+            var cursor = base
+            while let t = s.nextElapse(after: cursor, in: zone), t <= last { out.insert(t); cursor = t }
+            return out
+        }
+        var systemd = spec
+        systemd.dstGap = .skip
+        systemd.dstFold = .first
+        var gapOnly = spec
+        gapOnly.dstFold = .first
+        let own = sequence(systemd)
+        let shifted = spec.dstGap == .shift ? sequence(gapOnly) : []
+        return elapses.map { t in
+            if own.contains(t) { return nil }
+            return shifted.contains(t) ? "dst_gap=shift" : "dst_fold=both"
         }
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinGateway
 import TocsinTime
 
@@ -22,7 +23,7 @@ struct QuietCommand: AsyncParsableCommand {
     @Option(help: "With on: until this time (07:00, 'Mon 07:00', RFC 3339, @unix).") var until: String?
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func validate() throws {
         if let action, action != "on" && action != "off" {
@@ -54,7 +55,7 @@ struct QuietCommand: AsyncParsableCommand {
         let source = (try? d["source"]?.asString()) ?? "none"
         let held = (try? d["held"]?.asUInt32()) ?? 0
         var out = "quiet: \(active ? "on" : "off")"
-        if source != "none" { out += " (\(source))" }
+        if source != "none" { out += " (\(JSONText.visible(source)))" }
         if let u = try? d["until"]?.asInt64() {
             out += (active ? " until " : " next at ") + display.moment(Instant(microseconds: u))
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinConfig
 import TocsinGateway
 import TocsinTime
 
@@ -11,7 +12,7 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status", abstract: "Show whether the daemon runs, what it holds and which backends work.")
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
-    @OptionGroup var bus: BusOptions
+    @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         let client = try await Client.connect(bus)
@@ -28,7 +29,7 @@ struct StatusCommand: AsyncParsableCommand {
         func instant(_ k: String) -> Instant? { (try? d[k]?.asInt64()).map { Instant(microseconds: $0) } }
         var out = ["Tocsin daemon: running"]
         func add(_ label: String, _ value: String) {
-            out.append(String(repeating: " ", count: max(0, 10 - label.count)) + label + ": " + value)
+            out.append(String(repeating: " ", count: max(0, 10 - label.count)) + label + ": " + JSONText.visible(value))
         }
         if let v = string("version") { add("Version", v) }
         if let pid = try? d["pid"]?.asUInt32() { add("PID", "\(pid)") }
@@ -48,7 +49,7 @@ struct StatusCommand: AsyncParsableCommand {
         if backends.isEmpty { add("Backends", "none configured") }
         for (i, (name, health)) in backends.enumerated() {
             let value = "\(name): \(health)"
-            if i == 0 { add("Backends", value) } else { out.append(String(repeating: " ", count: 12) + value) }
+            if i == 0 { add("Backends", value) } else { out.append(String(repeating: " ", count: 12) + JSONText.visible(value)) }
         }
         return out
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TocsinConfig
 import TocsinTime
 
 /// How the CLI shows instants to people: local time to the second with its zone abbreviation,
@@ -62,14 +63,16 @@ struct TimeDisplay {
 
     /// The `tocsin list` table: NEXT, LEFT, LAST, PASSED as `systemctl list-timers` has them,
     /// then what the notification is. A missing instant shows as `-`. The last column (the
-    /// title) is not padded, so lines carry no trailing blanks.
+    /// title) is not padded, so lines carry no trailing blanks. Client text shows its control
+    /// characters escaped (`JSONText.visible`).
     func table(_ rows: [Row]) -> [String] {
         var cells = [["NEXT", "LEFT", "LAST", "PASSED", "KEY", "STATE", "TRIGGER", "TITLE"]]
         for r in rows {
             cells.append([
                 r.next.map(absolute) ?? "-", r.next.map(relative) ?? "-",
                 r.last.map(absolute) ?? "-", r.last.map(relative) ?? "-",
-                r.key, r.state, trigger(r.trigger), r.title,
+                JSONText.visible(r.key), JSONText.visible(r.state),
+                JSONText.visible(trigger(r.trigger)), JSONText.visible(r.title),
             ])
         }
         let columns = cells[0].count

@@ -18,6 +18,14 @@ struct LogBackendTests {
         #expect(LogBackend.text(f) == "tocsin: fired key=tea title=\"Tea \\\"green\\\"\" body=\"a\\nb\" due=2027-01-15T08:00:00Z occurrence=2 reason=late late=5s")
     }
 
+    @Test("regression: C1 and bidi controls in a title are escaped in text lines (they were written raw)")
+    func textEscapesControls() {
+        var g = f
+        // Without a C0 character, which alone already made the title quoted (and so escaped).
+        g.notification.title = "x\u{9b}31m\u{202e}y"
+        #expect(LogBackend.text(g).contains(#"title="x\u009b31m\u202ey""#), "\(LogBackend.text(g))")
+    }
+
     @Test("JSON lines parse and carry the fields")
     func json() throws {
         let obj = try #require(try JSONSerialization.jsonObject(with: Data(LogBackend.json(f).utf8)) as? [String: Any])

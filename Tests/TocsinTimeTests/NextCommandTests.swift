@@ -57,6 +57,31 @@ struct NextCommandTests {
         }
     }
 
+    /// systemd-analyze measures "From now" from the real now whatever --base-time says; so does
+    /// `tocsin next --from`. Both run within milliseconds, and at these distances the rendering
+    /// changes once a day at most.
+    @Test("regression: 'From now' is measured from the real now, not from --from, as systemd-analyze --base-time")
+    func fromNowIsTheRealNow() throws {
+        for base: Int64 in [1_700_000_000, 1_774_700_000] {
+            let expr = "daily"
+            let ours = try Self.run(Self.binary, ["next", "--from", "@\(base)", "--count", "2", expr], tz: "Europe/Berlin")
+            let theirs = try Self.run(SystemdOracle.executable, ["calendar", "--base-time=@\(base)", "--iterations=2", expr], tz: "Europe/Berlin")
+            func fromNow(_ s: String) -> [String] { s.split(separator: "\n").map(String.init).filter { $0.contains("From now:") } }
+            #expect(fromNow(ours.out).count == 2, "base @\(base): \(ours.out) \(ours.err)")
+            #expect(fromNow(ours.out) == fromNow(theirs.out), "base @\(base): ours \(fromNow(ours.out)), systemd \(fromNow(theirs.out))")
+            #expect(fromNow(ours.out).allSatisfy { $0.hasSuffix(" ago") }, "base @\(base): \(ours.out)")
+        }
+    }
+
+    @Test("ten or more elapses are right-aligned as systemd-analyze has them")
+    func iterationLabelsAlign() throws {
+        let ours = try Self.run(Self.binary, ["next", "--from", "@1774000000", "--count", "11", "daily"], tz: "UTC")
+        let theirs = try Self.run(SystemdOracle.executable, ["calendar", "--base-time=@1774000000", "--iterations=11", "daily"], tz: "UTC")
+        func labels(_ s: String) -> [String] { s.split(separator: "\n").map(String.init).filter { $0.contains("Iter. #") } }
+        #expect(labels(ours.out).count == 10, "\(ours.out)")
+        #expect(labels(ours.out) == labels(theirs.out), "ours \(labels(ours.out)), systemd \(labels(theirs.out))")
+    }
+
     @Test func invalidExpressionNamesTheColumn() throws {
         let result = try Self.run(Self.binary, ["next", "Mon *-*-* 25:00"], tz: "UTC")
         #expect(result.status != 0)
@@ -102,6 +127,25 @@ struct NextCommandDSTPolicyTests {
         let lines = result.out.split(separator: "\n").map(String.init)
         #expect(lines.contains("       Iter. #2: Sun 2026-11-01 01:30:00 EDT"), "\(result.out)")
         #expect(lines.contains("       Iter. #3: Sun 2026-11-01 01:30:00 EST (dst_fold=both)"), "\(result.out)")
+    }
+
+    @Test("regression: --dst-fold both marks every time of the repeated hour it adds, not only the first")
+    func foldBothMarksEachAddedTime() throws {
+        let result = try NextCommandTests.run(NextCommandTests.binary,
+                                              ["next", "--from", "2026-10-24T12:00:00Z", "--count", "10", "--dst-fold", "both",
+                                               "02:00,15,30,45"], tz: "Europe/Berlin")
+        #expect(result.status == 0, "\(result.err)")
+        let elapses = result.out.split(separator: "\n").map(String.init).filter { $0.contains("Next elapse:") || $0.contains("Iter. #") }
+        let expected = [
+            "    Next elapse: Sun 2026-10-25 02:00:00 CEST", "       Iter. #2: Sun 2026-10-25 02:15:00 CEST",
+            "       Iter. #3: Sun 2026-10-25 02:30:00 CEST", "       Iter. #4: Sun 2026-10-25 02:45:00 CEST",
+            "       Iter. #5: Sun 2026-10-25 02:00:00 CET (dst_fold=both)", "       Iter. #6: Sun 2026-10-25 02:15:00 CET (dst_fold=both)",
+            "       Iter. #7: Sun 2026-10-25 02:30:00 CET (dst_fold=both)", "       Iter. #8: Sun 2026-10-25 02:45:00 CET (dst_fold=both)",
+            "       Iter. #9: Mon 2026-10-26 02:00:00 CET", "      Iter. #10: Mon 2026-10-26 02:15:00 CET",
+        ]
+        for (i, line) in expected.enumerated() {
+            #expect(elapses.indices.contains(i) && elapses[i] == line, "elapse \(i + 1): want '\(line)', got \(elapses.indices.contains(i) ? "'\(elapses[i])'" : "nothing")")
+        }
     }
 
     @Test func badPolicyIsRefusedByName() throws {

@@ -95,3 +95,40 @@ struct TimeSpanTests {
         #expect(TimeSpan(microseconds: -1_000_000).description == "-1s")
     }
 }
+
+@Suite("TimeLimit")
+struct TimeLimitTests {
+    @Test("adding never wraps: past the latest instant or past Int64 is nil", arguments: [
+        (Instant(seconds: 1_772_442_000), TimeSpan.seconds(9_223_372_036_854), false),
+        (Instant(microseconds: .max - 1), TimeSpan(microseconds: .max), false),
+        (TimeLimit.latest, TimeSpan(microseconds: 1), false),
+        (TimeLimit.latest - .seconds(1), TimeSpan.seconds(1), true),
+        (Instant(seconds: 0), TimeLimit.longestSpan, true),
+    ])
+    func adding(base: Instant, span: TimeSpan, fits: Bool) {
+        let sum = TimeLimit.adding(span, to: base)
+        #expect((sum != nil) == fits, "\(base) + \(span)")
+        if let sum { #expect(sum.microseconds == base.microseconds + span.microseconds) }
+    }
+
+    @Test("regression: '+9223372036854s' is out of range, not a wrapped instant in year -290251")
+    func relativeTimestampOverflow() {
+        #expect(throws: TimeSyntaxError.self) { try Timestamp.parse("+9223372036854s", now: Instant(seconds: 1_772_442_000)) }
+    }
+
+    @Test("an 'every' series ends at the latest instant: no occurrence past it")
+    func everyEndsAtTheLimit() {
+        let period = TimeSpan.seconds(8000 * 31_557_600)
+        let first = Instant(seconds: 1_772_442_000)
+        let trigger = Trigger.every(period: period, starting: first, count: nil, until: nil)
+        let one = trigger.next(after: first - .seconds(1), previous: nil)
+        #expect(one?.instant == first)
+        #expect(trigger.next(after: first, previous: one) == nil)
+    }
+
+    @Test("the limit is 9999-12-31T23:59:59Z")
+    func latest() {
+        #expect(Timestamp.rfc3339UTC(TimeLimit.latest) == "9999-12-31T23:59:59Z")
+        #expect(Timestamp.rfc3339UTC(TimeLimit.earliest) == "0001-01-01T00:00:00Z")
+    }
+}

@@ -61,11 +61,33 @@ extension FieldReader {
         return nil
     }
 
-    /// A systemd.time(7) span such as `15min`; `positive` refuses zero and negative spans.
+    /// A systemd.time(7) span such as `15min`; `positive` refuses zero and negative spans, and
+    /// every span longer than `TimeLimit.longestSpan` is refused.
     public mutating func duration(_ key: String, positive: Bool) -> TimeSpan? {
         guard let s = string(key) else { return nil }
-        return parse(key, s) { text throws(TimeSyntaxError) in
+        let span = parse(key, s) { text throws(TimeSyntaxError) in
             positive ? try TimeSpan.parsePositive(text) : try TimeSpan.parse(text)
+        }
+        return span.flatMap { within(key, $0, text: s) }
+    }
+
+    /// `span` when it fits `TimeLimit`, else reported (with the text as written) and nil.
+    public mutating func within(_ key: String, _ span: TimeSpan, text: String) -> TimeSpan? {
+        if TimeLimit.fits(span) { return span }
+        report(key, TimeLimit.pastLatest(field: key, value: text.trimmingCharacters(in: .whitespaces)))
+        return nil
+    }
+
+    /// `value` when its instant fits `TimeLimit` (a relative one: its span), else reported and nil.
+    public mutating func within(_ key: String, _ value: TimeValue, text: String) -> TimeValue? {
+        let shown = text.trimmingCharacters(in: .whitespaces)
+        switch value {
+        case .relative(let d): return within(key, d, text: shown).map { _ in value }
+        case .instant(let t):
+            guard let refusal = TimeLimit.refusal(of: t, field: key, value: shown) else { return value }
+            report(key, refusal)
+            return nil
+        case .local: return value  // resolved (and checked) with its zone at scheduling
         }
     }
 
@@ -74,12 +96,14 @@ extension FieldReader {
     public mutating func timeValue(_ key: String, text s: String) -> TimeValue? {
         let trimmed = s.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("+") {
-            return parse(key, String(trimmed.dropFirst())) { t throws(TimeSyntaxError) in
+            let value = parse(key, String(trimmed.dropFirst())) { t throws(TimeSyntaxError) -> TimeValue in
                 .relative(try TimeSpan.parse(t))
             }
+            return value.flatMap { within(key, $0, text: s) }
         }
         // Parsed against a dummy "now": only absolute forms reach this branch.
-        return parse(key, s) { t throws(TimeSyntaxError) in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
+        let value = parse(key, s) { t throws(TimeSyntaxError) -> TimeValue in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
+        return value.flatMap { within(key, $0, text: s) }
     }
 
     /// NUL cannot travel over D-Bus or into argv and environments; refused at the door on every surface.

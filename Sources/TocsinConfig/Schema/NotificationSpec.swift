@@ -317,6 +317,7 @@ public enum NotificationFields: Sendable {
                 do throws(TimeSyntaxError) {
                     let o = try TimeSpan.parse(t)
                     if o < .zero { throw TimeSyntaxError(.invalidDuration, "an offset before the event must not be negative", column: 1) }
+                    guard r.within("remind_before", o, text: t) != nil else { return nil }
                     offsets.append(o)
                 } catch {
                     r.report("remind_before", "invalid offset '\(t)' in 'remind_before': \(error.message)")

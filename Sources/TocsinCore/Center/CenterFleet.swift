@@ -34,6 +34,9 @@ extension TocsinCenter {
     /// A snooze given on another machine: until the same instant here, whatever the default.
     @discardableResult
     func snoozeFromFleet(_ key: String, until: Instant) async throws(CenterError) -> Instant {
-        try await submit(.snoozeUntil(key, until)).instant
+        if let refusal = TimeLimit.refusal(of: until, field: "until", value: "@\(until.microseconds)us") {
+            throw CenterError(.invalidArguments, refusal, field: "until")
+        }
+        return try await submit(.snoozeUntil(key, until)).instant
     }
 }

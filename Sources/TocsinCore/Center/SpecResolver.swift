@@ -20,22 +20,39 @@ struct SpecResolver: Sendable {
         } else {
             zone = defaultZone
         }
-        func instant(_ v: TimeValue) -> Instant {
+        // Every instant made absolute here is checked against `TimeLimit`: the decoders check
+        // what they can without a "now" and a zone, this what needs them.
+        func instant(_ v: TimeValue, _ field: String) throws(CenterError) -> Instant {
+            let t: Instant
             switch v {
-            case .instant(let i): return i
-            case .local(let c): return Timestamp.instant(of: c, in: zone)
-            case .relative(let d): return now + d
+            case .instant(let i): t = i
+            case .local(let c): t = Timestamp.instant(of: c, in: zone)
+            case .relative(let d): return try adding(d, field, shown: "+\(d)")
             }
+            if let refusal = TimeLimit.refusal(of: t, field: field, value: Timestamp.rfc3339UTC(t)) {
+                throw CenterError(.invalidTrigger, refusal, field: field)
+            }
+            return t
+        }
+        func adding(_ d: TimeSpan, _ field: String, shown: String? = nil) throws(CenterError) -> Instant {
+            guard let t = TimeLimit.adding(d, to: now) else {
+                throw CenterError(.invalidTrigger, TimeLimit.pastLatest(field: field, value: shown ?? "\(d)"), field: field)
+            }
+            return t
         }
         let trigger: Trigger
         switch spec.trigger {
-        case .at(let v): trigger = .at(instant(v))
+        case .at(let v): trigger = .at(try instant(v, "at"))
         case .after(let d):
             guard d.microseconds > 0 else { throw CenterError(.invalidTrigger, "'after' must be positive", field: "after") }
-            trigger = .at(now + d)
+            trigger = .at(try adding(d, "after"))
         case .every(let p, let count, let starting, let until):
             guard p.microseconds > 0 else { throw CenterError(.invalidTrigger, "'every' must be positive; an interval of 0 is refused", field: "every") }
-            trigger = .every(period: p, starting: starting.map(instant) ?? now + p, count: count, until: until.map(instant))
+            let first: Instant
+            if let starting { first = try instant(starting, "starting") } else { first = try adding(p, "every") }
+            var last: Instant?
+            if let until { last = try instant(until, "until") }
+            trigger = .every(period: p, starting: first, count: count, until: last)
         case .onCalendar(let c):
             let resolved: (spec: CalendarSpec, zone: TimeZoneRules)
             do { resolved = try c.resolvingZone(local: zone, rules: zones.rules) } catch {
@@ -43,7 +60,11 @@ struct SpecResolver: Sendable {
             }
             trigger = .calendar(resolved.spec, zone: resolved.zone)
         case .remindBefore(let event, let offsets):
-            trigger = .remindBefore(event: instant(event), offsets: offsets)
+            let at = try instant(event, "at")
+            for o in offsets where !TimeLimit.fits(o) {
+                throw CenterError(.invalidTrigger, TimeLimit.pastLatest(field: "remind_before", value: "\(o)"), field: "remind_before")
+            }
+            trigger = .remindBefore(event: at, offsets: offsets)
         }
         if let names = spec.backends {
             for b in names where !known.contains(b) {
@@ -52,6 +73,9 @@ struct SpecResolver: Sendable {
                 message += " (configured: \(known.joined(separator: ", ")))"
                 throw CenterError(.unknownBackend, message, field: "backends")
             }
+        }
+        if let late = spec.maxLate, !TimeLimit.fits(late) {
+            throw CenterError(.invalidTrigger, TimeLimit.pastLatest(field: "max_late", value: "\(late)"), field: "max_late")
         }
         return Notification(
             key: spec.key ?? Self.generatedKey(), title: spec.title, body: spec.body, trigger: trigger,

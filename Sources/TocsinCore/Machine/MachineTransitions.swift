@@ -148,7 +148,9 @@ extension NotificationMachine {
         guard duration.microseconds > 0 else {
             throw CenterError(.invalidArguments, "snooze duration must be positive", field: "duration")
         }
-        let until = now + duration
+        guard let until = TimeLimit.adding(duration, to: now) else {
+            throw CenterError(.invalidArguments, TimeLimit.pastLatest(field: "duration", value: "\(duration)"), field: "duration")
+        }
         out.append(.persist(.alert(key: key, .snoozed(until: until))))
         e.alert = .snoozed(until: until)
         put(e)

@@ -286,9 +286,14 @@ public enum QuietRequest: Sendable {
             throw CenterError(.invalidArguments, "give 'for' or 'until', not both", field: "for")
         }
         if !forText.isEmpty {
-            do { return now + (try TimeSpan.parsePositive(forText)) } catch {
+            let span: TimeSpan
+            do { span = try TimeSpan.parsePositive(forText) } catch {
                 throw CenterError(.invalidArguments, "invalid 'for': \(error.message) (column \(error.column) of the value)", field: "for")
             }
+            guard let end = TimeLimit.adding(span, to: now) else {
+                throw CenterError(.invalidArguments, TimeLimit.pastLatest(field: "for", value: forText), field: "for")
+            }
+            return end
         }
         guard !untilText.isEmpty else { return nil }
         // A time of day or calendar expression first ("07:00" is the next 07:00, not today's);
@@ -303,6 +308,9 @@ public enum QuietRequest: Sendable {
             throw CenterError(.invalidArguments, "invalid 'until': \(error.message) (column \(error.column) of the value)", field: "until")
         }
         guard t > now else { throw CenterError(.invalidArguments, "invalid 'until': \(untilText) is not in the future", field: "until") }
+        if let refusal = TimeLimit.refusal(of: t, field: "until", value: untilText) {
+            throw CenterError(.invalidArguments, refusal, field: "until")
+        }
         return t
     }
 }
