@@ -125,20 +125,15 @@ public struct CalendarComponents: Sendable, Hashable {
     /// daemon (or `validate()`) to refuse rather than silently clamped.
     public var expression: String {
         let fields: [Int?] = [year, month, day, hour, minute, second]
-        let smallest = fields.lastIndex { $0 != nil } ?? -1
-        func part(_ i: Int, width: Int) -> String {
-            if let v = fields[i] { return width == 4 ? String(v) : pad(v) }
-            if i > smallest { return i == 1 || i == 2 ? "01" : "00" }  // below every set field: its minimum
-            return "*"
+        // A weekday is a day-level match: year, month and day left out are then any.
+        let smallest = max(fields.lastIndex { $0 != nil } ?? -1, weekdays.isEmpty ? -1 : 2)
+        func part(_ i: Int) -> String {
+            if let v = fields[i] { return i == 0 ? String(v) : pad(v) }
+            if i == 0 || i <= smallest { return "*" }
+            return i == 1 || i == 2 ? "01" : "00"  // below every set field: its minimum
         }
-        // Nothing but weekdays: midnight of those days, as DateComponents(weekday:) matches.
-        let date = "\(part(0, width: 4))-\(part(1, width: 2))-\(part(2, width: 2))"
-        let time = "\(part(3, width: 2)):\(part(4, width: 2)):\(part(5, width: 2))"
         let days = Self.weekdayList(weekdays)
-        var expr = days.isEmpty ? "" : days + " "
-        // A year left to match any, with month and day too, is systemd's `*-*-*`.
-        expr += (smallest < 0 && days.isEmpty) ? "*-*-* 00:00:00" : date + " " + time
-        return expr
+        return (days.isEmpty ? "" : days + " ") + "\(part(0))-\(part(1))-\(part(2)) \(part(3)):\(part(4)):\(part(5))"
     }
 
     private func pad(_ v: Int) -> String { v >= 0 && v < 10 ? "0\(v)" : String(v) }
@@ -157,8 +152,12 @@ public struct CalendarComponents: Sendable, Hashable {
         return parts.joined(separator: ",")
     }
 
-    /// Refuses fields outside a calendar's range, naming the field.
+    /// Refuses fields outside a calendar's range, and a builder with no field at all (it would
+    /// match every instant), naming the field.
     public func validate() throws(TocsinClientError) {
+        if weekdays.isEmpty, [year, month, day, hour, minute, second].allSatisfy({ $0 == nil }) {
+            throw RequestRules.invalid("on_calendar", "calendar components need at least one field or weekday")
+        }
         let ranges: [(String, Int?, ClosedRange<Int>)] = [
             ("year", year, 1970...2199), ("month", month, 1...12), ("day", day, 1...31),
             ("hour", hour, 0...23), ("minute", minute, 0...59), ("second", second, 0...59),

@@ -110,14 +110,18 @@ public struct HistoryQuery: Sendable, Hashable {
 /// The daemon at a glance: what `tocsin status` shows.
 public struct DaemonStatus: Sendable, Hashable {
     public var version: String
+    /// The daemon's process id, 0 when unknown (the double has none).
+    public var pid: Int
     public var pending: Int
     /// Backend name → `ok`, or why deliveries to it fail now.
     public var backends: [String: String]
     public var nextKey: String?
     public var nextFire: Date?
 
-    public init(version: String, pending: Int, backends: [String: String] = [:], nextKey: String? = nil, nextFire: Date? = nil) {
+    public init(version: String, pid: Int = 0, pending: Int, backends: [String: String] = [:], nextKey: String? = nil,
+                nextFire: Date? = nil) {
         self.version = version
+        self.pid = pid
         self.pending = pending
         self.backends = backends
         self.nextKey = nextKey

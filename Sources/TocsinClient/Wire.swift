@@ -104,7 +104,7 @@ enum Wire {
 
     static func status(_ v: DBusValue) throws(TocsinClientError) -> DaemonStatus {
         let f = try Fields(v)
-        return DaemonStatus(version: f.string("version") ?? "", pending: f.uint32("pending") ?? 0,
+        return DaemonStatus(version: f.string("version") ?? "", pid: f.uint32("pid") ?? 0, pending: f.uint32("pending") ?? 0,
                             backends: f.table("backends"), nextKey: f.string("next_key"), nextFire: f.date("next_fire"))
     }
 

@@ -50,6 +50,7 @@ final class DaemonHarness: Harness {
     static let config = """
         [daemon]
         timezone = "UTC"
+        max_pending_per_client = 1000000
 
         [backend.events]
         type = "dbus-signal"
