@@ -40,11 +40,13 @@ extension TocsinNotifying {
         try await snooze(key: key, for: nil)
     }
 
+    /// The latest 100 events, newest first: what a "recent activity" view wants.
     public func history() async throws(TocsinClientError) -> [HistoryEntry] { try await history(HistoryQuery()) }
 
     /// Events of the notifications this center scheduled.
     public func events() async throws(TocsinClientError) -> AsyncStream<NotificationEvent> { try await events(.mine) }
 
+    /// Cancels one key; true when it was pending.
     public func remove(key: String) async throws(TocsinClientError) -> Bool { try await !remove(keys: [key]).isEmpty }
 }
 

@@ -3,15 +3,19 @@ public import FoundationEssentials
 /// What happened to a notification, as the daemon announces it on the bus; the cases are the
 /// gateway's signals, decoded.
 public enum NotificationEvent: Sendable, Hashable {
+    /// It fell due and went out (only for notifications routed to a `dbus-signal` backend).
     case fired(FiredNotification)
     /// A person chose an action on a popup; `userInfo` is the notification's.
     case actionInvoked(key: String, action: String, userInfo: [String: String])
+    /// Someone stopped it (`acknowledge`, a popup's Dismiss, `tocsin ack`).
     case acknowledged(key: String)
+    /// Silenced until `until`, when it is delivered again.
     case snoozed(key: String, until: Date)
     /// Firings fell due while the daemon was not running; `due` is the first of them.
     case missed(key: String, due: Date)
     /// An alarm rang its last ring without being acknowledged.
     case unanswered(key: String, rings: Int)
+    /// Removed before its time, by any client.
     case cancelled(key: String)
     /// The daemon took its bus name (started, restarted, or activated). Events it emitted while
     /// it was away are lost; an app that cares re-reads `pending()` here. Never filtered.

@@ -1,15 +1,17 @@
-public import FoundationEssentials
-
 /// How insistently a notification asks for attention; popups and sounds honour it.
 public enum NotificationUrgency: String, Sendable, Hashable, CaseIterable {
+    /// `critical` popups stay until dismissed on most servers.
     case low, normal, critical
 }
 
 /// A button on a popup. The id comes back in `NotificationEvent.actionInvoked`, the title is
 /// what a person reads.
 public struct NotificationAction: Sendable, Hashable {
+    /// Returned in `actionInvoked`; unique within the notification.
     public var id: String
+    /// The button label.
     public var title: String
+    /// An action button; both strings go to the popup server as is.
     public init(id: String, title: String) {
         self.id = id
         self.title = title
@@ -19,13 +21,17 @@ public struct NotificationAction: Sendable, Hashable {
 /// What a notification says and where it goes, apart from when: the same content can be
 /// scheduled under several keys and triggers, as `UNMutableNotificationContent` is.
 public struct NotificationContent: Sendable, Hashable {
+    /// The summary line; required (at most 4096 bytes).
     public var title: String
+    /// The text under it (at most 65536 bytes).
     public var body: String
+    /// How insistently it asks for attention.
     public var urgency: NotificationUrgency
     /// An icon name or path for popups.
     public var icon: String?
     /// A freedesktop notification category (`im.received`, `device`), for servers that sort by it.
     public var category: String?
+    /// Buttons, at most 16.
     public var actions: [NotificationAction]
     /// A sound name or file; the daemon's sound backend plays it.
     public var sound: String?
@@ -36,6 +42,7 @@ public struct NotificationContent: Sendable, Hashable {
     /// Handed back with every firing and action, so an app can find its own record again.
     public var userInfo: [String: String]
 
+    /// Everything but the title is optional, as in the config file.
     public init(title: String, body: String = "", urgency: NotificationUrgency = .normal, icon: String? = nil,
                 category: String? = nil, actions: [NotificationAction] = [], sound: String? = nil,
                 backends: [String]? = nil, userInfo: [String: String] = [:]) {
@@ -54,13 +61,17 @@ public struct NotificationContent: Sendable, Hashable {
 /// One notification to schedule: the key makes it addressable (replace, remove, acknowledge,
 /// filter events), as a `UNNotificationRequest`'s identifier does.
 public struct NotificationRequest: Sendable, Hashable {
+    /// Unique per daemon (printable, no spaces, at most 255 bytes).
     public var key: String
+    /// What it says and where it goes.
     public var content: NotificationContent
+    /// When it fires.
     public var trigger: NotificationTrigger
     /// False keeps a pending notification with the same key instead of replacing it: an app that
     /// re-adds its schedule on every start then leaves running ones alone.
     public var replacesExisting: Bool
 
+    /// A request replaces one with the same key unless `replacesExisting` is false.
     public init(key: String, content: NotificationContent, trigger: NotificationTrigger, replacesExisting: Bool = true) {
         self.key = key
         self.content = content

@@ -16,8 +16,10 @@ public struct NotificationTrigger: Sendable, Hashable {
         case reminders(before: [Duration], event: Date)
     }
 
+    /// The trigger itself; the static constructors are the usual way to make one.
     public var kind: Kind
 
+    /// For code that builds a `Kind` directly (decoding an app's own saved schedule).
     public init(_ kind: Kind) { self.kind = kind }
 
     /// Once at `date`. A date already past is refused (`invalidTrigger`), never delivered late.
@@ -89,19 +91,29 @@ public struct NotificationTrigger: Sendable, Hashable {
 public struct CalendarComponents: Sendable, Hashable {
     /// Days of the week, in systemd's spelling; empty means any day.
     public enum Weekday: Int, Sendable, Hashable, CaseIterable, Comparable {
+        /// ISO order, Monday first, as systemd writes ranges (`Mon..Fri`).
         case monday = 1, tuesday, wednesday, thursday, friday, saturday, sunday
         var name: String { ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][rawValue - 1] }
+        /// Monday first, so runs print as ranges.
         public static func < (a: Weekday, b: Weekday) -> Bool { a.rawValue < b.rawValue }
     }
 
+    /// Days the expression matches; empty matches every day.
     public var weekdays: Set<Weekday>
+    /// nil: any year.
     public var year: Int?
+    /// 1...12; nil: any month when a smaller field is set, else January.
     public var month: Int?
+    /// 1...31; nil: any day when a smaller field or a weekday is set, else the 1st.
     public var day: Int?
+    /// 0...23; nil: any hour when a smaller field is set, else 0.
     public var hour: Int?
+    /// 0...59; nil: any minute when `second` is set, else 0.
     public var minute: Int?
+    /// 0...59; nil: 0.
     public var second: Int?
 
+    /// Fields as DateComponents names them; see the type's rule for the ones left nil.
     public init(weekdays: Set<Weekday> = [], year: Int? = nil, month: Int? = nil, day: Int? = nil,
                 hour: Int? = nil, minute: Int? = nil, second: Int? = nil) {
         self.weekdays = weekdays

@@ -49,14 +49,17 @@ public struct TocsinClientError: Error, Sendable, Hashable, CustomStringConverti
         public static let bus = Code(.bus)
     }
 
+    /// What kind of failure, to branch on.
     public var code: Code
     /// The daemon's D-Bus error name (`io.github.tocsin.Error.InvalidTrigger`), nil when the
     /// client refused the request itself.
     public var name: String?
     /// The request field at fault (`at`, `title`, `every`, `key`), when one is.
     public var field: String?
+    /// The daemon's (or the client's) words, for people; may quote the column of a mistake.
     public var message: String
 
+    /// For the double and apps' own fakes, which must throw what the client throws.
     public init(_ code: Code, _ message: String, field: String? = nil, name: String? = nil) {
         self.code = code
         self.message = message
@@ -64,6 +67,7 @@ public struct TocsinClientError: Error, Sendable, Hashable, CustomStringConverti
         self.name = name
     }
 
+    /// Code, field and message on one line, for logs.
     public var description: String {
         var s = "\(code)"
         if let field { s += " (field '\(field)')" }

@@ -12,15 +12,20 @@ import Synchronization
 public actor TocsinNotificationCenter: TocsinNotifying {
     /// Which bus the daemon is on.
     public enum Bus: Sendable, Hashable {
+        /// The user's session bus (where the daemon normally runs), or the system bus.
         case session, system
         /// A bus address (`unix:path=...`), for private buses and tests.
         case address(String)
     }
 
+    /// The daemon's well-known name, for apps that watch it themselves.
     public static let busName: BusName = "io.github.tocsin.Gateway"
+    /// The gateway object.
     public static let objectPath: ObjectPath = "/io/github/tocsin/Gateway"
+    /// The gateway interface; its version is in the name.
     public static let interface: InterfaceName = "io.github.tocsin.Gateway1"
 
+    /// Fixed per center: a center that moved buses would mix two daemons' keys.
     public nonisolated let bus: Bus
     /// Notifications asked for per `ListPage` call; the daemon answers at most 10000 and fewer
     /// when a page would not fit one message.
@@ -29,6 +34,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
     /// The keys this center added or posted, read by its event streams' filters.
     nonisolated let keys = KeyRegistry()
 
+    /// Connects lazily, on the first call: creating a center never fails.
     public init(bus: Bus = .session, pageSize: Int = 10_000) {
         self.bus = bus
         self.pageSize = min(max(pageSize, 1), 10_000)
@@ -36,6 +42,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     // MARK: Scheduling
 
+    /// Validates first, then `Schedule`; the key counts as this center's before the call.
     public func add(_ request: NotificationRequest) async throws(TocsinClientError) {
         try request.validate()
         // Known before the call: the daemon's first event for it may come before the reply.
@@ -43,6 +50,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         _ = try await call("Schedule", [Wire.spec(request)])
     }
 
+    /// `PostNow`; a key is made up here when none is given, so its events are known to be this center's.
     @discardableResult
     public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
         let key = key ?? madeUpKey()
@@ -53,6 +61,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         return try Self.string(reply, or: key)
     }
 
+    /// `ListPage` until the daemon says there is no more: a page per call, every notification once.
     public func pending() async throws(TocsinClientError) -> [PendingNotification] {
         var out: [PendingNotification] = []
         var cursor = ""
@@ -68,6 +77,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         return out
     }
 
+    /// One `Cancel` per key, in order.
     @discardableResult
     public func remove(keys: [String]) async throws(TocsinClientError) -> [String] {
         var removed: [String] = []
@@ -78,6 +88,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         return removed
     }
 
+    /// `CancelAll`: every client's notifications, not only this center's.
     @discardableResult
     public func removeAll() async throws(TocsinClientError) -> Int {
         let reply = try await call("CancelAll", [])
@@ -87,12 +98,14 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     // MARK: Answering
 
+    /// `Acknowledge`.
     @discardableResult
     public func acknowledge(key: String) async throws(TocsinClientError) -> Bool {
         try RequestRules.key(key)
         return try Self.bool(await call("Acknowledge", [.string(key)]))
     }
 
+    /// `Snooze`; nil uses the daemon's default.
     @discardableResult
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try RequestRules.key(key)
@@ -106,6 +119,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     // MARK: Reading
 
+    /// `History`; the daemon answers at most what fits one message.
     public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
         var filter: [(String, DBusValue)] = []
         if let key = query.key {
@@ -122,12 +136,14 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         return out
     }
 
+    /// `Status`.
     public func status() async throws(TocsinClientError) -> DaemonStatus {
         try Wire.status(try Self.first(await call("Status", []), "Status"))
     }
 
     // MARK: Quiet hours
 
+    /// `QuietOn`; answers once the state is durable.
     public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
         let args: (String, String)
         switch duration {
@@ -140,16 +156,19 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         return try Wire.quiet(try Self.first(await call("QuietOn", [.string(args.0), .string(args.1)]), "QuietOn"))
     }
 
+    /// `QuietOff`: what was held is delivered.
     public func quietOff() async throws(TocsinClientError) -> QuietState {
         try Wire.quiet(try Self.first(await call("QuietOff", []), "QuietOff"))
     }
 
+    /// `QuietStatus`.
     public func quietState() async throws(TocsinClientError) -> QuietState {
         try Wire.quiet(try Self.first(await call("QuietStatus", []), "QuietStatus"))
     }
 
     // MARK: Events
 
+    /// A new subscription per stream; see `EventPump` for how it outlives restarts.
     public func events(_ scope: EventScope) async throws(TocsinClientError) -> AsyncStream<NotificationEvent> {
         let pump = EventPump(filter: EventFilter(scope: scope, keys: keys)) { () throws(TocsinClientError) in
             try await self.connection()

@@ -11,18 +11,31 @@ import TocsinTime
 public actor InMemoryNotificationCenter: TocsinNotifying {
     /// One call the app made, with its arguments, in order.
     public enum Call: Sendable, Hashable {
+        /// `add`, with the request as given.
         case add(NotificationRequest)
+        /// `post`, with the key as given (nil when made up).
         case post(NotificationContent, key: String?)
+        /// `pending()`.
         case pending
+        /// `remove(keys:)`.
         case remove(keys: [String])
+        /// `removeAll()`.
         case removeAll
+        /// `acknowledge(key:)`.
         case acknowledge(key: String)
+        /// `snooze(key:for:)`.
         case snooze(key: String, duration: Duration?)
+        /// `history(_:)`.
         case history(HistoryQuery)
+        /// `status()`.
         case status
+        /// `quietOn(_:)`.
         case quietOn(QuietDuration)
+        /// `quietOff()`.
         case quietOff
+        /// `quietState()`.
         case quietState
+        /// `events(_:)`.
         case events(EventScope)
     }
 
@@ -69,6 +82,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         advance(to: now.addingTimeInterval(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
     }
 
+    /// Moves the clock to `date` (never back), firing on the way.
     public func advance(to date: Date) {
         let target = Instant(microseconds: Self.us(date))
         while let (key, at) = nextDue(upTo: target) {
@@ -102,6 +116,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
 
     // MARK: TocsinNotifying
 
+    /// Same checks and errors as the daemon; `after` counts from the virtual now.
     public func add(_ request: NotificationRequest) async throws(TocsinClientError) {
         try record(.add(request))
         try request.validate()
@@ -120,6 +135,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         entries[request.key] = Entry(request: request, trigger: trigger, next: first)
     }
 
+    /// Delivers at once on the virtual clock.
     public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
         try record(.post(content, key: key))
         let key = key ?? "post-\(UInt64.random(in: 0...UInt64.max))"
@@ -130,6 +146,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return key
     }
 
+    /// In key order, as the daemon's pages are.
     public func pending() async throws(TocsinClientError) -> [PendingNotification] {
         try record(.pending)
         return entries.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.map { key in
@@ -144,6 +161,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         }
     }
 
+    /// Each removed key gets its `cancelled` event.
     public func remove(keys: [String]) async throws(TocsinClientError) -> [String] {
         try record(.remove(keys: keys))
         var removed: [String] = []
@@ -154,6 +172,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return removed
     }
 
+    /// Everything, with a `cancelled` event each.
     public func removeAll() async throws(TocsinClientError) -> Int {
         try record(.removeAll)
         let keys = entries.keys.sorted()
@@ -161,6 +180,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return keys.count
     }
 
+    /// True only for a snoozed notification: the double has no alarm backend to ring.
     public func acknowledge(key: String) async throws(TocsinClientError) -> Bool {
         try record(.acknowledge(key: key))
         guard let e = entries[key] else { throw Self.notFound(key) }
@@ -172,6 +192,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return true
     }
 
+    /// Only after a firing, as the daemon; the default is its 5 minutes.
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try record(.snooze(key: key, duration: duration))
         if let duration, duration <= .zero {
@@ -190,6 +211,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return date(until)
     }
 
+    /// What happened in the double, newest first.
     public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
         try record(.history(query))
         if query.limit < 1 { throw TocsinClientError(.invalidRequest, "'limit' must be at least 1, got \(query.limit)", field: "limit") }
@@ -199,6 +221,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return Array(matching.prefix(min(query.limit, 10_000)))
     }
 
+    /// `version` is `in-memory`; each configured backend is `ok`.
     public func status() async throws(TocsinClientError) -> DaemonStatus {
         try record(.status)
         let next = entries.compactMap { k, e in (e.snoozedUntil ?? e.next?.instant).map { (k, $0) } }.min { $0.1 < $1.1 }
@@ -207,6 +230,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
                             nextKey: next?.0, nextFire: next.map { date($0.1) })
     }
 
+    /// Holds `fired` events until `quietOff`.
     public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
         try record(.quietOn(duration))
         switch duration {
@@ -219,17 +243,20 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return quiet
     }
 
+    /// Delivers what was held.
     public func quietOff() async throws(TocsinClientError) -> QuietState {
         try record(.quietOff)
         endQuiet()
         return quiet
     }
 
+    /// As last switched.
     public func quietState() async throws(TocsinClientError) -> QuietState {
         try record(.quietState)
         return quiet
     }
 
+    /// Streams live until the consumer stops; nothing is buffered from before.
     public func events(_ scope: EventScope) async throws(TocsinClientError) -> AsyncStream<NotificationEvent> {
         try record(.events(scope))
         let (stream, continuation) = AsyncStream.makeStream(of: NotificationEvent.self, bufferingPolicy: .unbounded)
