@@ -88,6 +88,12 @@ public struct NotificationRequest: Sendable, Hashable {
     }
 }
 
+extension NotificationRequest {
+    /// The key rules alone (non-empty, at most 255 bytes, no spaces or control characters), for
+    /// keys that come from elsewhere: `remove`, `acknowledge` and `snooze` check them before calling.
+    public static func validate(key: String) throws(TocsinClientError) { try RequestRules.key(key) }
+}
+
 /// The limits both sides agree on (README, "[[notification]]"); the daemon checks them again.
 enum RequestRules {
     static func invalid(_ field: String, _ message: String) -> TocsinClientError {

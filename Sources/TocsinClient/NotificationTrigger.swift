@@ -59,7 +59,8 @@ public struct NotificationTrigger: Sendable, Hashable {
         case .date: break
         case let .interval(interval, repeats, count, until):
             let field = repeats ? "every" : "after"
-            if interval <= .zero { throw RequestRules.invalid(field, "'\(field)' must be positive, got \(interval)") }
+            // The daemon counts in microseconds: less would reach it as zero.
+            if interval.microseconds < 1 { throw RequestRules.invalid(field, "'\(field)' must be at least 1 microsecond, got \(interval)") }
             if !repeats, count != nil || until != nil {
                 throw RequestRules.invalid(count != nil ? "count" : "until", "'count' and 'until' apply only to a repeating interval")
             }

@@ -31,6 +31,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
     /// when a page would not fit one message.
     public nonisolated let pageSize: Int
     private var connection: DBusConnection?
+    private var opening: Task<DBusConnection, any Error>?
     /// The keys this center added or posted, read by its event streams' filters.
     nonisolated let keys = KeyRegistry()
 
@@ -80,9 +81,9 @@ public actor TocsinNotificationCenter: TocsinNotifying {
     /// One `Cancel` per key, in order.
     @discardableResult
     public func remove(keys: [String]) async throws(TocsinClientError) -> [String] {
+        for key in keys { try RequestRules.key(key) }
         var removed: [String] = []
         for key in keys {
-            try RequestRules.key(key)
             if try Self.bool(await call("Cancel", [.string(key)])) { removed.append(key) }
         }
         return removed
@@ -178,19 +179,32 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     // MARK: The connection
 
-    /// The open connection, or a new one when there is none or the bus dropped the last.
+    /// The open connection, or a new one when there is none or the bus dropped the last. Calls
+    /// that arrive while it is being opened wait for the same one (the actor is reentrant at
+    /// every `await`): one client, one unique name, one quota at the daemon.
     func connection() async throws(TocsinClientError) -> DBusConnection {
         if let connection, connection.isConnected { return connection }
-        do {
-            let c: DBusConnection
-            switch bus {
-            case .session: c = try await DBusConnection.session()
-            case .system: c = try await DBusConnection.system()
-            case .address(let a): c = try await DBusConnection.connect(address: a)
+        let opening: Task<DBusConnection, any Error>
+        if let current = self.opening {
+            opening = current
+        } else {
+            let bus = self.bus
+            opening = Task {
+                switch bus {
+                case .session: try await DBusConnection.session()
+                case .system: try await DBusConnection.system()
+                case .address(let a): try await DBusConnection.connect(address: a)
+                }
             }
+            self.opening = opening
+        }
+        do {
+            let c = try await opening.value
+            if self.opening == opening { self.opening = nil }
             connection = c
             return c
         } catch {
+            if self.opening == opening { self.opening = nil }
             throw TocsinClientError(.bus, "cannot connect to the bus: \(error)")
         }
     }

@@ -164,6 +164,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// Each removed key gets its `cancelled` event.
     public func remove(keys: [String]) async throws(TocsinClientError) -> [String] {
         try record(.remove(keys: keys))
+        for key in keys { try NotificationRequest.validate(key: key) }
         var removed: [String] = []
         for key in keys where entries[key] != nil {
             cancel(key)
@@ -183,6 +184,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// True only for a snoozed notification: the double has no alarm backend to ring.
     public func acknowledge(key: String) async throws(TocsinClientError) -> Bool {
         try record(.acknowledge(key: key))
+        try NotificationRequest.validate(key: key)
         guard let e = entries[key] else { throw Self.notFound(key) }
         guard e.snoozedUntil != nil else { return false }
         entries[key]?.snoozedUntil = nil
@@ -195,6 +197,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// Only after a firing, as the daemon; the default is its 5 minutes.
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try record(.snooze(key: key, duration: duration))
+        try NotificationRequest.validate(key: key)
         if let duration, duration <= .zero {
             throw TocsinClientError(.invalidRequest, "'duration' must be positive, got \(duration)", field: "duration")
         }
@@ -214,6 +217,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// What happened in the double, newest first.
     public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
         try record(.history(query))
+        if let key = query.key { try NotificationRequest.validate(key: key) }
         if query.limit < 1 { throw TocsinClientError(.invalidRequest, "'limit' must be at least 1, got \(query.limit)", field: "limit") }
         let matching = log.reversed().filter { e in
             (query.key.map { $0 == e.key } ?? true) && (query.since.map { e.time >= $0 } ?? true)

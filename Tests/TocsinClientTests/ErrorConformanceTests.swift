@@ -36,6 +36,12 @@ struct ErrorConformanceTests {
         Row(name: "interval of zero", code: .invalidRequest, field: "after", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(request(.after(.zero)))
         },
+        Row(name: "interval under a microsecond", code: .invalidRequest, field: "after", local: true) { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.nanoseconds(999))))
+        },
+        Row(name: "remove a key with a space", code: .invalidRequest, field: "key", local: true) { c, _ throws(TocsinClientError) in
+            _ = try await c.remove(keys: ["ok", "not ok"])
+        },
         Row(name: "repeating interval of zero", code: .invalidRequest, field: "every", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(request(.every(.zero)))
         },

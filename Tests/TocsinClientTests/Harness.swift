@@ -80,7 +80,8 @@ final class DaemonHarness: Harness {
         center = real
     }
 
-    static func start(pageSize: Int = 10_000, busConfig: String = PrivateBus.defaultConfigFile) async throws -> DaemonHarness {
+    static func start(pageSize: Int = 10_000, busConfig: String = PrivateBus.defaultConfigFile,
+                      config: String = DaemonHarness.config) async throws -> DaemonHarness {
         let bus = try await PrivateBus.start(configFile: busConfig)
         do {
             let dir = TemporaryDirectory(prefix: "tocsin-client")

@@ -85,6 +85,33 @@ struct RealClientTests {
         await bus.stop()
     }
 
+    @Test("regression: calls racing to open the connection share one, so the daemon counts one client against its quota")
+    func concurrentFirstCallsShareOneConnection() async throws {
+        let h = try await DaemonHarness.start(config: DaemonHarness.config.replacingOccurrences(
+            of: "max_pending_per_client = 1000000", with: "max_pending_per_client = 20"))
+        do {
+            let center = h.center
+            let refused = try await withThrowingTaskGroup(of: TocsinClientError.Code?.self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        do throws(TocsinClientError) {
+                            try await center.add(Self.request("q\(i)"))
+                            return nil
+                        } catch {
+                            return error.code
+                        }
+                    }
+                }
+                return try await group.reduce(into: [TocsinClientError.Code]()) { if let c = $1 { $0.append(c) } }
+            }
+            #expect(refused.count == 20 && refused.allSatisfy { $0 == .quotaExceeded }, "\(refused)")
+        } catch {
+            await h.stop()
+            throw error
+        }
+        await h.stop()
+    }
+
     /// TOCSIN_CLIENT_PENDING=250000 measures the scale; the default keeps the suite quick
     /// while still walking several full pages of the daemon's largest size (10000).
     static let pendingCount = Int(ProcessInfo.processInfo.environment["TOCSIN_CLIENT_PENDING"] ?? "") ?? 12_000
