@@ -1,4 +1,4 @@
-import DBus
+@testable import DBus
 import Foundation
 import Testing
 @testable import TocsinClient
@@ -116,5 +116,44 @@ struct ClientUnitTests {
         #expect(log.events.last == .actionInvoked(key: "alarm", action: "snooze", userInfo: ["note": "7"]))
         #expect(try await center.pending().first?.nextFire == (await center.now).addingTimeInterval(7200), "the second of two, on its time")
         await #expect(throws: TocsinClientError.self) { try await center.fire(key: "nobody") }
+    }
+}
+
+/// Each gateway signal decodes to its event; one of another shape is dropped, not guessed at.
+@Suite("TocsinClient signal decoding")
+struct SignalDecodingTests {
+    struct Row: Sendable, CustomStringConvertible {
+        let member: MemberName
+        let arguments: [DBusValue]
+        let event: NotificationEvent?
+        var description: String { "\(member) \(arguments.map(\.type))" }
+    }
+
+    static let t = Date(timeIntervalSince1970: 1_800_000_000.5)
+    static let rows: [Row] = [
+        Row(member: "Fired", arguments: [.string("k"), .vardict([
+                ("title", .string("T")), ("body", .string("B")), ("due", .int64(1_800_000_000_500_000)),
+                ("fired", .int64(1_800_000_001_000_000)), ("occurrence", .uint32(3)), ("late", .boolean(true)),
+                ("user_info", Wire.stringTable([("a", "1")])), ("before", .int64(3_600_000_000)), ("reason", .string("due")),
+            ])],
+            event: .fired(FiredNotification(key: "k", title: "T", body: "B", due: t, fired: t.addingTimeInterval(0.5), occurrence: 3,
+                                            late: true, userInfo: ["a": "1"], before: .seconds(3600)))),
+        Row(member: "ActionInvoked", arguments: [.string("k"), .string("join"), Wire.stringTable([("room", "4")])],
+            event: .actionInvoked(key: "k", action: "join", userInfo: ["room": "4"])),
+        Row(member: "Acknowledged", arguments: [.string("k")], event: .acknowledged(key: "k")),
+        Row(member: "Snoozed", arguments: [.string("k"), .int64(1_800_000_000_500_000)], event: .snoozed(key: "k", until: t)),
+        Row(member: "Cancelled", arguments: [.string("k")], event: .cancelled(key: "k")),
+        Row(member: "Missed", arguments: [.string("k"), .int64(1_800_000_000_500_000)], event: .missed(key: "k", due: t)),
+        Row(member: "Unanswered", arguments: [.string("k"), .uint32(10)], event: .unanswered(key: "k", rings: 10)),
+        Row(member: "Snoozed", arguments: [.string("k"), .string("soon")], event: nil),
+        Row(member: "Fired", arguments: [.uint32(1)], event: nil),
+        Row(member: "QuietChanged", arguments: [.boolean(true), .vardict([])], event: nil),
+    ]
+
+    @Test("a gateway signal becomes its event", arguments: rows)
+    func decode(_ row: Row) {
+        let signal = DBusSignal(sender: nil, destination: nil, path: TocsinNotificationCenter.objectPath,
+                                interface: TocsinNotificationCenter.interface, member: row.member, arguments: row.arguments)
+        #expect(Wire.event(signal) == row.event, "row \(row)")
     }
 }
