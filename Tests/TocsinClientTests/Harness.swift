@@ -108,8 +108,9 @@ final class DaemonHarness: Harness {
          "TZ": "UTC", "NOTIFY_SOCKET": ""]
     }
 
-    static func startDaemon(bus: PrivateBus, dir: TemporaryDirectory) async throws -> TestProcess {
-        let p = try TestProcess(Products.executable("tocsin"), daemonArguments(dir: dir) + ["--bus", bus.address],
+    /// `address`: where the daemon connects, by default the bus's full address (with its guid).
+    static func startDaemon(bus: PrivateBus, dir: TemporaryDirectory, address: String? = nil) async throws -> TestProcess {
+        let p = try TestProcess(Products.executable("tocsin"), daemonArguments(dir: dir) + ["--bus", address ?? bus.address],
                                 environment: daemonEnvironment(dir: dir).merging(bus.environment) { $1 })
         let text = "serving the D-Bus API"
         let state = try await p.output.wait("'\(text)' from tocsin daemon", timeout: .seconds(30)) {

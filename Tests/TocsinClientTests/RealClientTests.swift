@@ -54,6 +54,39 @@ struct RealClientTests {
         await h.stop()
     }
 
+    @Test("the event stream and the calls survive a restart of the bus itself: both reconnect")
+    func busRestart() async throws {
+        let listen = try PrivateBus.temporarySocketAddress()
+        var bus = try await PrivateBus.start(listenAddress: listen)
+        let dir = TemporaryDirectory(prefix: "tocsin-client-bus")
+        try dir.write("config.toml", DaemonHarness.config)
+        // The address without the bus's guid: the restarted bus has another.
+        let center = TocsinNotificationCenter(bus: .address(bus.socketAddress))
+        let daemon = try await DaemonHarness.startDaemon(bus: bus, dir: dir, address: bus.socketAddress)
+        do {
+            let log = EventLog(try await center.events())
+            try await center.add(Self.request("before"))
+            try await bus.crash()
+            bus = try await PrivateBus.start(listenAddress: listen)
+            try await log.wait("daemonAppeared on the new bus") { $0 == .daemonAppeared }
+            // The daemon reconnects with backoff of its own; gdbus waits for its name.
+            let back = try await TestProcess.run("gdbus", ["wait", "--address", bus.socketAddress, "--timeout", "30",
+                                                           "io.github.tocsin.Gateway"], timeout: .seconds(40))
+            try #require(back.status == .exited(0), "\(back.stderrText)")
+            #expect(try await center.pending().map(\.key) == ["before"])
+            try await center.add(Self.request("after", after: 1))
+            try await log.wait("Fired after the bus restart") { $0.isFired }
+            #expect(log.fired("after").count == 1)
+        } catch {
+            daemon.signal(SIGTERM)
+            await bus.stop()
+            throw error
+        }
+        daemon.signal(SIGTERM)
+        _ = try? await daemon.waitForExit(timeout: .seconds(10))
+        await bus.stop()
+    }
+
     @Test("a call starts the daemon through D-Bus activation when it is not running")
     func activation() async throws {
         let dir = TemporaryDirectory(prefix: "tocsin-activation")
