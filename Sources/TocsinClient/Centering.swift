@@ -47,6 +47,7 @@ extension TocsinNotifying {
     public func events() async throws(TocsinClientError) -> AsyncStream<NotificationEvent> { try await events(.mine) }
 
     /// Cancels one key; true when it was pending.
+    @discardableResult
     public func remove(key: String) async throws(TocsinClientError) -> Bool { try await !remove(keys: [key]).isEmpty }
 }
 

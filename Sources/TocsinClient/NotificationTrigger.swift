@@ -30,6 +30,12 @@ public struct NotificationTrigger: Sendable, Hashable {
         .init(.interval(interval, repeats: false, count: nil, until: nil))
     }
 
+    /// `UNTimeIntervalNotificationTrigger(timeInterval:repeats:)`'s shape: once, or every
+    /// `interval` with an optional `count` and `until` (which a one-shot refuses, naming the field).
+    public static func after(_ interval: Duration, repeats: Bool, count: Int? = nil, until: Date? = nil) -> NotificationTrigger {
+        .init(.interval(interval, repeats: repeats, count: count, until: until))
+    }
+
     /// Every `interval`, the first one `interval` from now; `count` caps how many times, `until`
     /// the last instant. Without either it repeats until removed.
     public static func every(_ interval: Duration, count: Int? = nil, until: Date? = nil) -> NotificationTrigger {

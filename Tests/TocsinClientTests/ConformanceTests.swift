@@ -62,7 +62,7 @@ struct ConformanceTests {
         try await withHarness(implementation) { h in
             let log = EventLog(try await h.center.events())
             try await h.center.add(NotificationRequest(key: "stretch", content: Self.content("Stretch"),
-                                                       trigger: .every(.seconds(1), count: 2)))
+                                                       trigger: .after(.seconds(1), repeats: true, count: 2)))
             await h.pass(.seconds(5))
             try await log.state.wait("two firings of stretch", timeout: .seconds(30)) { events in
                 events.filter(\.isFired).count == 2

@@ -45,6 +45,9 @@ struct ErrorConformanceTests {
         Row(name: "repeating interval of zero", code: .invalidRequest, field: "every", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(request(.every(.zero)))
         },
+        Row(name: "count on a one-shot interval", code: .invalidRequest, field: "count", local: true) { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60), repeats: false, count: 3)))
+        },
         Row(name: "count of zero", code: .invalidRequest, field: "count", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(request(.every(.seconds(60), count: 0)))
         },
