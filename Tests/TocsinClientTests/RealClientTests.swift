@@ -87,6 +87,19 @@ struct RealClientTests {
         await bus.stop()
     }
 
+    @Test("with no daemon and none to activate, a call is daemonUnavailable with the bus's error name")
+    func noDaemon() async throws {
+        try await PrivateBus.with { bus in
+            let center = TocsinNotificationCenter(bus: .address(bus.address))
+            do throws(TocsinClientError) {
+                _ = try await center.status()
+                Issue.record("status() answered without a daemon")
+            } catch {
+                #expect(error.code == .daemonUnavailable && error.name == "org.freedesktop.DBus.Error.ServiceUnknown", "\(error)")
+            }
+        }
+    }
+
     @Test("a call starts the daemon through D-Bus activation when it is not running")
     func activation() async throws {
         let dir = TemporaryDirectory(prefix: "tocsin-activation")
