@@ -32,6 +32,9 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "TocsinGateway", targets: ["TocsinGateway"]),
         .library(name: "TocsinDBusSignalBackend", targets: ["TocsinDBusSignalBackend"]),
+        // For apps: the client and its test double (see "MARK: Client libraries").
+        .library(name: "TocsinClient", targets: ["TocsinClient"]),
+        .library(name: "TocsinClientTesting", targets: ["TocsinClientTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -132,6 +135,12 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // MARK: Client libraries
+        // What an app links: the D-Bus layer and the client, never the daemon's modules. The double
+        // adds TocsinTime (pure Swift, no dependencies) to compute firings as the daemon does.
+        .target(name: "TocsinClient", dependencies: ["DBus"], swiftSettings: strict),
+        .target(name: "TocsinClientTesting", dependencies: ["TocsinClient", "TocsinTime"], swiftSettings: strict),
+
         // MARK: Executables
         .executableTarget(
             name: "tocsin",
@@ -163,6 +172,9 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "MQTTBackendTests", dependencies: ["TocsinMQTTBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
                                                             .product(name: "Logging", package: "swift-log")],
+                    swiftSettings: strict),
+        // One conformance suite for the client and its double; the client against the built daemon.
+        .testTarget(name: "TocsinClientTests", dependencies: ["TocsinClient", "TocsinClientTesting", "TocsinTesting", "DBus"],
                     swiftSettings: strict),
         // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",

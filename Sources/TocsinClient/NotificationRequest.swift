@@ -1,0 +1,145 @@
+/// How insistently a notification asks for attention; popups and sounds honour it.
+public enum NotificationUrgency: String, Sendable, Hashable, CaseIterable {
+    /// `critical` popups stay until dismissed on most servers.
+    case low, normal, critical
+}
+
+/// A button on a popup. The id comes back in `NotificationEvent.actionInvoked`, the title is
+/// what a person reads.
+public struct NotificationAction: Sendable, Hashable {
+    /// Returned in `actionInvoked`; unique within the notification.
+    public var id: String
+    /// The button label.
+    public var title: String
+    /// An action button; both strings go to the popup server as is.
+    public init(id: String, title: String) {
+        self.id = id
+        self.title = title
+    }
+}
+
+/// What a notification says and where it goes, apart from when: the same content can be
+/// scheduled under several keys and triggers, as `UNMutableNotificationContent` is.
+public struct NotificationContent: Sendable, Hashable {
+    /// The summary line; required (at most 4096 bytes).
+    public var title: String
+    /// The text under it (at most 65536 bytes).
+    public var body: String
+    /// How insistently it asks for attention.
+    public var urgency: NotificationUrgency
+    /// An icon name or path for popups.
+    public var icon: String?
+    /// A freedesktop notification category (`im.received`, `device`), for servers that sort by it.
+    public var category: String?
+    /// Buttons, at most 16.
+    public var actions: [NotificationAction]
+    /// A sound name or file; the daemon's sound backend plays it.
+    public var sound: String?
+    /// The daemon's backend instances to deliver to; nil means the daemon's default (every
+    /// backend except alarms). `Fired` events only come for notifications routed to a
+    /// `dbus-signal` backend, so name one here when you name any.
+    public var backends: [String]?
+    /// Handed back with every firing and action, so an app can find its own record again.
+    public var userInfo: [String: String]
+
+    /// Everything but the title is optional, as in the config file.
+    public init(title: String, body: String = "", urgency: NotificationUrgency = .normal, icon: String? = nil,
+                category: String? = nil, actions: [NotificationAction] = [], sound: String? = nil,
+                backends: [String]? = nil, userInfo: [String: String] = [:]) {
+        self.title = title
+        self.body = body
+        self.urgency = urgency
+        self.icon = icon
+        self.category = category
+        self.actions = actions
+        self.sound = sound
+        self.backends = backends
+        self.userInfo = userInfo
+    }
+}
+
+/// One notification to schedule: the key makes it addressable (replace, remove, acknowledge,
+/// filter events), as a `UNNotificationRequest`'s identifier does.
+public struct NotificationRequest: Sendable, Hashable {
+    /// Unique per daemon (printable, no spaces, at most 255 bytes).
+    public var key: String
+    /// What it says and where it goes.
+    public var content: NotificationContent
+    /// When it fires.
+    public var trigger: NotificationTrigger
+    /// False keeps a pending notification with the same key instead of replacing it: an app that
+    /// re-adds its schedule on every start then leaves running ones alone.
+    public var replacesExisting: Bool
+
+    /// A request replaces one with the same key unless `replacesExisting` is false.
+    public init(key: String, content: NotificationContent, trigger: NotificationTrigger, replacesExisting: Bool = true) {
+        self.key = key
+        self.content = content
+        self.trigger = trigger
+        self.replacesExisting = replacesExisting
+    }
+
+    /// Throws what the client can tell is wrong without asking the daemon, naming the field.
+    /// `add` calls it first; the test double uses the same checks, so a test sees the same error.
+    public func validate() throws(TocsinClientError) {
+        try RequestRules.key(key)
+        try RequestRules.content(content)
+        try trigger.validate()
+    }
+}
+
+extension NotificationRequest {
+    /// The key rules alone (non-empty, at most 255 bytes, no spaces or control characters), for
+    /// keys that come from elsewhere: `remove`, `acknowledge` and `snooze` check them before calling.
+    public static func validate(key: String) throws(TocsinClientError) { try RequestRules.key(key) }
+}
+
+/// The limits both sides agree on (README, "[[notification]]"); the daemon checks them again.
+enum RequestRules {
+    static func invalid(_ field: String, _ message: String) -> TocsinClientError {
+        TocsinClientError(.invalidRequest, message, field: field)
+    }
+
+    static func key(_ key: String) throws(TocsinClientError) {
+        if key.isEmpty { throw invalid("key", "'key' must not be empty") }
+        if key.utf8.count > 255 { throw invalid("key", "'key' is \(key.utf8.count) bytes; the limit is 255") }
+        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " || $0 == "\u{7F}" }) {
+            throw invalid("key", "'key' must not contain spaces or control characters")
+        }
+    }
+
+    static func text(_ field: String, _ value: String, max: Int) throws(TocsinClientError) {
+        if value.utf8.contains(0) { throw invalid(field, "'\(field)' contains a NUL character") }
+        if value.utf8.count > max { throw invalid(field, "'\(field)' is \(value.utf8.count) bytes; the limit is \(max)") }
+    }
+
+    static func content(_ c: NotificationContent) throws(TocsinClientError) {
+        if c.title.isEmpty { throw invalid("title", "'title' must not be empty") }
+        try text("title", c.title, max: 4096)
+        try text("body", c.body, max: 65536)
+        for (field, value) in [("icon", c.icon), ("category", c.category), ("sound", c.sound)] {
+            if let value { try text(field, value, max: 4096) }
+        }
+        if c.actions.count > 16 { throw invalid("actions", "'actions' has \(c.actions.count) entries; the limit is 16") }
+        var ids = Set<String>()
+        for a in c.actions {
+            if a.id.isEmpty { throw invalid("actions", "an action id must not be empty") }
+            guard ids.insert(a.id).inserted else { throw invalid("actions", "action '\(a.id)' is given twice") }
+            try text("actions", a.id, max: 4096)
+            try text("actions", a.title, max: 4096)
+        }
+        if let b = c.backends {
+            if b.count > 64 { throw invalid("backends", "'backends' has \(b.count) entries; the limit is 64") }
+            if Set(b).count != b.count { throw invalid("backends", "'backends' names a backend twice") }
+            for name in b { try text("backends", name, max: 255) }
+        }
+        if c.userInfo.count > 64 { throw invalid("user_info", "'user_info' has \(c.userInfo.count) entries; the limit is 64") }
+        var bytes = 0
+        for (k, v) in c.userInfo {
+            try text("user_info", k, max: 65536)
+            try text("user_info", v, max: 65536)
+            bytes += k.utf8.count + v.utf8.count
+        }
+        if bytes > 65536 { throw invalid("user_info", "'user_info' holds \(bytes) bytes; the limit is 65536") }
+    }
+}

@@ -1,0 +1,141 @@
+import FoundationEssentials
+import TocsinClient
+import TocsinTime
+
+/// How the double moves: the trigger arithmetic is TocsinTime's, the daemon's own.
+extension InMemoryNotificationCenter {
+    static func us(_ d: Date) -> Int64 { Int64((d.timeIntervalSince1970 * 1_000_000).rounded()) }
+
+    static func us(_ d: Duration) -> Int64 {
+        let (s, atto) = d.components
+        return s &* 1_000_000 &+ atto / 1_000_000_000_000
+    }
+
+    func instant(_ d: Date) -> Instant { Instant(microseconds: Self.us(d)) }
+    func date(_ i: Instant) -> Date { Date(timeIntervalSince1970: Double(i.microseconds) / 1e6) }
+
+    static func notFound(_ key: String) -> TocsinClientError {
+        TocsinClientError(.notFound, "no notification with key '\(key)'", field: "key", name: "io.github.tocsin.Error.NotFound")
+    }
+
+    /// Records the call; a failure the test queued is thrown instead of running it.
+    func record(_ call: Call) throws(TocsinClientError) {
+        calls.append(call)
+        if !failures.isEmpty { throw failures.removeFirst() }
+    }
+
+    func checkBackends(_ content: NotificationContent) throws(TocsinClientError) {
+        guard let known = backends, let wanted = content.backends else { return }
+        for name in wanted where !known.contains(name) {
+            throw TocsinClientError(.unknownBackend, "unknown backend '\(name)'", field: "backends",
+                                    name: "io.github.tocsin.Error.UnknownBackend")
+        }
+    }
+
+    /// The request's trigger as the daemon resolves it: `after` becomes an instant from now.
+    func resolve(_ t: NotificationTrigger) throws(TocsinClientError) -> Trigger {
+        let now = instant(self.now)
+        switch t.kind {
+        case .date(let d): return .at(instant(d))
+        case let .interval(d, repeats, count, until):
+            let span = TimeSpan(microseconds: Self.us(d))
+            guard repeats else { return .at(now + span) }
+            return .every(period: span, starting: now + span, count: count.map { UInt32($0) }, until: until.map(instant))
+        case let .calendar(expression, timeZone):
+            let directory = ZoneInfoDirectory()
+            var local = zone
+            if let timeZone {
+                do { local = try directory.rules(named: timeZone) } catch {
+                    throw TocsinClientError(.invalidTrigger, "field 'timezone': unknown time zone '\(timeZone)'", field: "timezone",
+                                            name: "io.github.tocsin.Error.InvalidTrigger")
+                }
+            }
+            do {
+                let resolved = try CalendarSpec.parse(expression).resolvingZone(local: local, rules: directory.rules(named:))
+                return .calendar(resolved.spec, zone: resolved.zone)
+            } catch {
+                throw TocsinClientError(.invalidRequest, "invalid 'on_calendar': \(error.message) (column \(error.column) of the value)",
+                                        field: "on_calendar", name: "org.freedesktop.DBus.Error.InvalidArgs")
+            }
+        case let .reminders(offsets, event):
+            return .remindBefore(event: instant(event), offsets: offsets.map { TimeSpan(microseconds: Self.us($0)) })
+        }
+    }
+
+    /// The earliest firing or snooze end at or before `limit`.
+    func nextDue(upTo limit: Instant) -> (String, Instant)? {
+        var best: (String, Instant)?
+        for (key, e) in entries {
+            guard let t = e.snoozedUntil ?? e.next?.instant, t <= limit else { continue }
+            if best.map({ t < $0.1 || (t == $0.1 && key < $0.0) }) ?? true { best = (key, t) }
+        }
+        return best
+    }
+
+    func fireDue(_ key: String) {
+        guard var e = entries[key] else { return }
+        let now = instant(self.now)
+        if let until = e.snoozedUntil {
+            // A snooze ends by delivering the last firing again.
+            e.snoozedUntil = nil
+            entries[key] = e
+            if let last = e.last { deliver(key, e.request.content, due: until, occurrence: last) }
+            if e.next == nil { entries[key] = nil }
+            return
+        }
+        guard let occurrence = e.next else { return }
+        e.last = occurrence
+        e.next = e.trigger.next(after: max(now, occurrence.instant), previous: occurrence)
+        entries[key] = e
+        deliver(key, e.request.content, due: occurrence.instant, occurrence: occurrence)
+        if e.next == nil { entries[key] = nil }
+    }
+
+    func deliver(_ key: String, _ content: NotificationContent, due: Instant, occurrence: Occurrence) {
+        lastContent[key] = content
+        append(.fired, key, title: content.title, due: date(due), occurrence: Int(occurrence.number))
+        let fired = FiredNotification(
+            key: key, title: content.title, body: content.body, due: date(due), fired: now, occurrence: Int(occurrence.number),
+            late: instant(now) > due, userInfo: content.userInfo,
+            before: occurrence.offset.map { .microseconds($0.microseconds) })
+        if quiet.active {
+            held.append(.fired(fired))
+            quiet.held = held.count
+        } else {
+            emit(.fired(fired))
+        }
+    }
+
+    func cancel(_ key: String) {
+        guard let e = entries.removeValue(forKey: key) else { return }
+        emit(.cancelled(key: key))
+        append(.cancelled, key, title: e.request.content.title)
+    }
+
+    func endQuiet() {
+        quiet = QuietState(active: false, source: .none)
+        let out = held
+        held = []
+        for e in out { emit(e) }
+    }
+
+    func emit(_ event: NotificationEvent) {
+        for (scope, continuation) in streams.values {
+            let passes: Bool
+            switch (scope, event.key) {
+            case (_, nil), (.all, _): passes = true
+            case (.mine, let key?): passes = keysHere.contains(key)
+            case (.keys(let set), let key?): passes = set.contains(key)
+            }
+            if passes { continuation.yield(event) }
+        }
+    }
+
+    func append(_ kind: HistoryEntry.Kind, _ key: String, title: String? = nil, due: Date? = nil, until: Date? = nil,
+                occurrence: Int? = nil) {
+        let title = title ?? entries[key]?.request.content.title ?? lastContent[key]?.title ?? ""
+        log.append(HistoryEntry(time: now, kind: kind, key: key, title: title, due: due, until: until, occurrence: occurrence))
+    }
+
+    func dropStream(_ id: Int) { streams[id] = nil }
+}

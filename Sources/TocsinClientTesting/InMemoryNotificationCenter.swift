@@ -1,0 +1,273 @@
+public import FoundationEssentials
+public import TocsinClient
+import TocsinTime
+
+/// A notification center that lives in memory, on a clock the test moves: an app's tests run
+/// without a bus or a daemon, and see every call the app made.
+///
+/// It follows the daemon's rules where an app could tell the difference (validation, the errors
+/// and their fields, when things fire, which events come in which order), computing firings with
+/// the daemon's own trigger code; the shared conformance suite holds both to that.
+public actor InMemoryNotificationCenter: TocsinNotifying {
+    /// One call the app made, with its arguments, in order.
+    public enum Call: Sendable, Hashable {
+        /// `add`, with the request as given.
+        case add(NotificationRequest)
+        /// `post`, with the key as given (nil when made up).
+        case post(NotificationContent, key: String?)
+        /// `pending()`.
+        case pending
+        /// `remove(keys:)`.
+        case remove(keys: [String])
+        /// `removeAll()`.
+        case removeAll
+        /// `acknowledge(key:)`.
+        case acknowledge(key: String)
+        /// `snooze(key:for:)`.
+        case snooze(key: String, duration: Duration?)
+        /// `history(_:)`.
+        case history(HistoryQuery)
+        /// `status()`.
+        case status
+        /// `quietOn(_:)`.
+        case quietOn(QuietDuration)
+        /// `quietOff()`.
+        case quietOff
+        /// `quietState()`.
+        case quietState
+        /// `events(_:)`.
+        case events(EventScope)
+    }
+
+    struct Entry {
+        var request: NotificationRequest
+        var trigger: Trigger
+        var next: Occurrence?
+        var last: Occurrence?
+        var snoozedUntil: Instant?
+    }
+
+    /// The virtual now; moves only with `advance`.
+    public internal(set) var now: Date
+    /// Every call so far, oldest first.
+    public internal(set) var calls: [Call] = []
+    /// The backends a request may name; nil accepts any name, as a daemon configured with all.
+    public let backends: Set<String>?
+    let zone: TimeZoneRules
+    var entries: [String: Entry] = [:]
+    var keysHere: Set<String> = []
+    var log: [HistoryEntry] = []
+    var streams: [Int: (EventScope, AsyncStream<NotificationEvent>.Continuation)] = [:]
+    var nextStream = 0
+    var quiet = QuietState(active: false, source: .none)
+    var held: [NotificationEvent] = []
+    var failures: [TocsinClientError] = []
+
+    /// `timeZone`: the zone calendar expressions without one run in (an IANA name; the daemon's
+    /// `[daemon] timezone`).
+    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), timeZone: String = "UTC", backends: Set<String>? = nil) {
+        self.now = now
+        self.backends = backends
+        zone = (try? ZoneInfoDirectory().rules(named: timeZone)) ?? .utc
+    }
+
+    // MARK: Steering the test
+
+    /// The next call throws `error` instead of doing anything (one per call, in order): how an
+    /// app's error handling is tested.
+    public func failNextCall(with error: TocsinClientError) { failures.append(error) }
+
+    /// Moves the clock forward, firing everything that falls due on the way, in time order.
+    public func advance(by duration: Duration) {
+        advance(to: now.addingTimeInterval(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
+    }
+
+    /// Moves the clock to `date` (never back), firing on the way.
+    public func advance(to date: Date) {
+        let target = Instant(microseconds: Self.us(date))
+        while let (key, at) = nextDue(upTo: target) {
+            now = Date(timeIntervalSince1970: Double(at.microseconds) / 1e6)
+            fireDue(key)
+        }
+        if date > now { now = date }
+    }
+
+    /// Makes `key`'s next firing (or the end of its snooze) happen now, as if it had fallen due:
+    /// the app's reaction to a firing is tested without computing when it would be.
+    public func fire(key: String) throws(TocsinClientError) {
+        guard entries[key] != nil else { throw Self.notFound(key) }
+        fireDue(key)
+    }
+
+    /// What a person clicking an action button does: the app's `actionInvoked` event, with the
+    /// notification's user info. The key must be known (pending or delivered before).
+    public func invokeAction(key: String, action: String) throws(TocsinClientError) {
+        guard let content = entries[key]?.request.content ?? lastContent[key] else { throw Self.notFound(key) }
+        emit(.actionInvoked(key: key, action: action, userInfo: content.userInfo))
+    }
+
+    /// The daemon leaving the bus and coming back: what an app's stream reports when it restarts.
+    public func restartDaemon() {
+        emit(.daemonVanished)
+        emit(.daemonAppeared)
+    }
+
+    var lastContent: [String: NotificationContent] = [:]
+
+    // MARK: TocsinNotifying
+
+    /// Same checks and errors as the daemon; `after` counts from the virtual now.
+    public func add(_ request: NotificationRequest) async throws(TocsinClientError) {
+        try record(.add(request))
+        try request.validate()
+        try checkBackends(request.content)
+        if !request.replacesExisting, entries[request.key] != nil { return }
+        let trigger = try resolve(request.trigger)
+        guard let first = trigger.next(after: instant(now), previous: nil) else {
+            if case .remindBefore = trigger {
+                throw TocsinClientError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before",
+                                        name: "io.github.tocsin.Error.InvalidTrigger")
+            }
+            throw TocsinClientError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at",
+                                    name: "io.github.tocsin.Error.InvalidTrigger")
+        }
+        keysHere.insert(request.key)
+        entries[request.key] = Entry(request: request, trigger: trigger, next: first)
+    }
+
+    /// Delivers at once on the virtual clock.
+    public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
+        try record(.post(content, key: key))
+        let key = key ?? "post-\(UInt64.random(in: 0...UInt64.max))"
+        try NotificationRequest(key: key, content: content, trigger: .after(.seconds(1))).validate()
+        try checkBackends(content)
+        keysHere.insert(key)
+        deliver(key, content, due: instant(now), occurrence: Occurrence(instant: instant(now), number: 1))
+        return key
+    }
+
+    /// In key order, as the daemon's pages are.
+    public func pending() async throws(TocsinClientError) -> [PendingNotification] {
+        try record(.pending)
+        return entries.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.map { key in
+            let e = entries[key]!
+            let next = e.snoozedUntil ?? e.next?.instant
+            return PendingNotification(
+                key: key, title: e.request.content.title, body: e.request.content.body, nextFire: next.map(date),
+                lastFire: e.last.map { date($0.instant) }, state: e.snoozedUntil != nil ? .snoozed : .scheduled,
+                triggerDescription: e.trigger.summary, urgency: e.request.content.urgency,
+                backends: e.request.content.backends ?? backends.map { $0.sorted() } ?? [], userInfo: e.request.content.userInfo,
+                snoozedUntil: e.snoozedUntil.map(date))
+        }
+    }
+
+    /// Each removed key gets its `cancelled` event.
+    public func remove(keys: [String]) async throws(TocsinClientError) -> [String] {
+        try record(.remove(keys: keys))
+        for key in keys { try NotificationRequest.validate(key: key) }
+        var removed: [String] = []
+        for key in keys where entries[key] != nil {
+            cancel(key)
+            removed.append(key)
+        }
+        return removed
+    }
+
+    /// Everything, with a `cancelled` event each.
+    public func removeAll() async throws(TocsinClientError) -> Int {
+        try record(.removeAll)
+        let keys = entries.keys.sorted()
+        for key in keys { cancel(key) }
+        return keys.count
+    }
+
+    /// True only for a snoozed notification: the double has no alarm backend to ring.
+    public func acknowledge(key: String) async throws(TocsinClientError) -> Bool {
+        try record(.acknowledge(key: key))
+        try NotificationRequest.validate(key: key)
+        guard let e = entries[key] else { throw Self.notFound(key) }
+        guard e.snoozedUntil != nil else { return false }
+        entries[key]?.snoozedUntil = nil
+        emit(.acknowledged(key: key))
+        append(.acknowledged, key)
+        if e.next == nil { entries[key] = nil }
+        return true
+    }
+
+    /// Only after a firing, as the daemon; the default is its 5 minutes.
+    public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
+        try record(.snooze(key: key, duration: duration))
+        try NotificationRequest.validate(key: key)
+        if let duration, duration <= .zero {
+            throw TocsinClientError(.invalidRequest, "'duration' must be positive, got \(duration)", field: "duration")
+        }
+        guard let e = entries[key] else { throw Self.notFound(key) }
+        guard e.last != nil else {
+            throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",
+                                    field: "key", name: "org.freedesktop.DBus.Error.InvalidArgs")
+        }
+        let d = duration ?? .seconds(300)
+        let until = instant(now) + TimeSpan(microseconds: Self.us(d))
+        entries[key]?.snoozedUntil = until
+        emit(.snoozed(key: key, until: date(until)))
+        append(.snoozed, key, until: date(until))
+        return date(until)
+    }
+
+    /// What happened in the double, newest first.
+    public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
+        try record(.history(query))
+        if let key = query.key { try NotificationRequest.validate(key: key) }
+        if query.limit < 1 { throw TocsinClientError(.invalidRequest, "'limit' must be at least 1, got \(query.limit)", field: "limit") }
+        let matching = log.reversed().filter { e in
+            (query.key.map { $0 == e.key } ?? true) && (query.since.map { e.time >= $0 } ?? true)
+        }
+        return Array(matching.prefix(min(query.limit, 10_000)))
+    }
+
+    /// `version` is `in-memory`; each configured backend is `ok`.
+    public func status() async throws(TocsinClientError) -> DaemonStatus {
+        try record(.status)
+        let next = entries.compactMap { k, e in (e.snoozedUntil ?? e.next?.instant).map { (k, $0) } }.min { $0.1 < $1.1 }
+        return DaemonStatus(version: "in-memory", pending: entries.count,
+                            backends: Dictionary(uniqueKeysWithValues: (backends ?? []).map { ($0, "ok") }),
+                            nextKey: next?.0, nextFire: next.map { date($0.1) })
+    }
+
+    /// Holds `fired` events until `quietOff`.
+    public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
+        try record(.quietOn(duration))
+        switch duration {
+        case .indefinitely: quiet = QuietState(active: true, source: .manual, held: held.count)
+        case .duration(let d):
+            if d <= .zero { throw TocsinClientError(.invalidRequest, "'for' must be positive, got \(d)", field: "for") }
+            quiet = QuietState(active: true, source: .manual, held: held.count, until: date(instant(now) + TimeSpan(microseconds: Self.us(d))))
+        case .until(let u): quiet = QuietState(active: true, source: .manual, held: held.count, until: u)
+        }
+        return quiet
+    }
+
+    /// Delivers what was held.
+    public func quietOff() async throws(TocsinClientError) -> QuietState {
+        try record(.quietOff)
+        endQuiet()
+        return quiet
+    }
+
+    /// As last switched.
+    public func quietState() async throws(TocsinClientError) -> QuietState {
+        try record(.quietState)
+        return quiet
+    }
+
+    /// Streams live until the consumer stops; nothing is buffered from before.
+    public func events(_ scope: EventScope) async throws(TocsinClientError) -> AsyncStream<NotificationEvent> {
+        try record(.events(scope))
+        let (stream, continuation) = AsyncStream.makeStream(of: NotificationEvent.self, bufferingPolicy: .unbounded)
+        let id = nextStream
+        nextStream += 1
+        streams[id] = (scope, continuation)
+        continuation.onTermination = { _ in Task { await self.dropStream(id) } }
+        return stream
+    }
+}
