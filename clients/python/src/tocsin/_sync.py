@@ -1,0 +1,133 @@
+"""A blocking facade for scripts: the asyncio center on an event loop in a thread of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable, Iterator
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ._center import NotificationCenter
+from ._events import Event
+from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
+from ._stream import EventStream
+from ._time import Duration, Instant
+
+T = TypeVar("T")
+
+
+class SyncEventStream:
+    """`for event in stream:` blocks for each event; `next(timeout)` raises TimeoutError."""
+
+    def __init__(self, center: SyncNotificationCenter, stream: EventStream) -> None:
+        self._center = center
+        self._stream = stream
+
+    def next(self, timeout: float | None = None) -> Event:
+        return self._center._run(self._stream.next(timeout))
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            try:
+                yield self.next()
+            except StopAsyncIteration:
+                return
+
+    def close(self) -> None:
+        self._center._loop.call_soon_threadsafe(self._stream.close)
+
+    def __enter__(self) -> SyncEventStream:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class SyncNotificationCenter:
+    """`with SyncNotificationCenter() as center: center.add(...)`: the methods of
+    NotificationCenter, blocking."""
+
+    def __init__(self, address: str | None = None, *, timeout: float = 60.0) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tocsin-client", daemon=True)
+        self._thread.start()
+        try:
+            self._center = self._run(NotificationCenter.connect(address, timeout=timeout))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._run(self._center.close())
+        self._stop_loop()
+
+    def __enter__(self) -> SyncNotificationCenter:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    @property
+    def center(self) -> NotificationCenter:
+        """The asyncio center underneath (its loop runs in this facade's thread)."""
+        return self._center
+
+    def add(self, request: Request) -> str:
+        return self._run(self._center.add(request))
+
+    def post(self, content: Content, key: str | None = None) -> str:
+        return self._run(self._center.post(content, key))
+
+    def pending(self, page_size: int = 1000) -> list[PendingNotification]:
+        return self._run(self._center.pending(page_size))
+
+    def remove(self, keys: str | Iterable[str]) -> list[str]:
+        return self._run(self._center.remove(keys))
+
+    def remove_all(self) -> int:
+        return self._run(self._center.remove_all())
+
+    def acknowledge(self, key: str) -> bool:
+        return self._run(self._center.acknowledge(key))
+
+    def snooze(self, key: str, duration: Duration | None = None) -> datetime:
+        return self._run(self._center.snooze(key, duration))
+
+    def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
+        return self._run(self._center.history(key, since, limit))
+
+    def status(self) -> Status:
+        return self._run(self._center.status())
+
+    def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
+        return self._run(self._center.quiet_on(for_, until))
+
+    def quiet_off(self) -> QuietState:
+        return self._run(self._center.quiet_off())
+
+    def quiet_status(self) -> QuietState:
+        return self._run(self._center.quiet_status())
+
+    def reload(self) -> None:
+        self._run(self._center.reload())
+
+    def track(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self._loop.call_soon_threadsafe(self._center.track, keys)
+
+    def events(self, all_keys: bool = False) -> SyncEventStream:
+        async def open_stream() -> EventStream:
+            return self._center.events(all_keys)
+        return SyncEventStream(self, self._run(open_stream()))
