@@ -93,6 +93,8 @@ def from_dbus(name: str, message: str) -> TocsinError:
     cls = _BY_NAME.get(name, TocsinError)
     if name == "io.github.tocsin.Error.UnknownBackend":
         return cls(name, message, "backends")
+    if name == "io.github.tocsin.Error.NotFound":
+        return cls(name, message, "key")
     return cls(name, message)
 
 
