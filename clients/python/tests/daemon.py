@@ -131,3 +131,38 @@ class Daemon:
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+
+class NotificationMock:
+    """python-dbusmock's notification server (/usr/bin/python3, Debian's python3-dbusmock) on `bus`:
+    the daemon's libnotify backend shows its popups there, and `press` is a person clicking a
+    button. Notification ids are handed out from 1 in the order of the Notify calls."""
+
+    NAME = "org.freedesktop.Notifications"
+    PATH = "/org/freedesktop/Notifications"
+
+    def __init__(self, bus: PrivateBus, capabilities: str = "body actions") -> None:
+        self.bus = bus
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
+        env.update(bus.environment)
+        self.process = subprocess.Popen(
+            ["/usr/bin/python3", "-m", "dbusmock", "--session", "-t", "notification_daemon",
+             "-p", '{"capabilities": "%s"}' % capabilities],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            bus.wait_for_name(self.NAME)
+        except BaseException:
+            self.close()
+            raise
+
+    def press(self, notification_id: int, action: str) -> None:
+        r = subprocess.run(["gdbus", "call", "--address", self.bus.address, "-d", self.NAME, "-o", self.PATH,
+                            "-m", "org.freedesktop.DBus.Mock.EmitSignal", self.NAME, "ActionInvoked", "us",
+                            f"[<uint32 {notification_id}>, <'{action}'>]"], capture_output=True, timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"EmitSignal failed: {r.stderr.decode()}")
+
+    def close(self) -> None:
+        stop(self.process)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
