@@ -69,7 +69,7 @@ def test_pending_walks_every_page_once(bus: PrivateBus, tmp_path: Path) -> None:
 
     async def main() -> None:
         async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
-            keys = [f"n{i:05d}" for i in range(count)]
+            keys = [f"n{i:0{len(str(count))}d}" for i in range(count)]
             todo = iter(keys)
 
             async def worker() -> None:

@@ -51,7 +51,10 @@ class EventStream:
         return item  # type: ignore[return-value]
 
     async def next(self, timeout: float | None = None) -> Event:
-        """The next event; TimeoutError after `timeout` seconds, StopAsyncIteration once closed."""
+        """The next event; TimeoutError after `timeout` seconds, StopAsyncIteration once closed.
+        An event already queued is returned even with a timeout of 0."""
+        if not self._queue.empty():
+            return await self.__anext__()
         return await asyncio.wait_for(self.__anext__(), timeout)
 
     def pending_events(self) -> list[Event]:

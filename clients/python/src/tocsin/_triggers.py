@@ -139,11 +139,11 @@ def calendar_expression(*, weekday: object = None, year: object = None, month: o
                         second: object = None) -> str:
     """The systemd calendar expression for these components (see `Calendar.every`)."""
     given = [hour is not None, minute is not None, second is not None]
-    largest = given.index(True) if any(given) else 3
+    largest = given.index(True) if any(given) else 0
     times = []
     for i, (name, value, upper) in enumerate((("hour", hour, 23), ("minute", minute, 59), ("second", second, 59))):
         if value is None:
-            times.append("*" if i < largest else "00")
+            times.append("*" if i < largest else "00")  # nothing given: 00:00:00, as systemd's "daily"
         else:
             times.append(_component(name, value, 2, (0, upper)))
     date = "-".join([
