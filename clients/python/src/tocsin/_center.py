@@ -161,6 +161,8 @@ class NotificationCenter:
 
     async def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
         """Every pending notification, in key order, one `ListPage` at a time (at most 10000)."""
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 <= page_size <= 10000:
+            raise client_error("limit", f"'page_size' must be an integer from 0 to 10000, got {page_size!r}")
         after = ""
         while True:
             notifications, after = await self._call("ListPage", "su", [after, page_size])
@@ -255,7 +257,10 @@ class NotificationCenter:
             return
         if msg.interface != INTERFACE or msg.path != OBJECT_PATH:
             return
-        event = from_signal(msg.member or "", list(msg.body))
+        try:
+            event = from_signal(msg.member or "", list(msg.body))
+        except (IndexError, TypeError, ValueError, AttributeError):
+            event = None  # a signal of another shape (a newer daemon's) is not ours to guess at
         if event is None:
             return
         for s in list(self._streams):

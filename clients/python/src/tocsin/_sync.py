@@ -14,6 +14,7 @@ from ._events import Event
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream
 from ._time import Duration, Instant
+from ._validate import text
 
 T = TypeVar("T")
 
@@ -124,8 +125,8 @@ class SyncNotificationCenter:
         self._run(self._center.reload())
 
     def track(self, keys: Iterable[str]) -> None:
-        keys = list(keys)
-        self._loop.call_soon_threadsafe(self._center.track, keys)
+        checked = [text("key", k) for k in keys]
+        self._loop.call_soon_threadsafe(self._center.track, checked)
 
     def events(self, all_keys: bool = False) -> SyncEventStream:
         async def open_stream() -> EventStream:
