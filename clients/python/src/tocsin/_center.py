@@ -85,6 +85,7 @@ class NotificationCenter:
         return center
 
     async def close(self) -> None:
+        """Ends every stream and lets go of the connection."""
         for s in list(self._streams):
             s.end()
         self._streams.clear()
@@ -212,6 +213,7 @@ class NotificationCenter:
         return [HistoryEntry.from_wire(unwrap(d)) for d in events]
 
     async def status(self) -> Status:
+        """The daemon's version, pid, pending count and backend health."""
         return Status.from_wire(unwrap((await self._call("Status"))[0]))
 
     async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
@@ -221,9 +223,11 @@ class NotificationCenter:
         return QuietState.from_wire(unwrap((await self._call("QuietOn", "ss", [f, u]))[0]))
 
     async def quiet_off(self) -> QuietState:
+        """Quiet hours off; what was held is delivered."""
         return QuietState.from_wire(unwrap((await self._call("QuietOff"))[0]))
 
     async def quiet_status(self) -> QuietState:
+        """Whether it is quiet, why, and until when."""
         return QuietState.from_wire(unwrap((await self._call("QuietStatus"))[0]))
 
     async def reload(self) -> None:

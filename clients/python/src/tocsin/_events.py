@@ -30,6 +30,7 @@ class Fired:
 
     @classmethod
     def from_wire(cls, key: str, info: Mapping[str, Any]) -> Fired:
+        """From a Fired signal\'s key and info, Variants already unwrapped."""
         due, fired, before = info.get("due"), info.get("fired"), info.get("before")
         return cls(
             key=key, title=str(info.get("title", "")), body=str(info.get("body", "")),
@@ -53,17 +54,23 @@ class ActionInvoked:
 
 @dataclass(frozen=True)
 class Acknowledged:
+    """A ringing or snoozed notification was acknowledged."""
+
     key: str
 
 
 @dataclass(frozen=True)
 class Snoozed:
+    """A notification was snoozed until `until`."""
+
     key: str
     until: datetime
 
 
 @dataclass(frozen=True)
 class Cancelled:
+    """A notification was cancelled (by any client, or a config reload)."""
+
     key: str
 
 

@@ -15,6 +15,8 @@ from ._validate import text, text_list, text_map
 
 
 class Urgency(str, Enum):
+    """How urgent a notification is (the freedesktop urgency levels)."""
+
     LOW = "low"
     NORMAL = "normal"
     CRITICAL = "critical"
@@ -45,6 +47,7 @@ class Content:
     backends: Sequence[str] | None = None
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields, each string checked, as the daemon reads them."""
         out: dict[str, SpecValue] = {"title": text("title", self.title)}
         for name in ("body", "icon", "category", "sound"):
             value = getattr(self, name)
@@ -74,6 +77,7 @@ class Request:
     max_late: Duration | None = None
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields, each string checked, as the daemon reads them."""
         out = self.content.fields()
         if not hasattr(self.trigger, "fields"):
             raise client_error("trigger", f"'trigger' must be At, After, Calendar or RemindBefore, got {type(self.trigger).__name__}")
@@ -117,6 +121,7 @@ class PendingNotification:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> PendingNotification:
+        """From the daemon\'s a{sv}, Variants already unwrapped."""
         next_fire = d.get("next_fire")
         return cls(
             key=str(d.get("key", "")), title=str(d.get("title", "")), body=str(d.get("body", "")),
@@ -145,6 +150,7 @@ class HistoryEntry:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> HistoryEntry:
+        """From the daemon\'s a{sv}, Variants already unwrapped."""
         return cls(
             time=from_usec(int(d["time"])), event=str(d["event"]), key=str(d["key"]),
             title=str(d.get("title", "")), backends=tuple(d.get("backends", ())),
@@ -171,6 +177,7 @@ class Status:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> Status:
+        """From the daemon\'s a{sv}, Variants already unwrapped."""
         return cls(
             version=str(d.get("version", "")), pid=int(d.get("pid", 0)), pending=int(d.get("pending", 0)),
             backends=dict(d.get("backends", {})), started=_time(d, "started"), config=str(d.get("config", "")),
@@ -190,5 +197,6 @@ class QuietState:
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> QuietState:
+        """From the daemon\'s a{sv}, Variants already unwrapped."""
         return cls(active=bool(d.get("active", False)), source=str(d.get("source", "none")),
                    held=int(d.get("held", 0)), until=_time(d, "until"))

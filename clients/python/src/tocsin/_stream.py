@@ -31,6 +31,7 @@ class EventStream:
             self._queue.put_nowait(event)
 
     def end(self) -> None:
+        """Ends iteration after what is queued (the center closed)."""
         if not self._closed:
             self._closed = True
             self._queue.put_nowait(_END)

@@ -23,6 +23,7 @@ class At:
     when: Instant
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields of this trigger, checked, as the daemon reads them."""
         return {"at": instant("at", self.when)}
 
 
@@ -38,6 +39,7 @@ class After:
     starting: Instant | None = None
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields of this trigger, checked, as the daemon reads them."""
         if not self.repeats:
             if self.count is not None or self.until is not None or self.starting is not None:
                 raise client_error("count", "'count', 'until' and 'starting' need repeats=True")
@@ -66,6 +68,7 @@ class Calendar:
     dst_fold: str | None = None
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields of this trigger, checked, as the daemon reads them."""
         out: dict[str, SpecValue] = {"on_calendar": text("on_calendar", self.expression)}
         if self.timezone is not None:
             out["timezone"] = text("timezone", self.timezone)
@@ -164,6 +167,7 @@ class RemindBefore:
     offsets: Sequence[Duration] = field(default_factory=lambda: (0,))
 
     def fields(self) -> dict[str, SpecValue]:
+        """The spec fields of this trigger, checked, as the daemon reads them."""
         if isinstance(self.offsets, (str, bytes)):
             raise client_error("remind_before", "'remind_before' must be a sequence of durations")
         return {

@@ -16,13 +16,16 @@ class VirtualClock:
             raise ValueError("the clock's start must be an aware datetime")
 
     def now(self) -> datetime:
+        """The current virtual instant."""
         return self._now
 
     def set(self, when: datetime) -> None:
+        """Moves the clock to `when` (never backwards)."""
         if when < self._now:
             raise ValueError(f"the virtual clock does not go backwards ({when} < {self._now})")
         self._now = when
 
     @staticmethod
     def span(by: Duration) -> timedelta:
+        """A duration as a timedelta."""
         return timedelta(seconds=duration_seconds(by))

@@ -47,6 +47,7 @@ class _Entry:
     backends: tuple[str, ...] = ()
 
     def pending(self) -> PendingNotification:
+        """As NotificationCenter.pending, on the virtual clock."""
         return PendingNotification(
             key=self.key, title=str(self.fields.get("title", "")), body=str(self.fields.get("body", "")),
             trigger=self.schedule.description, state=self.state, source="runtime", next_fire=self.next_fire,
@@ -92,11 +93,13 @@ class FakeNotificationCenter:
         self.calls.append(Call(method, args))
 
     def calls_to(self, method: str) -> list[Call]:
+        """The recorded calls to one method, in order."""
         return [c for c in self.calls if c.method == method]
 
     # The center's operations
 
     async def add(self, request: Request) -> str:
+        """As NotificationCenter.add, on the virtual clock."""
         self._record("add", request)
         if not isinstance(request, Request):
             raise E.client_error("request", f"add() takes a Request, got {type(request).__name__}")
@@ -121,6 +124,7 @@ class FakeNotificationCenter:
         return key
 
     async def post(self, content: Content, key: str | None = None) -> str:
+        """As NotificationCenter.post, on the virtual clock."""
         self._record("post", content, key)
         fields = content.fields()
         fields["key"] = text("key", key) if key is not None else f"py-{uuid.uuid4().hex}"
@@ -141,6 +145,7 @@ class FakeNotificationCenter:
         return items
 
     async def remove(self, keys: str | Iterable[str]) -> list[str]:
+        """As NotificationCenter.remove, on the virtual clock."""
         wanted = [text("key", keys)] if isinstance(keys, str) else [text("key", k) for k in keys]
         self._record("remove", wanted)
         removed = [k for k in wanted if k in self._entries]
@@ -149,6 +154,7 @@ class FakeNotificationCenter:
         return removed
 
     async def remove_all(self) -> int:
+        """As NotificationCenter.remove_all, on the virtual clock."""
         self._record("remove_all")
         keys = sorted(self._entries)
         for k in keys:
@@ -156,6 +162,7 @@ class FakeNotificationCenter:
         return len(keys)
 
     async def acknowledge(self, key: str) -> bool:
+        """As NotificationCenter.acknowledge, on the virtual clock."""
         self._record("acknowledge", key)
         e = self._entry(text("key", key))
         if e.state not in ("ringing", "snoozed"):
@@ -166,6 +173,7 @@ class FakeNotificationCenter:
         return True
 
     async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
+        """As NotificationCenter.snooze, on the virtual clock."""
         self._record("snooze", key, duration_)
         e = self._entry(text("key", key))
         span = 300.0 if duration_ is None else duration_seconds(duration("duration", duration_))
@@ -179,11 +187,13 @@ class FakeNotificationCenter:
         return until
 
     async def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
+        """As NotificationCenter.history, on the virtual clock."""
         self._record("history", key, since, limit)
         out = [h for h in reversed(self._history) if (key is None or h.key == key) and (since is None or h.time >= since)]
         return out[: (limit or 100)]
 
     async def status(self) -> Status:
+        """As NotificationCenter.status, on the virtual clock."""
         self._record("status")
         nxt = min((e for e in self._entries.values() if e.next_fire), key=lambda e: e.next_fire or self.clock.now(), default=None)
         return Status(version="fake", pid=0, pending=len(self._entries),
@@ -191,6 +201,7 @@ class FakeNotificationCenter:
                       next_key=nxt.key if nxt else None, next_fire=nxt.next_fire if nxt else None)
 
     async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
+        """As NotificationCenter.quiet_on, on the virtual clock."""
         self._record("quiet_on", for_, until)
         end: datetime | None = None
         if for_ is not None:
@@ -201,25 +212,31 @@ class FakeNotificationCenter:
         return self._set_quiet(QuietState(True, "manual", 0, end))
 
     async def quiet_off(self) -> QuietState:
+        """As NotificationCenter.quiet_off, on the virtual clock."""
         self._record("quiet_off")
         return self._set_quiet(QuietState(False, "none", 0))
 
     async def quiet_status(self) -> QuietState:
+        """As NotificationCenter.quiet_status, on the virtual clock."""
         self._record("quiet_status")
         return self._quiet
 
     async def reload(self) -> None:
+        """As NotificationCenter.reload, on the virtual clock."""
         self._record("reload")
 
     def track(self, keys: Iterable[str]) -> None:
+        """As NotificationCenter.track, on the virtual clock."""
         self._keys.update(text("key", k) for k in keys)
 
     def events(self, all_keys: bool = False) -> EventStream:
+        """As NotificationCenter.events, on the virtual clock."""
         stream = EventStream(lambda k: k in self._keys, all_keys, self._streams.discard)
         self._streams.add(stream)
         return stream
 
     async def close(self) -> None:
+        """As NotificationCenter.close, on the virtual clock."""
         for s in list(self._streams):
             s.end()
         self._streams.clear()
@@ -237,6 +254,7 @@ class FakeNotificationCenter:
         return self.advance_to(self.clock.now() + VirtualClock.span(by))
 
     def advance_to(self, when: datetime) -> list[Event]:
+        """Moves the clock to `when`, firing everything due up to it, in order; returns the events."""
         emitted: list[Event] = []
         while True:
             due = [e for e in self._entries.values() if e.next_fire is not None and e.next_fire <= when]
