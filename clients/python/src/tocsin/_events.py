@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from dbus_fast import Variant
+
 from ._time import from_usec
 
 
@@ -129,13 +131,15 @@ def from_signal(member: str, body: list[Any]) -> Event | None:
 
 
 def unwrap(value: Any) -> Any:
-    """dbus-fast Variants (at any depth) to plain Python values."""
-    from dbus_fast import Variant
-
-    if isinstance(value, Variant):
-        return unwrap(value.value)
-    if isinstance(value, dict):
+    """dbus-fast Variants (at any depth) to plain Python values. A page of ListPage holds up to
+    10000 entries of a dozen fields, so the common leaves (str, int) are returned first."""
+    while type(value) is Variant:
+        value = value.value
+    t = type(value)
+    if t is str or t is int or t is bool:
+        return value
+    if t is dict:
         return {k: unwrap(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if t is list:
         return [unwrap(v) for v in value]
     return value
