@@ -86,6 +86,10 @@ class Harness:
     async def center(self) -> tocsin.Center:
         raise NotImplementedError
 
+    async def other_center(self) -> tocsin.Center:
+        """Another app on the same daemon."""
+        raise NotImplementedError
+
     def run(self, body: Body) -> None:
         async def main() -> None:
             center = await self.center()
@@ -111,6 +115,9 @@ class DaemonHarness(Harness):
     async def center(self) -> tocsin.Center:
         return await tocsin.NotificationCenter.connect(self.bus.address)
 
+    async def other_center(self) -> tocsin.Center:
+        return await tocsin.NotificationCenter.connect(self.bus.address)
+
 
 class FakeHarness(Harness):
     name = "fake"
@@ -127,6 +134,9 @@ class FakeHarness(Harness):
 
     async def center(self) -> tocsin.Center:
         return self.fake
+
+    async def other_center(self) -> tocsin.Center:
+        return self.fake.client()
 
 
 @pytest.fixture(params=["fake", "daemon"])

@@ -20,26 +20,6 @@ def run(coro: object) -> None:
     asyncio.run(coro)  # type: ignore[arg-type]
 
 
-def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(daemon: Daemon) -> None:
-    async def main() -> None:
-        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as mine, \
-                await tocsin.NotificationCenter.connect(daemon.bus.address) as other:
-            filtered, everything = mine.events(), mine.events(all_keys=True)
-            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
-            await mine.add(Request(Content("Mine"), After("1h"), key="mine"))
-            await other.remove("theirs")
-            await mine.remove("mine")
-            assert await everything.next(15) == tocsin.Cancelled("theirs")
-            assert await everything.next(15) == tocsin.Cancelled("mine")
-            assert await filtered.next(15) == tocsin.Cancelled("mine")
-            assert filtered.pending_events() == []
-            mine.track(["theirs"])
-            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
-            await other.remove("theirs")
-            assert await filtered.next(15) == tocsin.Cancelled("theirs")
-    run(main())
-
-
 def test_the_event_stream_survives_a_daemon_restart(daemon: Daemon) -> None:
     async def main() -> None:
         async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:

@@ -256,3 +256,28 @@ def test_the_filtered_stream_follows_tracked_keys(harness: Harness) -> None:
         with pytest.raises(StopAsyncIteration):
             await mine.next(h.timeout)
     harness.run(body)
+
+
+def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harness: Harness) -> None:
+    async def body(h: Harness, mine: tocsin.Center) -> None:
+        other = await h.other_center()
+        try:
+            filtered, everything = mine.events(), mine.events(all_keys=True)
+            theirs = other.events()
+            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
+            await mine.add(Request(Content("Mine"), After("1h"), key="mine"))
+            await other.remove("theirs")
+            await mine.remove("mine")
+            assert await everything.next(h.timeout) == tocsin.Cancelled("theirs")
+            assert await everything.next(h.timeout) == tocsin.Cancelled("mine")
+            assert await filtered.next(h.timeout) == tocsin.Cancelled("mine")
+            assert filtered.pending_events() == []
+            assert await theirs.next(h.timeout) == tocsin.Cancelled("theirs")
+            mine.track(["theirs"])
+            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
+            assert [p.key for p in await mine.pending()] == ["theirs"], "one daemon, whoever scheduled"
+            await other.remove("theirs")
+            assert await filtered.next(h.timeout) == tocsin.Cancelled("theirs")
+        finally:
+            await other.close()
+    harness.run(body)

@@ -87,7 +87,16 @@ class FakeNotificationCenter:
         self._history: list[HistoryEntry] = []
         self._keys: set[str] = set()
         self._streams: set[EventStream] = set()
-        self._quiet = QuietState(False, "none", 0)
+        self._own: set[EventStream] = set()
+        self._state: dict[str, QuietState] = {"quiet": QuietState(False, "none", 0)}
+
+    def client(self) -> FakeNotificationCenter:
+        """Another app on the same fake daemon (a second connection to the bus): the same
+        notifications, clock and events, its own recorded calls, keys and streams."""
+        other = object.__new__(FakeNotificationCenter)
+        other.__dict__.update(self.__dict__)
+        other.calls, other._keys, other._own = [], set(), set()
+        return other
 
     def _record(self, method: str, *args: Any) -> None:
         self.calls.append(Call(method, args))
@@ -219,7 +228,7 @@ class FakeNotificationCenter:
     async def quiet_status(self) -> QuietState:
         """As NotificationCenter.quiet_status, on the virtual clock."""
         self._record("quiet_status")
-        return self._quiet
+        return self._state["quiet"]
 
     async def reload(self) -> None:
         """As NotificationCenter.reload, on the virtual clock."""
@@ -231,15 +240,20 @@ class FakeNotificationCenter:
 
     def events(self, all_keys: bool = False) -> EventStream:
         """As NotificationCenter.events, on the virtual clock."""
-        stream = EventStream(lambda k: k in self._keys, all_keys, self._streams.discard)
+        stream = EventStream(lambda k: k in self._keys, all_keys, self._forget)
         self._streams.add(stream)
+        self._own.add(stream)
         return stream
+
+    def _forget(self, stream: EventStream) -> None:
+        self._streams.discard(stream)
+        self._own.discard(stream)
 
     async def close(self) -> None:
         """As NotificationCenter.close, on the virtual clock."""
-        for s in list(self._streams):
+        for s in list(self._own):
             s.end()
-        self._streams.clear()
+            self._forget(s)
 
     async def __aenter__(self) -> FakeNotificationCenter:
         return self
@@ -265,7 +279,7 @@ class FakeNotificationCenter:
             self.clock.set(max(e.next_fire, self.clock.now()))
             emitted += self._due(e)
         self.clock.set(when)
-        if self._quiet.until is not None and self._quiet.until <= when:
+        if self._state["quiet"].until is not None and self._state["quiet"].until <= when:
             self._set_quiet(QuietState(False, "none", 0))
             emitted.append(QuietChanged(False, "none", 0, None))
         return emitted
@@ -325,9 +339,9 @@ class FakeNotificationCenter:
         self._emit(Cancelled(key))
 
     def _set_quiet(self, state: QuietState) -> QuietState:
-        if state.active != self._quiet.active:
+        if state.active != self._state["quiet"].active:
             self._emit(QuietChanged(state.active, state.source, state.held, state.until))
-        self._quiet = state
+        self._state["quiet"] = state
         return state
 
     def _deliver(self, key: str, fields: dict[str, SpecValue], backends: tuple[str, ...], due: datetime,
