@@ -129,3 +129,14 @@ def test_a_daemon_error_carries_name_field_and_message(daemon: Daemon) -> None:
             assert e.field == "after"
             assert "unknown time unit 'parsecs'" in e.message
     run(main())
+
+
+def test_losing_the_bus_ends_the_event_streams(bus: PrivateBus) -> None:
+    async def main() -> None:
+        c = await tocsin.NotificationCenter.connect(bus.address)
+        events = c.events(all_keys=True)
+        bus.close()
+        with pytest.raises(StopAsyncIteration):
+            await events.next(15)
+        await c.close()
+    run(main())

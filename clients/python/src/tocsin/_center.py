@@ -62,6 +62,7 @@ class NotificationCenter:
         #: The gateway's current unique name ("" while it is not on the bus).
         self.daemon_owner = ""
         self._owner_changed = asyncio.Event()
+        self._watch: asyncio.Future[None] | None = None
 
     @classmethod
     async def connect(cls, address: str | None = None, *, timeout: float = 60.0) -> NotificationCenter:
@@ -82,15 +83,25 @@ class NotificationCenter:
         except BaseException:
             bus.disconnect()
             raise
+        center._watch = asyncio.ensure_future(center._end_streams_on_disconnect())
         return center
+
+    async def _end_streams_on_disconnect(self) -> None:
+        """A lost bus (not a restarted daemon: that is only a new owner of the name) ends every
+        stream, so an app iterating events learns of it instead of waiting forever."""
+        try:
+            await self._bus.wait_for_disconnect()  # type: ignore[no-untyped-call]
+        except Exception:
+            pass
+        for s in list(self._streams):
+            s.end()
 
     async def close(self) -> None:
         """Ends every stream and lets go of the connection."""
-        for s in list(self._streams):
-            s.end()
-        self._streams.clear()
         self._bus.disconnect()
-        await self._bus.wait_for_disconnect()  # type: ignore[no-untyped-call]
+        if self._watch is not None:
+            await self._watch
+        self._streams.clear()
 
     async def __aenter__(self) -> NotificationCenter:
         return self
