@@ -115,7 +115,9 @@ class NotificationCenter:
         reply = await self._bus.call(Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
                                              interface="org.freedesktop.DBus", member=member,
                                              signature=signature, body=body))
-        if reply is None or reply.message_type == MessageType.ERROR:
+        if reply is None:
+            raise TocsinError("org.freedesktop.DBus.Error.NoReply", f"{member}: no reply from the bus")
+        if reply.message_type == MessageType.ERROR:
             raise TocsinError(reply.error_name or "", str(reply.body[0]) if reply.body else "")
         return list(reply.body)
 
