@@ -140,3 +140,22 @@ def test_losing_the_bus_ends_the_event_streams(bus: PrivateBus) -> None:
             await events.next(15)
         await c.close()
     run(main())
+
+
+def test_the_per_client_quota_is_a_quota_error_naming_the_limit(bus: PrivateBus, tmp_path: Path) -> None:
+    daemon = Daemon(bus, CONFIG + "\n[daemon]\nmax_pending_per_client = 2\n", tmp_path)
+    daemon.start()
+
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(bus.address) as c:
+            for k in ("a", "b"):
+                await c.add(Request(Content(k), After("1h"), key=k))
+            with pytest.raises(tocsin.QuotaExceededError) as info:
+                await c.add(Request(Content("c"), After("1h"), key="c"))
+            assert info.value.name == "io.github.tocsin.Error.QuotaExceeded"
+            assert info.value.field == "max_pending_per_client", info.value.message
+            assert [p.key for p in await c.pending()] == ["a", "b"]
+    try:
+        run(main())
+    finally:
+        daemon.stop()

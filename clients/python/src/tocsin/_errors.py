@@ -95,6 +95,10 @@ def from_dbus(name: str, message: str) -> TocsinError:
         return cls(name, message, "backends")
     if name == "io.github.tocsin.Error.NotFound":
         return cls(name, message, "key")
+    if name == "io.github.tocsin.Error.QuotaExceeded":
+        # The limit is named as the config writes it ("[daemon] max_pending_per_client"), unquoted.
+        limit = re.search(r"\b(max_pending_per_client|max_pending)\b", message)
+        return cls(name, message, limit.group(1) if limit else None)
     return cls(name, message)
 
 
