@@ -124,7 +124,7 @@ class FakeHarness(Harness):
     timeout = 0.5
 
     def __init__(self) -> None:
-        self.fake = FakeNotificationCenter(alarm_backends=("alarm",), ring_every=1, max_rings=2)
+        self.fake = FakeNotificationCenter(alarm_backends=("alarm",), ring_every=2, max_rings=2)
 
     def now(self) -> datetime:
         return self.fake.clock.now()
@@ -145,7 +145,8 @@ def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]
         yield FakeHarness()
         return
     b = PrivateBus()
-    d = Daemon(b, alarm_config(tmp_path), tmp_path)
+    # Rings 2 s apart: a test looks at the first ring well before the second, even under load.
+    d = Daemon(b, alarm_config(tmp_path, every="2s"), tmp_path)
     try:
         d.start()
         yield DaemonHarness(b, d)

@@ -181,7 +181,7 @@ def test_an_alarm_nobody_answers_ends_unanswered(harness: Harness) -> None:
         await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
         h.elapse(1)
         assert isinstance(await events.next(h.timeout), tocsin.Fired)
-        h.elapse(2)
+        h.elapse(4)
         assert await events.next(h.timeout) == tocsin.Unanswered("wake", 2)
         [p] = await c.pending()
         assert p.state == "unanswered"
@@ -280,4 +280,25 @@ def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harnes
             assert await filtered.next(h.timeout) == tocsin.Cancelled("theirs")
         finally:
             await other.close()
+    harness.run(body)
+
+
+@pytest.mark.parametrize("row", [
+    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration"),
+    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration"),
+    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for"),
+], ids=lambda row: row[0])
+def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
+    name, call, field = row
+
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        with pytest.raises(tocsin.InvalidArgumentError) as info:
+            await call(c)
+        assert info.value.field == field, f"{name}: {info.value}"
+        [p] = await c.pending()
+        assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
     harness.run(body)

@@ -57,6 +57,19 @@ class _Entry:
         )
 
 
+def _positive_seconds(field: str, value: Duration) -> float:
+    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument)."""
+    text_ = duration(field, value)
+    try:
+        seconds = duration_seconds(text_)
+    except ValueError as e:
+        raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs", f"argument '{field}': {e}", field) from None
+    if seconds <= 0:
+        raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
+                                     f"argument '{field}': the interval must be longer than zero", field)
+    return seconds
+
+
 def _map(v: SpecValue | None) -> dict[str, str]:
     return v if isinstance(v, dict) else {}
 
@@ -185,7 +198,7 @@ class FakeNotificationCenter:
         """As NotificationCenter.snooze, on the virtual clock."""
         self._record("snooze", key, duration_)
         e = self._entry(text("key", key))
-        span = 300.0 if duration_ is None else duration_seconds(duration("duration", duration_))
+        span = 300.0 if duration_ is None else _positive_seconds("duration", duration_)
         if e.occurrence == 0:
             raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
                                          f"field 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
@@ -214,7 +227,7 @@ class FakeNotificationCenter:
         self._record("quiet_on", for_, until)
         end: datetime | None = None
         if for_ is not None:
-            end = self.clock.now() + timedelta(seconds=duration_seconds(duration("for", for_)))
+            end = self.clock.now() + timedelta(seconds=_positive_seconds("for", for_))
         elif isinstance(until, datetime):
             instant("until", until)
             end = until
