@@ -27,6 +27,7 @@ PACKAGES=(
   python3-dbusmock
   python3-dbus
   python3-gi
+  python3-venv
   imagemagick
   tmux
   e2fsprogs

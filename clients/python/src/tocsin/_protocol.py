@@ -1,0 +1,64 @@
+"""What an app codes against, so the real center and the fake are interchangeable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Protocol
+
+from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
+from ._stream import EventStream
+from ._time import Duration, Instant
+
+
+class Center(Protocol):
+    """NotificationCenter and tocsin.testing.FakeNotificationCenter both are one."""
+
+    async def add(self, request: Request) -> str:
+        """Schedules a request; returns its key."""
+
+    async def post(self, content: Content, key: str | None = None) -> str:
+        """Delivers content now; returns its key."""
+
+    async def pending(self, page_size: int = 1000) -> list[PendingNotification]:
+        """Every pending notification, soonest first."""
+
+    async def remove(self, keys: str | Iterable[str]) -> list[str]:
+        """Cancels these keys; returns those that were pending."""
+
+    async def remove_all(self) -> int:
+        """Cancels everything pending; returns how many."""
+
+    async def acknowledge(self, key: str) -> bool:
+        """Stops a ringing or snoozed notification; False if it was neither."""
+
+    async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
+        """Silences a fired notification until the returned instant."""
+
+    async def history(self, key: str | None = None, since: datetime | None = None,
+                      limit: int | None = None) -> list[HistoryEntry]:
+        """Recorded events, newest first."""
+
+    async def status(self) -> Status:
+        """The daemon's version, pid, pending count and backend health."""
+
+    async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
+        """Quiet hours on, for a duration or until an instant."""
+
+    async def quiet_off(self) -> QuietState:
+        """Quiet hours off; what was held is delivered."""
+
+    async def quiet_status(self) -> QuietState:
+        """Whether it is quiet, why, and until when."""
+
+    async def reload(self) -> None:
+        """Reloads the daemon's config."""
+
+    def track(self, keys: Iterable[str]) -> None:
+        """Adds keys the filtered event streams follow."""
+
+    def events(self, all_keys: bool = False) -> EventStream:
+        """A stream of events for this client's keys (all with all_keys)."""
+
+    async def close(self) -> None:
+        """Ends every stream and lets go of the connection."""

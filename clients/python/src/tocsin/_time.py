@@ -1,0 +1,95 @@
+"""Conversions between Python times and the daemon's: unix microseconds, RFC 3339, systemd durations."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from ._errors import client_error
+from ._validate import text
+
+#: A duration as the API takes it: a timedelta, seconds, or a systemd duration string ("15min").
+Duration = timedelta | float | int | str
+#: An instant: an aware datetime, or a string the daemon reads (RFC 3339, "@<unix seconds>", "+5min").
+Instant = datetime | str
+
+
+def from_usec(usec: int) -> datetime:
+    return datetime.fromtimestamp(0, timezone.utc) + timedelta(microseconds=usec)
+
+
+def to_usec(when: datetime) -> int:
+    delta = when - datetime.fromtimestamp(0, timezone.utc)
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def duration(field: str, value: Duration) -> str:
+    """A systemd duration string: whole seconds as `90s`, anything finer in microseconds."""
+    if isinstance(value, str):
+        return text(field, value)
+    if isinstance(value, bool):
+        raise client_error(field, f"'{field}' must be a duration, got a boolean")
+    if isinstance(value, timedelta):
+        usec = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
+    elif isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise client_error(field, f"'{field}' must be a finite duration, got {value}")
+        usec = round(value * 1_000_000)
+    else:
+        raise client_error(field, f"'{field}' must be a duration (timedelta, seconds or a string), got {type(value).__name__}")
+    if usec < 0:
+        raise client_error(field, f"'{field}' must not be negative, got {usec} µs")
+    if usec % 1_000_000 == 0:
+        return f"{usec // 1_000_000}s"
+    return f"{usec}us"
+
+
+def duration_seconds(value: Duration) -> float:
+    """Seconds in a duration, for the fake center; strings in systemd's units."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)):
+        return float(value)
+    return parse_systemd_duration(value)
+
+
+_UNITS = {
+    "us": 1e-6, "usec": 1e-6, "µs": 1e-6, "ms": 1e-3, "msec": 1e-3,
+    "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
+    "M": 2629800.0, "month": 2629800.0, "months": 2629800.0,
+    "y": 31557600.0, "year": 31557600.0, "years": 31557600.0,
+}
+
+
+def parse_systemd_duration(value: str) -> float:
+    """systemd's duration syntax ("1h 30min", "90", "1.5h") in seconds; ValueError when malformed."""
+    import re
+
+    s = value.strip()
+    if not s:
+        raise ValueError("empty duration")
+    total = 0.0
+    for number, unit in re.findall(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-zµ]*)", s):
+        if unit not in _UNITS and unit != "":
+            raise ValueError(f"unknown time unit '{unit}'")
+        total += float(number) * (_UNITS[unit] if unit else 1.0)
+    if re.sub(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-zµ]*)", "", s).strip():
+        raise ValueError(f"invalid duration '{value}'")
+    return total
+
+
+def instant(field: str, value: Instant) -> str:
+    """RFC 3339 for an aware datetime (a naive one is refused: its zone would be a guess)."""
+    if isinstance(value, str):
+        return text(field, value)
+    if not isinstance(value, datetime):
+        raise client_error(field, f"'{field}' must be a datetime or a string, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise client_error(field, f"'{field}' must be an aware datetime (give it a tzinfo)")
+    utc = value.astimezone(timezone.utc)
+    if utc.microsecond:
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")

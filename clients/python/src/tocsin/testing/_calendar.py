@@ -1,0 +1,92 @@
+"""Next elapse of the calendar expressions `Calendar.every` writes (weekdays, `Y-M-D`, `H:M:S`
+with values, lists, ranges and `*`), and of `H:M` forms, for the fake center. The real daemon
+implements all of systemd.time(7); an expression outside this subset is refused by the fake."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+class Unsupported(ValueError):
+    pass
+
+
+def _values(part: str, lo: int, hi: int) -> list[int] | None:
+    if part == "*":
+        return None
+    out: set[int] = set()
+    for item in part.split(","):
+        m = re.fullmatch(r"(\d+)(?:\.\.(\d+))?", item)
+        if not m:
+            raise Unsupported(f"'{item}'")
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) else a
+        if not (lo <= a <= hi and lo <= b <= hi and a <= b):
+            raise Unsupported(f"'{item}' out of range {lo}..{hi}")
+        out.update(range(a, b + 1))
+    return sorted(out)
+
+
+def _weekdays(part: str) -> set[int]:
+    out: set[int] = set()
+    for item in part.split(","):
+        ends = [e[:3].lower() for e in item.split("..")]
+        if not all(e in _DAYS for e in ends) or len(ends) > 2:
+            raise Unsupported(f"weekday '{item}'")
+        a, b = _DAYS.index(ends[0]), _DAYS.index(ends[-1])
+        out.update(range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)])
+    return out
+
+
+@dataclass(frozen=True)
+class CalendarRule:
+    weekdays: set[int] | None
+    years: list[int] | None
+    months: list[int] | None
+    days: list[int] | None
+    times: list[time]
+    zone: timezone | ZoneInfo
+
+    @classmethod
+    def parse(cls, expression: str, zone_name: str | None) -> CalendarRule:
+        words = expression.split()
+        weekdays = None
+        if words and re.match(r"[A-Za-z]", words[0]):
+            weekdays = _weekdays(words.pop(0))
+        years = months = days = None
+        if words and "-" in words[0]:
+            y, mo, d = (words.pop(0).split("-") + ["", ""])[:3]
+            years, months, days = _values(y, 1970, 2199), _values(mo, 1, 12), _values(d, 1, 31)
+        if len(words) != 1 or ":" not in words[0]:
+            raise Unsupported(f"'{expression}' (the fake reads '[weekdays] [Y-M-D] H:M[:S]')")
+        hms = words[0].split(":") + ["00"]
+        hours, minutes, seconds = _values(hms[0], 0, 23), _values(hms[1], 0, 59), _values(hms[2], 0, 59)
+        times = [time(h, m, s) for h, m, s in itertools.product(
+            hours if hours is not None else range(24), minutes if minutes is not None else range(60),
+            seconds if seconds is not None else range(60))]
+        zone: timezone | ZoneInfo = timezone.utc if zone_name in (None, "UTC") else ZoneInfo(str(zone_name))
+        return cls(weekdays, years, months, days, sorted(times), zone)
+
+    def _day_matches(self, d: date) -> bool:
+        return ((self.weekdays is None or d.weekday() in self.weekdays)
+                and (self.years is None or d.year in self.years)
+                and (self.months is None or d.month in self.months)
+                and (self.days is None or d.day in self.days))
+
+    def next_after(self, t: datetime) -> datetime | None:
+        local = t.astimezone(self.zone)
+        day = local.date()
+        for _ in range(366 * 10):
+            if self._day_matches(day):
+                for tm in self.times:
+                    candidate = datetime.combine(day, tm, self.zone)
+                    if candidate > local:
+                        return candidate.astimezone(timezone.utc)
+            day += timedelta(days=1)
+        return None

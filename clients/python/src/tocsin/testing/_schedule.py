@@ -1,0 +1,124 @@
+"""When a request's trigger fires, for the fake center, with the daemon's refusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from .. import _errors as E
+from .._time import parse_systemd_duration
+from .._triggers import SpecValue
+from ._calendar import CalendarRule
+
+_INVALID = "org.freedesktop.DBus.Error.InvalidArgs"
+
+
+def _invalid(name: str, message: str) -> E.InvalidArgumentError:
+    return E.InvalidArgumentError(_INVALID, f"invalid '{name}': {message}", name)
+
+
+def _seconds(name: str, value: SpecValue) -> float:
+    try:
+        return parse_systemd_duration(str(value))
+    except ValueError as e:
+        raise _invalid(name, str(e)) from None
+
+
+def _instant(name: str, value: SpecValue, now: datetime) -> datetime:
+    s = str(value)
+    try:
+        if s.startswith("@"):
+            return datetime.fromtimestamp(float(s[1:]), timezone.utc)
+        if s.startswith("+"):
+            return now + timedelta(seconds=parse_systemd_duration(s[1:]))
+        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError as e:
+        raise _invalid(name, str(e)) from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    return t
+
+
+@dataclass
+class Schedule:
+    """The occurrences of one trigger. `next_after(t)` is the first occurrence after `t` (with
+    `first`, the first one at all, from the time it was scheduled)."""
+
+    description: str
+    once: datetime | None = None
+    period: timedelta | None = None
+    starting: datetime | None = None
+    count: int | None = None
+    until: datetime | None = None
+    reminders: list[datetime] = field(default_factory=list)
+    event: datetime | None = None
+    calendar: CalendarRule | None = None
+
+    def next_after(self, t: datetime, first: bool) -> datetime | None:
+        if self.once is not None:
+            return self.once if first else None
+        if self.period is not None and self.starting is not None:
+            if first:
+                n = 0
+            else:
+                n = int((t - self.starting) / self.period) + 1
+            if self.count is not None and n >= self.count:
+                return None
+            nxt = self.starting + n * self.period
+            return None if self.until is not None and nxt > self.until else nxt
+        if self.reminders:
+            return next((r for r in self.reminders if r > t or (first and r >= t)), None)
+        if self.calendar is not None:
+            return self.calendar.next_after(t)
+        return None
+
+    def before(self, due: datetime) -> timedelta | None:
+        return self.event - due if self.event is not None and self.reminders else None
+
+
+def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float, zone: str) -> Schedule:
+    """The schedule of a spec, refused as the daemon refuses it."""
+    kinds = [k for k in ("after", "every", "on_calendar") if k in fields] + (["at"] if "at" in fields and "remind_before" not in fields else [])
+    if "remind_before" in fields:
+        kinds.append("remind_before")
+    if len(kinds) != 1:
+        raise E.InvalidArgumentError(_INVALID, f"a notification needs exactly one trigger, got {kinds or 'none'}", "at")
+    kind = kinds[0]
+    if kind == "at":
+        at = _instant("at", fields["at"], now)
+        if at <= now:
+            raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger",
+                                        "field 'at': 'at' is in the past; a past time is never delivered", "at")
+        return Schedule(f"at {at.isoformat()}", once=at)
+    if kind == "after":
+        s = _seconds("after", fields["after"])
+        if s <= 0:
+            raise _invalid("after", "the interval must be longer than zero")
+        return Schedule(f"at {(now + timedelta(seconds=s)).isoformat()}", once=now + timedelta(seconds=s))
+    if kind == "every":
+        p = _seconds("every", fields["every"])
+        if p <= 0:
+            raise _invalid("every", "the interval must be longer than zero")
+        if p < min_period:
+            raise E.InvalidArgumentError(_INVALID, f"'every' is {p}s, closer than [daemon] min_period ({min_period}s)", "every")
+        period = timedelta(seconds=p)
+        starting = _instant("starting", fields["starting"], now) if "starting" in fields else now + period
+        count = fields.get("count")
+        until = _instant("until", fields["until"], now) if "until" in fields else None
+        return Schedule(f"every {fields['every']}", period=period, starting=starting,
+                        count=int(count) if isinstance(count, int) else None, until=until)
+    if kind == "remind_before":
+        event = _instant("at", fields["at"], now)
+        offsets = fields["remind_before"]
+        assert isinstance(offsets, list)
+        times = sorted({event - timedelta(seconds=_seconds("remind_before", o)) for o in offsets})
+        future = [t for t in times if t > now]
+        if not future:
+            raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger",
+                                        "field 'at': every reminder is in the past", "at")
+        return Schedule(f"at {event.isoformat()} remind_before", reminders=future, event=event)
+    tz = fields.get("timezone")
+    rule = CalendarRule.parse(str(fields["on_calendar"]), str(tz) if tz else zone)
+    if rule.next_after(now) is None:
+        raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger", "field 'on_calendar': it never elapses", "on_calendar")
+    return Schedule(str(fields["on_calendar"]), calendar=rule)

@@ -1,0 +1,161 @@
+"""The real client against a real daemon: what only a bus can show (other clients, restarts,
+paging, the blocking facade, a missing daemon)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import tocsin
+from conftest import CONFIG
+from daemon import Daemon, PrivateBus
+from tocsin import After, Content, Request
+
+
+def run(coro: object) -> None:
+    asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def test_the_event_stream_survives_a_daemon_restart(daemon: Daemon) -> None:
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            events = c.events()
+            await c.add(Request(Content("Across the restart"), After(3), key="across"))
+            owner = c.daemon_owner
+            daemon.stop()
+            with pytest.raises(tocsin.DaemonNotRunningError):
+                await c.status()
+            daemon.start()
+            await c.wait_for_daemon(15)
+            assert c.daemon_owner and c.daemon_owner != owner
+            fired = await events.next(20)
+            assert isinstance(fired, tocsin.Fired) and fired.key == "across"
+            await c.post(Content("After the restart"), key="after")
+            fired = await events.next(15)
+            assert isinstance(fired, tocsin.Fired) and fired.key == "after"
+    run(main())
+
+
+def test_pending_walks_every_page_once(bus: PrivateBus, tmp_path: Path) -> None:
+    # TOCSIN_PYCLIENT_PENDING=250000 runs the same walk at the scale docs/CLIENTS.md reports.
+    count = int(os.environ.get("TOCSIN_PYCLIENT_PENDING", "2500"))
+    daemon = Daemon(bus, CONFIG + "\n[daemon]\nmax_pending_per_client = 1000000\n", tmp_path)
+    daemon.start()
+    figures: dict[str, float] = {}
+
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            keys = [f"n{i:0{len(str(count))}d}" for i in range(count)]
+            todo = iter(keys)
+
+            async def worker() -> None:
+                for k in todo:
+                    await c.add(Request(Content(k), After(f"{3600 + int(k[1:])}s"), key=k))
+            t = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(32)))
+            figures["schedule_s"] = time.monotonic() - t
+            t = time.monotonic()
+            pages = [p async for p in c.iter_pending(page_size=1000)]
+            figures["iter_pending_s"] = time.monotonic() - t
+            assert [p.key for p in pages] == keys, "key order, each once"
+            t = time.monotonic()
+            pending = await c.pending(page_size=333)
+            figures["pending_s"] = time.monotonic() - t
+            assert [p.key for p in pending] == keys, "soonest first (the soonest is the lowest key here)"
+            assert (await c.status()).pending == count
+    try:
+        run(main())
+    finally:
+        daemon.stop()
+    print(f"pending at scale: {count} notifications, " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()))
+
+
+def test_the_blocking_facade(daemon: Daemon) -> None:
+    with tocsin.SyncNotificationCenter(daemon.bus.address) as c:
+        events = c.events()
+        c.add(Request(Content("Sync"), After(1), key="sync"))
+        assert [p.key for p in c.pending()] == ["sync"]
+        fired = events.next(15)
+        assert isinstance(fired, tocsin.Fired) and fired.key == "sync"
+        with pytest.raises(tocsin.InvalidTriggerError):
+            c.add(Request(Content("x"), tocsin.At("2001-01-01T00:00:00Z")))
+        assert c.remove_all() == 0
+
+
+def test_a_refused_string_never_reaches_the_bus_and_the_connection_stays_usable(daemon: Daemon) -> None:
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            for bad in ("\ud800", "a\0b"):
+                with pytest.raises(tocsin.InvalidArgumentError) as info:
+                    await c.add(Request(Content("t", body=bad), After(5)))
+                assert info.value.field == "body" and info.value.name == "io.github.tocsin.Client.InvalidArgument"
+                with pytest.raises(tocsin.InvalidArgumentError):
+                    await c.acknowledge(bad)
+            assert (await c.status()).pending == 0
+    run(main())
+    assert "error" not in daemon.stderr().lower()
+
+
+def test_no_daemon_is_a_clear_error(bus: PrivateBus) -> None:
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(bus.address) as c:
+            with pytest.raises(tocsin.DaemonNotRunningError) as info:
+                await c.add(Request(Content("x"), After(5)))
+            assert "not running" in str(info.value)
+    run(main())
+
+
+def test_reload_with_a_broken_config_raises_its_diagnostics(daemon: Daemon) -> None:
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            daemon.config_path.write_text("[backend.log]\ntype = \"log\"\nbogus = 1\n")
+            with pytest.raises(tocsin.InvalidConfigError) as info:
+                await c.reload()
+            assert "bogus" in info.value.message
+    run(main())
+
+
+def test_a_daemon_error_carries_name_field_and_message(daemon: Daemon) -> None:
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            with pytest.raises(tocsin.InvalidArgumentError) as info:
+                await c.add(Request(Content("x"), After("3parsecs")))
+            e = info.value
+            assert e.name == "org.freedesktop.DBus.Error.InvalidArgs"
+            assert e.field == "after"
+            assert "unknown time unit 'parsecs'" in e.message
+    run(main())
+
+
+def test_losing_the_bus_ends_the_event_streams(bus: PrivateBus) -> None:
+    async def main() -> None:
+        c = await tocsin.NotificationCenter.connect(bus.address)
+        events = c.events(all_keys=True)
+        bus.close()
+        with pytest.raises(StopAsyncIteration):
+            await events.next(15)
+        await c.close()
+    run(main())
+
+
+def test_the_per_client_quota_is_a_quota_error_naming_the_limit(bus: PrivateBus, tmp_path: Path) -> None:
+    daemon = Daemon(bus, CONFIG + "\n[daemon]\nmax_pending_per_client = 2\n", tmp_path)
+    daemon.start()
+
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(bus.address) as c:
+            for k in ("a", "b"):
+                await c.add(Request(Content(k), After("1h"), key=k))
+            with pytest.raises(tocsin.QuotaExceededError) as info:
+                await c.add(Request(Content("c"), After("1h"), key="c"))
+            assert info.value.name == "io.github.tocsin.Error.QuotaExceeded"
+            assert info.value.field == "max_pending_per_client", info.value.message
+            assert [p.key for p in await c.pending()] == ["a", "b"]
+    try:
+        run(main())
+    finally:
+        daemon.stop()

@@ -1,0 +1,304 @@
+"""One suite, two worlds: every test runs against the real daemon on a private bus and against
+tocsin.testing.FakeNotificationCenter, so the fake an app tests with behaves as the daemon does."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import tocsin
+from conftest import Harness
+from tocsin import After, At, Calendar, Content, RemindBefore, Request
+
+
+def test_a_notification_fires_once_with_its_content_and_is_then_gone(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        key = await c.add(Request(Content("Tea", body="Green", user_info={"cup": "2"}), After(1), key="tea"))
+        assert key == "tea"
+        h.elapse(1)
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired), fired
+        assert (fired.key, fired.title, fired.body, fired.occurrence, fired.late, fired.reason) == \
+            ("tea", "Tea", "Green", 1, False, "scheduled")
+        assert fired.user_info == {"cup": "2"}
+        assert await c.pending() == []
+    harness.run(body)
+
+
+def test_pending_lists_soonest_first_with_content_and_a_generated_key(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        later = await c.add(Request(Content("Later", urgency=tocsin.Urgency.CRITICAL), After("2h")))
+        sooner = await c.add(Request(Content("Sooner", user_info={"a": "b"}), After("1h"), key="sooner"))
+        assert later.startswith("py-") and sooner == "sooner"
+        pending = await c.pending()
+        assert [p.key for p in pending] == [sooner, later]
+        assert [p.title for p in pending] == ["Sooner", "Later"]
+        assert [p.state for p in pending] == ["scheduled", "scheduled"]
+        assert pending[0].user_info == {"a": "b"} and pending[1].urgency == "critical"
+        first = pending[0].next_fire
+        assert first is not None and abs((first - (h.now() + timedelta(hours=1))).total_seconds()) < 5
+    harness.run(body)
+
+
+def test_remove_and_remove_all_cancel_and_say_what_existed(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        for k in ("a", "b", "c"):
+            await c.add(Request(Content(k), After("1h"), key=k))
+        assert await c.remove(["a", "nope"]) == ["a"]
+        assert await events.next(h.timeout) == tocsin.Cancelled("a")
+        assert await c.remove_all() == 2
+        cancelled = {await events.next(h.timeout), await events.next(h.timeout)}
+        assert cancelled == {tocsin.Cancelled("b"), tocsin.Cancelled("c")}
+        assert await c.pending() == [] and await c.remove_all() == 0
+    harness.run(body)
+
+
+def test_replace_false_keeps_the_existing_notification(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        await c.add(Request(Content("First"), After("1h"), key="k"))
+        await c.add(Request(Content("Second"), After("2h"), key="k", replace=False))
+        assert [p.title for p in await c.pending()] == ["First"]
+        await c.add(Request(Content("Third"), After("2h"), key="k"))
+        assert [p.title for p in await c.pending()] == ["Third"]
+    harness.run(body)
+
+
+def test_post_delivers_now(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        key = await c.post(Content("Build finished", user_info={"job": "7"}))
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired)
+        assert (fired.key, fired.reason, fired.user_info) == (key, "post-now", {"job": "7"})
+    harness.run(body)
+
+
+def test_a_repeating_interval_fires_count_times(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Stretch"), After(1, repeats=True, count=3), key="stretch"))
+        seen = []
+        for _ in range(3):
+            h.elapse(1)
+            e = await events.next(h.timeout)
+            assert isinstance(e, tocsin.Fired)
+            seen.append(e.occurrence)
+        assert seen == [1, 2, 3]
+        assert await c.pending() == []
+    harness.run(body)
+
+
+def test_remind_before_skips_past_offsets_and_says_which_offset_fired(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        end = h.now() + timedelta(hours=1, seconds=2)
+        await c.add(Request(Content("Auction"), RemindBefore(end, ["24h", timedelta(hours=3), 3600, 0]), key="lot"))
+        [p] = await c.pending()
+        assert p.next_fire is not None and abs((p.next_fire - (end - timedelta(hours=1))).total_seconds()) < 1
+        h.elapse(2)
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and fired.before == timedelta(hours=1)
+        [p] = await c.pending()
+        assert p.next_fire is not None and abs((p.next_fire - end).total_seconds()) < 1
+    harness.run(body)
+
+
+def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        await c.add(Request(Content("Morning"), Calendar.every(hour=7, timezone="UTC"), key="morning"))
+        now = h.now()
+        expected = now.replace(hour=7, minute=0, second=0, microsecond=0)
+        if expected <= now:
+            expected += timedelta(days=1)
+        [p] = await c.pending()
+        assert p.next_fire == expected
+    harness.run(body)
+
+
+@pytest.mark.parametrize("row", [
+    ("a time already past", lambda now: Request(Content("x"), At(now - timedelta(seconds=5))),
+     tocsin.InvalidTriggerError, "at"),
+    ("a zero interval", lambda now: Request(Content("x"), After(0)), tocsin.InvalidArgumentError, "after"),
+    ("a period under min_period", lambda now: Request(Content("x"), After(0.5, repeats=True)),
+     tocsin.InvalidArgumentError, "every"),
+    ("an unknown backend", lambda now: Request(Content("x", backends=["nope"]), After(5)),
+     tocsin.UnknownBackendError, "backends"),
+    ("a key with a space", lambda now: Request(Content("x"), After(5), key="a b"), tocsin.InvalidArgumentError, "key"),
+    ("a lone surrogate", lambda now: Request(Content("x\udc80"), After(5)), tocsin.InvalidArgumentError, "title"),
+    ("a NUL in user_info", lambda now: Request(Content("x", user_info={"k": "a\0b"}), After(5)),
+     tocsin.InvalidArgumentError, "user_info"),
+    ("a naive datetime", lambda now: Request(Content("x"), At(datetime(2030, 1, 1))), tocsin.InvalidArgumentError, "at"),
+], ids=lambda row: row[0])
+def test_refusals_name_the_field(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
+    name, make, error, field = row
+
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        with pytest.raises(error) as info:
+            await c.add(make(h.now()))
+        assert info.value.field is not None and info.value.field.split(".")[0].split("[")[0] == field, \
+            f"{name}: field {info.value.field!r} in {info.value}"
+        assert await c.pending() == [], f"{name}: nothing is scheduled"
+    harness.run(body)
+
+
+def test_acknowledge_and_snooze_of_unknown_or_unfired_keys(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        with pytest.raises(tocsin.NotFoundError) as info:
+            await c.acknowledge("nobody")
+        assert info.value.field == "key"
+        with pytest.raises(tocsin.NotFoundError):
+            await c.snooze("nobody", 60)
+        await c.add(Request(Content("Later"), After("1h"), key="later"))
+        assert await c.acknowledge("later") is False
+        with pytest.raises(tocsin.InvalidArgumentError) as info2:
+            await c.snooze("later", 60)
+        assert info2.value.field == "key"
+    harness.run(body)
+
+
+def test_an_alarm_rings_until_acknowledged(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and fired.key == "wake"
+        [p] = await c.pending()
+        assert (p.key, p.state, p.rings) == ("wake", "ringing", 1)
+        assert await c.acknowledge("wake") is True
+        assert await events.next(h.timeout) == tocsin.Acknowledged("wake")
+        assert await c.pending() == []
+        assert [e.event for e in await c.history(key="wake")] == ["acknowledged", "fired"]
+    harness.run(body)
+
+
+def test_an_alarm_nobody_answers_ends_unanswered(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        h.elapse(4)
+        assert await events.next(h.timeout) == tocsin.Unanswered("wake", 2)
+        [p] = await c.pending()
+        assert p.state == "unanswered"
+    harness.run(body)
+
+
+def test_snooze_silences_and_delivers_again(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        until = await c.snooze("wake", 1)
+        assert abs((until - (h.now() + timedelta(seconds=1))).total_seconds()) < 1
+        assert await events.next(h.timeout) == tocsin.Snoozed("wake", until)
+        [p] = await c.pending()
+        assert p.state == "snoozed" and p.snoozed_until == until
+        h.elapse(1)
+        again = await events.next(h.timeout)
+        assert isinstance(again, tocsin.Fired) and again.key == "wake" and again.reason == "snooze-ended"
+        assert await c.acknowledge("wake") is True
+    harness.run(body)
+
+
+def test_history_is_newest_first_and_filtered(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("One"), After(1), key="one"))
+        await c.add(Request(Content("Two"), After("1h"), key="two"))
+        h.elapse(1)
+        await events.next(h.timeout)
+        await c.remove("two")
+        await events.next(h.timeout)
+        entries = await c.history()
+        assert [(e.event, e.key) for e in entries[:2]] == [("cancelled", "two"), ("fired", "one")]
+        assert [e.key for e in await c.history(key="one")] == ["one"]
+        assert len(await c.history(limit=1)) == 1
+        assert entries[1].occurrence == 1 and entries[1].title == "One"
+    harness.run(body)
+
+
+def test_quiet_hours_on_and_off(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events(all_keys=True)
+        on = await c.quiet_on("1h")
+        assert on.active and on.source == "manual"
+        assert on.until is not None and abs((on.until - (h.now() + timedelta(hours=1))).total_seconds()) < 5
+        changed = await events.next(h.timeout)
+        assert isinstance(changed, tocsin.QuietChanged) and changed.active
+        off = await c.quiet_off()
+        assert not off.active
+        assert not (await c.quiet_status()).active
+    harness.run(body)
+
+
+def test_status_counts_pending_and_names_backends(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        await c.add(Request(Content("x"), After("1h"), key="x"))
+        s = await c.status()
+        assert s.pending == 1 and s.next_key == "x"
+        assert set(s.backends) == {"log", "events", "alarm"}
+    harness.run(body)
+
+
+def test_the_filtered_stream_follows_tracked_keys(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        mine, everything = c.events(), c.events(all_keys=True)
+        await c.add(Request(Content("x"), After("1h"), key="x"))
+        mine.close()
+        await c.remove("x")
+        assert await everything.next(h.timeout) == tocsin.Cancelled("x")
+        with pytest.raises(StopAsyncIteration):
+            await mine.next(h.timeout)
+    harness.run(body)
+
+
+def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harness: Harness) -> None:
+    async def body(h: Harness, mine: tocsin.Center) -> None:
+        other = await h.other_center()
+        try:
+            filtered, everything = mine.events(), mine.events(all_keys=True)
+            theirs = other.events()
+            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
+            await mine.add(Request(Content("Mine"), After("1h"), key="mine"))
+            await other.remove("theirs")
+            await mine.remove("mine")
+            assert await everything.next(h.timeout) == tocsin.Cancelled("theirs")
+            assert await everything.next(h.timeout) == tocsin.Cancelled("mine")
+            assert await filtered.next(h.timeout) == tocsin.Cancelled("mine")
+            assert filtered.pending_events() == []
+            assert await theirs.next(h.timeout) == tocsin.Cancelled("theirs")
+            mine.track(["theirs"])
+            await other.add(Request(Content("Theirs"), After("1h"), key="theirs"))
+            assert [p.key for p in await mine.pending()] == ["theirs"], "one daemon, whoever scheduled"
+            await other.remove("theirs")
+            assert await filtered.next(h.timeout) == tocsin.Cancelled("theirs")
+        finally:
+            await other.close()
+    harness.run(body)
+
+
+@pytest.mark.parametrize("row", [
+    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration"),
+    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration"),
+    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for"),
+], ids=lambda row: row[0])
+def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
+    name, call, field = row
+
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        with pytest.raises(tocsin.InvalidArgumentError) as info:
+            await call(c)
+        assert info.value.field == field, f"{name}: {info.value}"
+        [p] = await c.pending()
+        assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
+    harness.run(body)
