@@ -14,6 +14,11 @@ swift test --skip-build --filter "$phase_fleet"
 swift test --skip-build --filter "$phase_faults"
 swift test --skip-build --filter "$phase_load"
 
+# The client libraries as apps get them: the Python package in a fresh virtualenv against the
+# built daemon, and a Swift package outside the repository that depends on TocsinClient by path.
+bash scripts/test-python-client.sh
+bash scripts/test-swift-client-app.sh
+
 # Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
 # each fuzz target for a minute from its seed corpus, then the suites under AddressSanitizer and
 # under ThreadSanitizer (scripts/sanitize.sh says which). Each has its own scratch path, so none
