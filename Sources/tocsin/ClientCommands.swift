@@ -286,6 +286,7 @@ struct WatchCommand: AsyncParsableCommand {
     static let argumentNames: [String: [String]] = [
         "Fired": ["info"], "ActionInvoked": ["action", "user_info"], "Snoozed": ["until"],
         "Missed": ["due"], "Unanswered": ["rings"], "QuietChanged": ["quiet"],
+        "Interrupted": ["due", "occurrence", "backends"],
     ]
 }
 

@@ -208,6 +208,8 @@ struct FaultStorageTests {
             for i in range(4096, len(data)): data[i] = (i * 7) & 0xff
             open(path, 'wb').write(bytes(data))
             """, mentions: ["damaged", "move it aside"]),
+        Damage(name: "regression: truncated to 0 bytes (started empty, silently)", python: "open(path, 'wb').close()",
+               mentions: ["is empty (0 bytes)", "truncated", "move it aside"]),
         Damage(name: "truncated header", python: "data = open(path, 'rb').read(); open(path, 'wb').write(data[:50])",
                mentions: ["damaged", "move it aside"]),
         Damage(name: "another program's SQLite database", python: """

@@ -5,7 +5,7 @@ import TocsinTesting
 /// Calls whose replies or events grow with the schedule, from many clients at once, against the
 /// real daemon: concurrent `List` (memory, and the rest of the daemon meanwhile) and `CancelAll`
 /// of more notifications than a subscriber's buffer once held.
-@Suite("Hostile: List storms and mass cancels")
+@Suite("Hostile: calls that grow with the schedule or the input (List storms, mass cancels, huge keys)")
 struct HostileStormTests {
     static let pending = 9_000
 
@@ -152,6 +152,34 @@ struct HostileStormTests {
             #expect(r["all"] as? [Int] == [20_000], "\(r)")
             #expect(r["cancelled"] as? Int == 1_000, "\(r)")
             #expect(try await g.gdbus("List").stdoutText.contains("@aa{sv} []"))
+        }
+    }
+
+    @Test("Acknowledge, Snooze and Cancel with a 10 MB key: NotFound (or false) with the key cut to 64 characters, not echoed whole (regression: a 100 MB key came back in a 100 MB error after 7 s)")
+    func hugeKeysAreNotEchoed() async throws {
+        try await withGateway { g in
+            let out = try await g.python("""
+                import dbus
+                bus = dbus.bus.BusConnection(ADDRESS)
+                gw = dbus.Interface(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway'), 'io.github.tocsin.Gateway1')
+                key = 'k' * 10_000_000
+                for name, call in (('Acknowledge', lambda: gw.Acknowledge(key)), ('Snooze', lambda: gw.Snooze(key, '5m'))):
+                    try:
+                        call(); print(name, 'accepted')
+                    except dbus.DBusException as e:
+                        print(name, e.get_dbus_name(), len(e.get_dbus_message()), e.get_dbus_message()[:40])
+                print('Cancel', bool(gw.Cancel(key)))
+                """)
+            try #require(out.status == .exited(0), "\(out.stderrText)")
+            let lines = out.stdoutText.split(separator: "\n").map(String.init)
+            #expect(lines.count == 3, "\(out.stdoutText)")
+            for line in lines.prefix(2) {
+                let f = line.split(separator: " ")
+                #expect(f.count >= 3 && f[1] == "io.github.tocsin.Error.NotFound", "\(line)")
+                #expect((Int(f.count >= 3 ? f[2] : "") ?? .max) < 200, "the error echoes too much: \(line)")
+            }
+            #expect(lines.last == "Cancel False")
+            #expect(try await g.isHealthy())
         }
     }
 }

@@ -238,9 +238,26 @@ public enum NotificationFields: Sendable {
         if key.utf8.count > limits.maxKeyLength { return "'key' is \(key.utf8.count) bytes; the limit is \(limits.maxKeyLength)" }
         // ASCII first: keys are almost always ASCII, and a scalar's general category is a table lookup.
         let ascii = key.utf8.allSatisfy { $0 < 0x80 }
-        if ascii ? key.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F })
-                 : key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " }) {
-            return "'key' must not contain spaces or control characters"
+        if ascii {
+            if key.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) { return "'key' must not contain spaces or control characters" }
+            return nil
+        }
+        // Printable means visible: a key that looks like another (a zero-width space, a no-break
+        // space, a right-to-left override turning `lla` into `all` on screen) is refused, with the
+        // character named so the caller can find it.
+        for (i, c) in key.unicodeScalars.enumerated() {
+            let kind: String?
+            switch c.properties.generalCategory {
+            case .control: kind = "a control character"
+            case .format: kind = "a format character (zero-width or bidi control)"
+            case .spaceSeparator, .lineSeparator, .paragraphSeparator: kind = "a space or separator"
+            case .unassigned, .privateUse, .surrogate: kind = "an unassigned or private-use character"
+            default: kind = nil
+            }
+            if let kind {
+                let hex = String(c.value, radix: 16, uppercase: true)
+                return "'key' must not contain spaces or control characters: U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) at character \(i + 1) is \(kind)"
+            }
         }
         return nil
     }

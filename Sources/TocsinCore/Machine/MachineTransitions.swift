@@ -124,7 +124,7 @@ extension NotificationMachine {
     /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
     public mutating func acknowledge(_ key: String, into out: inout [MachineAction]) throws(CenterError) -> Bool {
         guard var e = entry(key), !e.cancelled else {
-            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+            throw CenterError(.notFound, "no notification with key '\(Echo.capped(key))'", field: "key")
         }
         if case .idle = e.alert { return false }
         out.append(.persist(.alert(key: key, .idle)))
@@ -140,7 +140,7 @@ extension NotificationMachine {
     public mutating func snooze(_ key: String, for duration: TimeSpan, now: Instant,
                                 into out: inout [MachineAction]) throws(CenterError) -> Instant {
         guard var e = entry(key), !e.cancelled else {
-            throw CenterError(.notFound, "no notification with key '\(key)'", field: "key")
+            throw CenterError(.notFound, "no notification with key '\(Echo.capped(key))'", field: "key")
         }
         guard !e.last.isNone else {
             throw CenterError(.invalidArguments, "notification '\(key)' has not fired yet; there is nothing to snooze", field: "key")

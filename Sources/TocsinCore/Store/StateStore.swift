@@ -46,7 +46,18 @@ final class StateStore {
         // Created 0600 here rather than under a narrowed umask: the umask is the whole process's,
         // so narrowing it races with other threads creating files (and with children inheriting
         // it). SQLite gives the -wal and -shm files the database file's mode.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // A database this directory already had is never empty: SQLite writes its header when it
+        // creates the schema, at the first start. An existing empty file is a truncated one (3
+        // pending notifications were silently gone when such a file was taken as a new, empty
+        // schedule), refused like any other damage.
+        var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 && errno == EEXIST {
+            var st = stat()
+            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size == 0 {
+                throw StoreError(.corrupt, "state database \(path) is empty (0 bytes), so it was truncated; move it aside to start with an empty schedule, or restore a backup")
+            }
+            fd = -1
+        }
         if fd >= 0 { close(fd) }
         db = try SQLiteDatabase(path: path)
         do {

@@ -1,0 +1,36 @@
+import Testing
+import TocsinConfig
+
+@Suite("Notification keys: printable, no spaces")
+struct KeyValidationTests {
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var key: String
+        /// nil: accepted; else a fragment of the refusal.
+        var refusal: String?
+        var testDescription: String { name }
+    }
+
+    @Test("each key is accepted or refused naming the character", arguments: [
+        Row(name: "ASCII", key: "tea-1.x_y", refusal: nil),
+        Row(name: "accented letters", key: "café", refusal: nil),
+        Row(name: "CJK", key: "日本", refusal: nil),
+        Row(name: "emoji", key: "alarm🎉", refusal: nil),
+        Row(name: "ASCII space", key: "a b", refusal: "spaces or control"),
+        Row(name: "regression: right-to-left override U+202E", key: "ab\u{202E}c", refusal: "U+202E at character 3 is a format character"),
+        Row(name: "regression: zero-width space U+200B", key: "a\u{200B}", refusal: "U+200B at character 2 is a format character"),
+        Row(name: "regression: no-break space U+00A0", key: "a\u{00A0}b", refusal: "U+00A0 at character 2 is a space or separator"),
+        Row(name: "regression: line separator U+2028", key: "a\u{2028}b", refusal: "U+2028 at character 2 is a space or separator"),
+        Row(name: "byte-order mark U+FEFF", key: "\u{FEFF}a", refusal: "U+FEFF at character 1 is a format character"),
+        Row(name: "C1 control U+0085", key: "a\u{0085}", refusal: "U+0085 at character 2 is a control character"),
+        Row(name: "private use U+E000", key: "a\u{E000}", refusal: "U+E000 at character 2 is an unassigned or private-use character"),
+    ])
+    func keys(_ row: Row) {
+        let problem = NotificationFields.validateKey(row.key)
+        if let refusal = row.refusal {
+            #expect(problem?.contains(refusal) == true, "\(row.name): \(problem ?? "accepted")")
+        } else {
+            #expect(problem == nil, "\(row.name): \(problem ?? "")")
+        }
+    }
+}
