@@ -17,6 +17,13 @@ public enum NotificationEvent: Sendable, Hashable {
     case unanswered(key: String, rings: Int)
     /// Removed before its time, by any client.
     case cancelled(key: String)
+    /// `removeAll` (by any client) cancelled `count` notifications. The daemon names at most the
+    /// first 1,000 keys in `cancelled` events; this one always follows and speaks for every key,
+    /// so an app that tracks its keys forgets them all here. Never filtered.
+    case cancelledAll(count: Int)
+    /// The daemon stopped (a crash) while delivering this firing to `backends`: it may or may not
+    /// have reached them, and it is not delivered again (deliveries are at most once).
+    case interrupted(key: String, due: Date, occurrence: Int, backends: [String])
     /// The daemon took its bus name (started, restarted, or activated). Events it emitted while
     /// it was away are lost; an app that cares re-reads `pending()` here. Never filtered.
     case daemonAppeared
@@ -28,8 +35,8 @@ public enum NotificationEvent: Sendable, Hashable {
         switch self {
         case .fired(let f): f.key
         case .actionInvoked(let key, _, _), .acknowledged(let key), .snoozed(let key, _), .missed(let key, _),
-             .unanswered(let key, _), .cancelled(let key): key
-        case .daemonAppeared, .daemonVanished: nil
+             .unanswered(let key, _), .cancelled(let key), .interrupted(let key, _, _, _): key
+        case .daemonAppeared, .daemonVanished, .cancelledAll: nil
         }
     }
 }

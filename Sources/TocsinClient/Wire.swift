@@ -122,6 +122,10 @@ enum Wire {
         let a = s.arguments
         func str(_ i: Int) -> String? { if i < a.count, case .string(let v) = a[i] { v } else { nil } }
         func date(_ i: Int) -> Date? { if i < a.count, case .int64(let v) = a[i] { Date(unixMicroseconds: v) } else { nil } }
+        if s.member.rawValue == "CancelledAll" {
+            guard let first = a.first, case .uint32(let count) = first else { return nil }
+            return .cancelledAll(count: Int(count))
+        }
         guard let key = str(0) else { return nil }
         switch s.member.rawValue {
         case "Fired":
@@ -141,6 +145,10 @@ enum Wire {
         case "Unanswered":
             guard a.count > 1, case .uint32(let rings) = a[1] else { return nil }
             return .unanswered(key: key, rings: Int(rings))
+        case "Interrupted":
+            guard let due = date(1), a.count > 3, case .uint32(let occurrence) = a[2], case .array(_, let names) = a[3] else { return nil }
+            return .interrupted(key: key, due: due, occurrence: Int(occurrence),
+                                backends: names.compactMap { if case .string(let n) = $0 { n } else { nil } })
         default: return nil
         }
     }

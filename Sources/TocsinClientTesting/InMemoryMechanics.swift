@@ -106,9 +106,9 @@ extension InMemoryNotificationCenter {
         }
     }
 
-    func cancel(_ key: String) {
+    func cancel(_ key: String, signalled: Bool = true) {
         guard let e = entries.removeValue(forKey: key) else { return }
-        emit(.cancelled(key: key))
+        if signalled { emit(.cancelled(key: key)) }
         append(.cancelled, key, title: e.request.content.title)
     }
 

@@ -173,11 +173,13 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return removed
     }
 
-    /// Everything, with a `cancelled` event each.
+    /// Everything, as the daemon does it: a `cancelled` event for each of the first 1,000 keys,
+    /// then `cancelledAll` with the count.
     public func removeAll() async throws(TocsinClientError) -> Int {
         try record(.removeAll)
         let keys = entries.keys.sorted()
-        for key in keys { cancel(key) }
+        for (i, key) in keys.enumerated() { cancel(key, signalled: i < 1_000) }
+        emit(.cancelledAll(count: keys.count))
         return keys.count
     }
 

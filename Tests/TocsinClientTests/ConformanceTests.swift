@@ -34,6 +34,7 @@ struct ConformanceTests {
             try await log.wait("Cancelled tea") { $0 == .cancelled(key: "tea") }
             #expect(try await h.center.pending().map(\.key) == ["standup"])
             #expect(try await h.center.removeAll() == 1)
+            try await log.wait("CancelledAll 1") { $0 == .cancelledAll(count: 1) }
             #expect(try await h.center.pending().isEmpty)
         }
     }

@@ -52,6 +52,7 @@ def test_remove_and_remove_all_cancel_and_say_what_existed(harness: Harness) -> 
         assert await c.remove_all() == 2
         cancelled = {await events.next(h.timeout), await events.next(h.timeout)}
         assert cancelled == {tocsin.Cancelled("b"), tocsin.Cancelled("c")}
+        assert await events.next(h.timeout) == tocsin.CancelledAll(2)
         assert await c.pending() == [] and await c.remove_all() == 0
     harness.run(body)
 

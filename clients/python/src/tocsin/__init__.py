@@ -30,8 +30,10 @@ from ._events import (
     Acknowledged,
     ActionInvoked,
     Cancelled,
+    CancelledAll,
     Event,
     Fired,
+    Interrupted,
     MissedFiring,
     QuietChanged,
     Snoozed,
@@ -54,8 +56,8 @@ from ._triggers import After, At, Calendar, RemindBefore, Trigger, calendar_expr
 
 __all__ = [
     "BUS_NAME", "INTERFACE", "OBJECT_PATH",
-    "Acknowledged", "ActionInvoked", "After", "At", "Calendar", "Cancelled", "Center", "Content",
-    "DaemonNotRunningError", "Event", "EventStream", "Fired", "HistoryEntry", "InvalidArgumentError",
+    "Acknowledged", "ActionInvoked", "After", "At", "Calendar", "Cancelled", "CancelledAll", "Center", "Content",
+    "DaemonNotRunningError", "Event", "EventStream", "Fired", "HistoryEntry", "Interrupted", "InvalidArgumentError",
     "InvalidConfigError", "InvalidTriggerError", "LimitsExceededError", "Missed", "MissedFiring",
     "NotFoundError", "NotificationCenter", "PendingNotification", "QuietChanged", "QuietState",
     "QuotaExceededError", "RemindBefore", "Request", "Snoozed", "Status", "StorageError",

@@ -93,6 +93,27 @@ class Unanswered:
 
 
 @dataclass(frozen=True)
+class CancelledAll:
+    """`remove_all` (by any client) cancelled `count` notifications. The daemon names only the
+    first 1,000 keys in `Cancelled` events; this one always follows and speaks for every key, so
+    an app that tracks its keys forgets them all here. Every stream gets it: its key is empty."""
+
+    count: int
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """The daemon stopped (a crash) while delivering this firing to `backends`: it may or may not
+    have reached them, and it is not delivered again (deliveries are at most once)."""
+
+    key: str
+    due: datetime
+    occurrence: int
+    backends: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class QuietChanged:
     """Quiet hours began or ended. Not tied to a notification: its key is empty."""
 
@@ -103,7 +124,8 @@ class QuietChanged:
     key: str = ""
 
 
-Event = Fired | ActionInvoked | Acknowledged | Snoozed | Cancelled | MissedFiring | Unanswered | QuietChanged
+Event = (Fired | ActionInvoked | Acknowledged | Snoozed | Cancelled | CancelledAll | MissedFiring | Unanswered
+         | Interrupted | QuietChanged)
 
 
 def from_signal(member: str, body: list[Any]) -> Event | None:
@@ -122,6 +144,10 @@ def from_signal(member: str, body: list[Any]) -> Event | None:
         return MissedFiring(body[0], from_usec(body[1]))
     if member == "Unanswered":
         return Unanswered(body[0], int(body[1]))
+    if member == "CancelledAll":
+        return CancelledAll(int(body[0]))
+    if member == "Interrupted":
+        return Interrupted(body[0], from_usec(body[1]), int(body[2]), tuple(str(b) for b in body[3]))
     if member == "QuietChanged":
         q = unwrap(body[1])
         until = q.get("until")

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 from types import TracebackType
 
-from ._events import Event, QuietChanged
+from ._events import CancelledAll, Event, QuietChanged
 
 _END = object()
 
@@ -27,7 +27,7 @@ class EventStream:
         """Queues `event` if this stream wants it (called by the center for every event)."""
         if self._closed:
             return
-        if self.all_keys or (not isinstance(event, QuietChanged) and self._wants_key(event.key)):
+        if self.all_keys or isinstance(event, CancelledAll) or (not isinstance(event, QuietChanged) and self._wants_key(event.key)):
             self._queue.put_nowait(event)
 
     def end(self) -> None:

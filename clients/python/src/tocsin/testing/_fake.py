@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .. import _errors as E
-from .._events import (Acknowledged, ActionInvoked, Cancelled, Event, Fired, QuietChanged, Snoozed,
-                       Unanswered)
+from .._events import (Acknowledged, ActionInvoked, Cancelled, CancelledAll, Event, Fired, QuietChanged,
+                       Snoozed, Unanswered)
 from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from .._stream import EventStream
 from .._time import Duration, Instant, duration, duration_seconds, instant
@@ -179,8 +179,10 @@ class FakeNotificationCenter:
         """As NotificationCenter.remove_all, on the virtual clock."""
         self._record("remove_all")
         keys = sorted(self._entries)
-        for k in keys:
-            self._cancel(k)
+        # As the daemon: one Cancelled for each of the first 1,000 keys, then CancelledAll.
+        for i, k in enumerate(keys):
+            self._cancel(k, signalled=i < 1000)
+        self._emit(CancelledAll(len(keys)))
         return len(keys)
 
     async def acknowledge(self, key: str) -> bool:
@@ -346,10 +348,11 @@ class FakeNotificationCenter:
         self._history.append(HistoryEntry(time=self.clock.now(), event=event, key=key,
                                           title=str(fields.get("title", "")), backends=backends, **extra))
 
-    def _cancel(self, key: str) -> None:
+    def _cancel(self, key: str, signalled: bool = True) -> None:
         self._history_add("cancelled", key)
         self._entries.pop(key)
-        self._emit(Cancelled(key))
+        if signalled:
+            self._emit(Cancelled(key))
 
     def _set_quiet(self, state: QuietState) -> QuietState:
         if state.active != self._state["quiet"].active:
