@@ -11,9 +11,14 @@ import Synchronization
 /// whichever connections it opens. What this does not stop, and the README says so: a user who
 /// starts new processes gets a new quota each time; `max_pending` bounds them all.
 final class ClientIdentities: Sendable {
-    /// Resolved unique names. Cleared when full: unique names are never reused on a bus, so a
-    /// stale entry is only a lookup saved, and the bound keeps a long-lived daemon's memory flat.
-    private let cache = Mutex<[String: String]>([:])
+    /// Resolved unique names, for the connection they were resolved on. Unique names are never
+    /// reused on one bus, but a bus that restarts hands out `:1.7` again: a new connection starts
+    /// afresh. Cleared when full too, which keeps a long-lived daemon's memory flat.
+    private struct Cache {
+        var connection: ObjectIdentifier?
+        var owners: [String: String] = [:]
+    }
+    private let cache = Mutex(Cache())
     static let cacheLimit = 4096
 
     init() {}
@@ -21,7 +26,8 @@ final class ClientIdentities: Sendable {
     /// The quota owner of `sender`: `uid=U pid=P start=T`, or the unique name itself when the bus
     /// will not say (a bus without credentials support, a peer that is already gone).
     func owner(of sender: String, on connection: DBusConnection?) async -> String {
-        if let known = cache.withLock({ $0[sender] }) { return known }
+        let id = connection.map(ObjectIdentifier.init)
+        if let known = cache.withLock({ $0.connection == id ? $0.owners[sender] : nil }) { return known }
         var owner = sender
         if let connection, let reply = try? await connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
@@ -29,8 +35,11 @@ final class ClientIdentities: Sendable {
             owner = Self.owner(credentials: reply) ?? sender
         }
         cache.withLock { c in
-            if c.count >= Self.cacheLimit { c.removeAll(keepingCapacity: true) }
-            c[sender] = owner
+            if c.connection != id || c.owners.count >= Self.cacheLimit {
+                c.owners.removeAll(keepingCapacity: true)
+                c.connection = id
+            }
+            c.owners[sender] = owner
         }
         return owner
     }

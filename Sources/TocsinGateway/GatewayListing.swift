@@ -71,7 +71,7 @@ extension GatewayService {
         }
         let count = entries.count
         let collected = entries
-        let sorted = await runOffLoop { () -> [DBusValue] in
+        @Sendable func sort() -> [DBusValue] {
             var entries = collected
             entries.sort { a, b in
                 switch (a.next, b.next) {
@@ -83,6 +83,7 @@ extension GatewayService {
             }
             return entries.map(\.value)
         }
+        let sorted = count > offLoopEntries ? await runOffLoop(sort) : sort()
         return await replying(call, [.array(.dictionary(key: .string, value: .variant), sorted)], entries: count, maxMessageSize: maxMessageSize)
     }
 

@@ -119,10 +119,10 @@ public final class GatewayService: Sendable {
                 var duration: TimeSpan?
                 if !text.isEmpty {
                     do throws(TimeSyntaxError) { duration = try TimeSpan.parsePositive(text) } catch {
-                        throw DBusError(.invalidArgs, "argument 'duration': \(error.message) (column \(error.column) of '\(text)')")
+                        throw DBusError(.invalidArgs, "argument 'duration': \(error.message) (column \(error.column) of '\(Echo.capped(text))')")
                     }
                     if let d = duration, !TimeLimit.fits(d) {
-                        throw DBusError(.invalidArgs, "argument \(TimeLimit.pastLatest(field: "duration", value: text))")
+                        throw DBusError(.invalidArgs, "argument \(TimeLimit.pastLatest(field: "duration", value: Echo.capped(text)))")
                     }
                 }
                 let until = try await Self.run { () throws(CenterError) in try await center.snooze(key, for: duration) }

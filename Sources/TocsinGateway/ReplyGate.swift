@@ -61,6 +61,7 @@ final class ReplyGate: Sendable {
             return (nil, s.running == 0)
         }
         if let next { next.resume() }
-        if idle { Task { _ = tocsin_malloc_trim() } }
+        // Off the loop too: on a fragmented heap the trim walks every arena.
+        if idle { Task { await runOffLoop { _ = tocsin_malloc_trim() } } }
     }
 }

@@ -233,7 +233,7 @@ extension CenterError {
     static func bounded(_ text: String) -> String {
         guard text.utf8.count > maxMessageBytes else { return text }
         var end = text.utf8.index(text.utf8.startIndex, offsetBy: maxMessageBytes)
-        while end > text.startIndex, !text.unicodeScalars.indices.contains(end) { end = text.utf8.index(before: end) }
+        while end > text.utf8.startIndex, UTF8.isContinuation(text.utf8[end]) { end = text.utf8.index(before: end) }
         return String(text[..<end]) + "… (\(text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: end)) more bytes)"
     }
 }

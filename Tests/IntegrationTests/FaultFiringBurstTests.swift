@@ -17,30 +17,10 @@ struct FaultFiringBurstTests {
     /// Schedules `total` notifications due together, after a probe that measures this machine's
     /// call rate, so the due instant falls just after the last call whatever the build
     /// (debug, AddressSanitizer, ThreadSanitizer). Prints the due instant in unix seconds.
-    static let scheduler = #"""
-        import sys, time, dbus, dbus.mainloop.glib
-        from gi.repository import GLib
-        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-        bus = dbus.bus.BusConnection(sys.argv[1])
+    static let scheduler = PipelinedSchedule.script(#"""
         total = int(sys.argv[2])
-        gw = dbus.Interface(bus.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway', introspect=False), 'io.github.tocsin.Gateway1')
-        loop = GLib.MainLoop()
         def run(prefix, count, at):
-            state = {'next': 0, 'open': 0, 'errors': []}
-            def done(err=None):
-                state['open'] -= 1
-                if err is not None: state['errors'].append(str(err))
-                more()
-            def more():
-                while state['open'] < 128 and state['next'] < count:
-                    i = state['next']; state['next'] += 1; state['open'] += 1
-                    spec = {'key': '%s%d' % (prefix, i), 'title': 't', 'at': at, 'backends': dbus.Array(['log'], signature='s')}
-                    gw.Schedule(dbus.Dictionary(spec, signature='sv'), signature='a{sv}', timeout=120,
-                                reply_handler=lambda k: done(), error_handler=lambda e: done(e))
-                if state['open'] == 0 and state['next'] >= count: loop.quit()
-            GLib.idle_add(lambda: (more(), False)[1])
-            loop.run()
-            if state['errors']: sys.exit('schedule failed: ' + state['errors'][0])
+            schedule_all(count, lambda i: {'key': '%s%d' % (prefix, i), 'title': 't', 'at': at, 'backends': dbus.Array(['log'], signature='s')})
         start = time.time()
         run('probe', 500, '@%d' % (int(start) + 3600))
         rate = 500 / max(time.time() - start, 0.001)
@@ -48,7 +28,7 @@ struct FaultFiringBurstTests {
         due = int(time.time() + 2 + 1.5 * total / rate) + 1
         run('k', total, '@%d' % due)
         print('due %d rate %d' % (due, rate), flush=True)
-        """#
+        """#)
 
     @Test("kill -9 three times into a burst of 10,000 firings due together: no firing is delivered twice; each is delivered once or reported interrupted")
     func killMidFiringBurst() async throws {

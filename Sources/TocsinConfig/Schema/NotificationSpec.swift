@@ -244,15 +244,21 @@ public enum NotificationFields: Sendable {
         }
         // Printable means visible: a key that looks like another (a zero-width space, a no-break
         // space, a right-to-left override turning `lla` into `all` on screen) is refused, with the
-        // character named so the caller can find it.
+        // character named so the caller can find it. The joiners (U+200C, U+200D) stay allowed:
+        // emoji sequences and Persian and Indic words need them; so do characters newer than
+        // this build's Unicode tables.
         for (i, c) in key.unicodeScalars.enumerated() {
             let kind: String?
-            switch c.properties.generalCategory {
-            case .control: kind = "a control character"
-            case .format: kind = "a format character (zero-width or bidi control)"
-            case .spaceSeparator, .lineSeparator, .paragraphSeparator: kind = "a space or separator"
-            case .unassigned, .privateUse, .surrogate: kind = "an unassigned or private-use character"
-            default: kind = nil
+            switch c.value {
+            case 0x200B, 0x2060, 0xFEFF: kind = "an invisible character (zero-width space, word joiner or byte-order mark)"
+            case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: kind = "a bidi control"
+            case 0xE0000...0xE007F: kind = "an invisible tag character"
+            default:
+                switch c.properties.generalCategory {
+                case .control: kind = "a control character"
+                case .spaceSeparator, .lineSeparator, .paragraphSeparator: kind = "a space or separator"
+                default: kind = nil
+                }
             }
             if let kind {
                 let hex = String(c.value, radix: 16, uppercase: true)

@@ -73,9 +73,12 @@ public enum Echo: Sendable {
     /// Characters kept; the cut is marked with "…".
     public static let maxCharacters = 64
 
+    /// Counted in Unicode scalars, not characters: one character can hold millions of combining
+    /// marks, and finding where it ends would walk them all.
     public static func capped(_ text: String) -> String {
-        guard let end = text.index(text.startIndex, offsetBy: maxCharacters, limitedBy: text.endIndex),
-              end != text.endIndex else { return text }
-        return String(text[..<end]) + "…"
+        let scalars = text.unicodeScalars
+        guard let end = scalars.index(scalars.startIndex, offsetBy: maxCharacters, limitedBy: scalars.endIndex),
+              end != scalars.endIndex else { return text }
+        return String(scalars[..<end]) + "…"
     }
 }

@@ -78,7 +78,8 @@ extension TocsinCenter {
                 finished += 1
                 machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts)
             case .closeInterrupted:
-                machine.closeInterrupted(now: now, into: &facts)
+                let held = Set(quiet.held.map { "\($0.firing.key)\u{0}\($0.firing.occurrence.number)\u{0}\($0.backend)" })
+                machine.closeInterrupted(now: now, held: { held.contains("\($0)\u{0}\($1)\u{0}\($2)") }, into: &facts)
             case .call: break
             }
         }
@@ -116,11 +117,16 @@ extension TocsinCenter {
         // then leaves at most two slices claimed and never handed to a backend (deliveries are at
         // most once: `closeInterrupted`), and the confirmations of what went out ride in the
         // burst's next commits instead of waiting for the whole burst to be claimed.
+        // Confirmations are folded only into a batch without requests: the requests' rollback
+        // restores whole entries, which would undo a confirmation applied on top of them (and
+        // the row it deleted is gone from the store by then). Requests wait for the next batch
+        // during a burst anyway.
+        let fold = calls.isEmpty
         var commit = startCommit(batches[0], confirming: false)
         for done in batches.indices {
-            let result = await commit.value
+            let result = await commit.result()
             if done + 1 < batches.count {
-                commit = startCommit(batches[done + 1], confirming: done + 1 < slices.count, finished: &finished)
+                commit = startCommit(batches[done + 1], confirming: fold && done + 1 < slices.count, finished: &finished)
             }
             if done < slices.count {
                 var contents: [String: Notification]
@@ -152,7 +158,6 @@ extension TocsinCenter {
                 }
             }
         }
-        if !calls.isEmpty { failCalls(&calls, StoreError(.failed, "the state database is closed")) }
         machine.endRecording()
         for _ in 0..<finished { deliveryDone() }
         for c in tickWaiters { c.resume() }
@@ -161,13 +166,27 @@ extension TocsinCenter {
     /// Commits one transaction of a batch on the store thread. With `confirming`, the deliveries
     /// confirmed since the batch began (`.finished` work waiting in the queue) are recorded in it
     /// too, outside the batch's undo log: they are facts, not requests.
-    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool) -> Task<Result<[String: Notification], StoreError>, Never> {
+    /// A commit on its way, or none needed (a batch of requests has an empty first slice: no
+    /// round trip to the store thread for it).
+    enum PendingCommit {
+        case done(Result<[String: Notification], StoreError>)
+        case running(Task<Result<[String: Notification], StoreError>, Never>)
+
+        func result() async -> Result<[String: Notification], StoreError> {
+            switch self {
+            case .done(let r): return r
+            case .running(let t): return await t.value
+            }
+        }
+    }
+
+    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool) -> PendingCommit {
         var unused = 0
         return startCommit(batch, confirming: confirming, finished: &unused)
     }
 
     private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool,
-                             finished: inout Int) -> Task<Result<[String: Notification], StoreError>, Never> {
+                             finished: inout Int) -> PendingCommit {
         var ops = batch.ops
         if confirming {
             var facts: [MachineAction] = []
@@ -179,11 +198,12 @@ extension TocsinCenter {
             }
             for case .persist(let op) in facts { ops.append(op) }
         }
+        if ops.isEmpty && batch.reading.isEmpty { return .done(.success([:])) }
         let store = self.store
         let reading = batch.reading
-        return Task {
+        return .running(Task {
             do throws(StoreError) { return .success(try await store.commit(ops, reading: reading)) } catch { return .failure(error) }
-        }
+        })
     }
 
     /// Firings per slice of a burst: small enough that the first slice is out in a few

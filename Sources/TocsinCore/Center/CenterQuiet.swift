@@ -166,8 +166,10 @@ extension TocsinCenter {
     }
 
     /// Routes a claimed batch through quiet hours: backends that hold get the firing stored and
-    /// marked done only once it is durable (a crash before re-delivers the claim, which is held
-    /// again); backends that drop are marked done at once. What is left goes out as usual.
+    /// marked done only once it is durable (a crash before that leaves the claim open, and the
+    /// next start closes it: reported as interrupted unless the hold was durable, in which case
+    /// the held firing is still delivered when quiet ends); backends that drop are marked done
+    /// at once. What is left goes out as usual.
     func routeQuiet(_ firings: [Firing]) -> [Firing] {
         let now = clock.now()
         guard quiet.isQuiet(at: now) else { return firings }

@@ -147,12 +147,20 @@ extension NotificationMachine {
     /// closed instead and reported: an `interrupted` event (a signal and a history entry) names the
     /// backends that never confirmed it. An alarm's ringing state is separate and survives, so an
     /// alarm rings again at its next ring.
-    public mutating func closeInterrupted(now: Instant, into out: inout [MachineAction]) {
+    ///
+    /// `held` says whether quiet hours hold the firing for a backend (a crash came between the
+    /// hold's commit and the confirmation): that backend still gets it when quiet ends, so it is
+    /// not reported.
+    public mutating func closeInterrupted(now: Instant, held: (_ key: String, _ occurrence: UInt32, _ backend: String) -> Bool = { _, _, _ in false },
+                                          into out: inout [MachineAction]) {
         for key in inDelivery.keys.sorted() {
             guard let p = inDelivery[key] else { continue }
             setInDelivery(key, nil)
             out.append(.persist(.pending(key: key, nil)))
-            out.append(.emit(.interrupted(key: key, due: p.due, occurrence: p.occurrence.number, backends: p.remaining)))
+            let doubtful = p.remaining.filter { !held(key, p.occurrence.number, $0) }
+            if !doubtful.isEmpty {
+                out.append(.emit(.interrupted(key: key, due: p.due, occurrence: p.occurrence.number, backends: doubtful)))
+            }
             cleanUpIfDone(key, into: &out)
         }
     }

@@ -38,27 +38,47 @@ final class StateStore {
 
     /// Opens (creating if needed) `directory/state.sqlite3`. The directory is created 0700 and must
     /// not be writable by others; files are created 0600.
+    /// Makes the database at `path`: schema written and durable under `path.new`, then renamed.
+    /// Created 0600 here rather than under a narrowed umask: the umask is the whole process's, so
+    /// narrowing it races with other threads creating files (and with children inheriting it).
+    /// SQLite gives the -wal and -shm files the database file's mode.
+    static func create(_ path: String, in directory: String) throws(StoreError) {
+        let fresh = path + ".new"
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(fresh + suffix) }
+        let fd = open(fresh, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw StoreError(.failed, "cannot create state database \(fresh): \(String(cString: strerror(errno)))") }
+        close(fd)
+        do {
+            // Closed at the end of the scope: SQLite checkpoints the WAL into the file and removes it.
+            let db = try SQLiteDatabase(path: fresh)
+            try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")
+            try StateStore.migrate(db)
+        }
+        guard rename(fresh, path) == 0 else {
+            throw StoreError(.failed, "cannot move the new state database into place at \(path): \(String(cString: strerror(errno)))")
+        }
+        let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 { _ = fsync(dir); close(dir) }
+    }
+
     init(directory: String, zones: ZoneCache) throws(StoreError) {
         self.zones = zones
         decoder = RowDecoder(zones: zones)
         try StateStore.prepareDirectory(directory)
         path = directory + "/state.sqlite3"
-        // Created 0600 here rather than under a narrowed umask: the umask is the whole process's,
-        // so narrowing it races with other threads creating files (and with children inheriting
-        // it). SQLite gives the -wal and -shm files the database file's mode.
-        // A database this directory already had is never empty: SQLite writes its header when it
-        // creates the schema, at the first start. An existing empty file is a truncated one (3
-        // pending notifications were silently gone when such a file was taken as a new, empty
-        // schedule), refused like any other damage.
-        var fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 && errno == EEXIST {
-            var st = stat()
-            if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size == 0 {
-                throw StoreError(.corrupt, "state database \(path) is empty (0 bytes), so it was truncated; move it aside to start with an empty schedule, or restore a backup")
+        // A new database is made under another name and renamed into place once its schema is
+        // durable, so `state.sqlite3` is never empty unless something truncated it. An empty one
+        // is refused like any other damage: taken as a new, empty schedule it silently lost
+        // every pending notification.
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            guard errno == ENOENT else {
+                throw StoreError(.failed, "cannot read state database \(path): \(String(cString: strerror(errno)))")
             }
-            fd = -1
+            try StateStore.create(path, in: directory)
+        } else if (st.st_mode & S_IFMT) == S_IFREG, st.st_size == 0 {
+            throw StoreError(.corrupt, "state database \(path) is empty (0 bytes), so it was truncated; move it aside to start with an empty schedule, or restore a backup")
         }
-        if fd >= 0 { close(fd) }
         db = try SQLiteDatabase(path: path)
         do {
             try StateStore.checkOwnership(db)
