@@ -2,23 +2,23 @@ import Foundation
 import Testing
 import TocsinTesting
 
-/// The README's `dbus-service` walk-through with the built `tocsin` binary (so the backend type as
-/// the binary registers it), the README's own config and the example service, on a private bus.
-@Suite("dbus-service README walk-through")
+/// The `dbus-service` walk-through of docs/DBUS-API.md with the built `tocsin` binary (so the backend
+/// type as the binary registers it), the document's own config and the example service, on a private bus.
+@Suite("dbus-service walk-through in docs/DBUS-API.md")
 struct DBusServiceReadmeTests {
     /// The first ```toml block after the section heading.
     static var readmeConfig: String {
-        let readme = (try? String(contentsOfFile: GatewayFixture.repositoryRoot + "/README.md", encoding: .utf8)) ?? ""
+        let readme = (try? String(contentsOfFile: GatewayFixture.repositoryRoot + "/docs/DBUS-API.md", encoding: .utf8)) ?? ""
         guard let section = readme.range(of: "## Out-of-process backends") else { return "" }
         let rest = readme[section.upperBound...]
         guard let open = rest.range(of: "```toml\n"), let close = rest[open.upperBound...].range(of: "```") else { return "" }
         return String(rest[open.upperBound..<close.lowerBound])
     }
 
-    @Test("tocsin check accepts the README config and names a bad bus_name at file:line:column; post reaches the example service, its action comes back, status says ok")
+    @Test("tocsin check accepts the documented config and names a bad bus_name at file:line:column; post reaches the example service, its action comes back, status says ok")
     func walkThrough() async throws {
         let config = Self.readmeConfig
-        #expect(config.contains("type = \"dbus-service\""), "the README section has no dbus-service config")
+        #expect(config.contains("type = \"dbus-service\""), "docs/DBUS-API.md's section has no dbus-service config")
         let dir = TemporaryDirectory(prefix: "tocsin-dbsvc-readme")
         let file = try dir.write("bridge.toml", config)
         let check = try await TestProcess.run(Products.executable("tocsin"), ["check", file])

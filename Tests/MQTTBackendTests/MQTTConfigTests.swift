@@ -111,13 +111,13 @@ struct MQTTConfigTests {
         #expect(p.host == row.1 && p.port == row.2 && p.tls == row.3, "row \(row.0): \(p)")
     }
 
-    @Test("the README's mqtt row names every option key")
-    func readmeRow() throws {
+    @Test("the configuration reference's mqtt row names every option key")
+    func referenceRow() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `mqtt` |") }, "no mqtt row in the README")
+        let reference = try String(contentsOf: root.appendingPathComponent("docs/CONFIG.md"), encoding: .utf8)
+        let row = try #require(reference.split(separator: "\n").first { $0.hasPrefix("| `mqtt` |") }, "no mqtt row in docs/CONFIG.md")
         for key in MQTTBackendFactory().optionKeys {
-            #expect(row.contains("`\(key)`"), "README's mqtt row lacks `\(key)`")
+            #expect(row.contains("`\(key)`"), "docs/CONFIG.md's mqtt row lacks `\(key)`")
         }
     }
 }

@@ -2,20 +2,27 @@ import Foundation
 import Testing
 import TocsinConfig
 
-/// The README's configuration reference is checked against the schema, so it cannot drift.
-@Suite("README configuration reference")
+/// The configuration reference (docs/CONFIG.md) is checked against the schema, and every TOML
+/// example in the README and the reference docs is loaded, so the documents cannot drift.
+@Suite("Configuration reference docs")
 struct ReadmeReferenceTests {
-    static let readme: String = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return (try? String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)) ?? ""
-    }()
+    /// The documents whose ```toml blocks must load; the README and CONFIG.md open with the same
+    /// example, which shows a TOML 1.1 feature.
+    static let documents = ["README.md", "docs/CONFIG.md", "docs/DBUS-API.md"]
 
-    /// The first column of the table under `heading`, in order.
+    static func text(_ document: String) -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return (try? String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)) ?? ""
+    }
+
+    static let configReference = text("docs/CONFIG.md")
+
+    /// The first column of the table under `heading` in docs/CONFIG.md, in order.
     static func keys(under heading: String) -> [String] {
-        guard let start = readme.range(of: heading) else { return [] }
+        guard let start = configReference.range(of: heading) else { return [] }
         var keys: [String] = []
         var inTable = false
-        for line in readme[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in configReference[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("| ---") { inTable = true; continue }
             if inTable {
                 guard line.hasPrefix("| `") else { break }
@@ -31,11 +38,11 @@ struct ReadmeReferenceTests {
         #expect(Self.keys(under: "### `[[notification]]`") == NotificationFields.all.map(\.name))
     }
 
-    /// The contents of every ```toml block, in order.
-    static var tomlBlocks: [String] {
+    /// The contents of every ```toml block of `document`, in order.
+    static func tomlBlocks(_ document: String) -> [String] {
         var blocks: [String] = []
         var current: [Substring]?
-        for line in readme.split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in text(document).split(separator: "\n", omittingEmptySubsequences: false) {
             if current == nil, line == "```toml" {
                 current = []
             } else if let lines = current, line == "```" {
@@ -48,20 +55,25 @@ struct ReadmeReferenceTests {
         return blocks
     }
 
-    @Test("the README's TOML examples load as TOML 1.1, and the first needs 1.1")
-    func tomlExamplesLoad() {
-        let blocks = Self.tomlBlocks
-        #expect(!blocks.isEmpty)
+    @Test("every TOML example loads as TOML 1.1", arguments: documents)
+    func tomlExamplesLoad(document: String) {
+        let blocks = Self.tomlBlocks(document)
+        #expect(!blocks.isEmpty, "\(document) has no ```toml block")
         for (i, block) in blocks.enumerated() {
-            if case .failure(let e) = ConfigLoader.load(bytes: Array(block.utf8), file: "README block \(i + 1)") {
-                Issue.record("README ```toml block \(i + 1) does not load:\n\(e.rendered)")
+            if case .failure(let e) = ConfigLoader.load(bytes: Array(block.utf8), file: "\(document) block \(i + 1)") {
+                Issue.record("\(document) ```toml block \(i + 1) does not load:\n\(e.rendered)")
             }
         }
+    }
+
+    @Test("the first TOML example of the README and of CONFIG.md needs TOML 1.1", arguments: ["README.md", "docs/CONFIG.md"])
+    func firstExampleNeedsTOML11(document: String) {
         // The multi-line `actions` table shows TOML 1.1; 1.0 mode names the feature.
-        if let first = blocks.first, case .failure(let e) = ConfigLoader.load(bytes: Array(first.utf8), file: "README", tomlVersion: .v1_0) {
-            #expect(e.diagnostics.first?.message.contains("only in TOML 1.1") == true, "\(e.rendered)")
+        if let first = Self.tomlBlocks(document).first,
+           case .failure(let e) = ConfigLoader.load(bytes: Array(first.utf8), file: document, tomlVersion: .v1_0) {
+            #expect(e.diagnostics.first?.message.contains("only in TOML 1.1") == true, "\(document): \(e.rendered)")
         } else {
-            Issue.record("the README's first TOML example loads as TOML 1.0; it should show a TOML 1.1 feature")
+            Issue.record("\(document)'s first TOML example loads as TOML 1.0; it should show a TOML 1.1 feature")
         }
     }
 
