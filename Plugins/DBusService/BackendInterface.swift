@@ -5,7 +5,7 @@ import TocsinTime
 
 /// The `io.github.tocsin.Backend1` interface a `dbus-service` backend talks to
 /// (`contrib/io.github.tocsin.Backend1.xml`): what Tocsin calls and what it listens for, in one
-/// place, so the XML, the README and the code have a single Swift counterpart.
+/// place, so the XML, docs/DBUS-API.md and the code have a single Swift counterpart.
 public enum Backend1: Sendable {
     public static let interface: InterfaceName = "io.github.tocsin.Backend1"
     public static let objectPath: ObjectPath = "/io/github/tocsin/Backend"

@@ -6,7 +6,7 @@ public import TocsinCore
 /// What a service may report back, read from its signal: `ActionInvoked(s key, s action)` or
 /// `Acknowledge(s key)`. Pure, so every malformed shape is tested without a bus.
 public enum ServiceSignal: Sendable {
-    /// The gateway's own bounds for keys and action ids (README "Limits").
+    /// The gateway's own bounds for keys and action ids (docs/CONFIG.md, "Limits").
     static let maxKey = 255
     static let maxAction = 4096
 

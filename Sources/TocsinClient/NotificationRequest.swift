@@ -94,7 +94,7 @@ extension NotificationRequest {
     public static func validate(key: String) throws(TocsinClientError) { try RequestRules.key(key) }
 }
 
-/// The limits both sides agree on (README, "[[notification]]"); the daemon checks them again.
+/// The limits both sides agree on (docs/CONFIG.md, "[[notification]]"); the daemon checks them again.
 enum RequestRules {
     static func invalid(_ field: String, _ message: String) -> TocsinClientError {
         TocsinClientError(.invalidRequest, message, field: field)

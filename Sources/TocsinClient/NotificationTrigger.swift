@@ -3,7 +3,7 @@ public import FoundationEssentials
 /// When a notification fires: one of the daemon's trigger kinds as a value, so an app cannot
 /// send two triggers or none, and so the test double can compute the same firings.
 public struct NotificationTrigger: Sendable, Hashable {
-    /// The cases mirror the daemon's request fields (README, "Triggers and calendar expressions").
+    /// The cases mirror the daemon's request fields (docs/CONFIG.md, "Triggers and calendar expressions").
     public enum Kind: Sendable, Hashable {
         /// Once at an instant.
         case date(Date)

@@ -2,7 +2,7 @@ import DBus
 import FoundationEssentials
 
 /// The gateway's `a{sv}` shapes, both ways. Requests use the config file's field names and
-/// syntax (README, "The D-Bus API"); times travel as unix microseconds or `@seconds`.
+/// syntax (docs/DBUS-API.md); times travel as unix microseconds or `@seconds`.
 enum Wire {
     static func spec(_ content: NotificationContent, key: String) -> [(String, DBusValue)] {
         var f: [(String, DBusValue)] = [("key", .string(key)), ("title", .string(content.title))]

@@ -8,7 +8,7 @@ import Synchronization
 /// process with six successive connections filled a global limit of 20 at 5 each). The bus knows
 /// the peer's uid and pid (`GetConnectionCredentials`); the pid with the process's start time
 /// (from `/proc`, so a reused pid is a new client) names one process for its whole life,
-/// whichever connections it opens. What this does not stop, and the README says so: a user who
+/// whichever connections it opens. What this does not stop, and docs/CONFIG.md says so: a user who
 /// starts new processes gets a new quota each time; `max_pending` bounds them all.
 final class ClientIdentities: Sendable {
     /// Resolved unique names, for the connection they were resolved on. Unique names are never

@@ -261,7 +261,7 @@ public final class GatewayService: Sendable {
         }
     }
 
-    /// The `Fired` signal, the one place its shape is defined (`docs`/README list its fields):
+    /// The `Fired` signal, the one place its shape is defined (docs/DBUS-API.md lists its fields):
     /// the key, then an `a{sv}` of the firing. Written straight into the message.
     public static func firedSignal(_ f: Firing, backends: [String]) throws(DBusError) -> DBusMessage {
         try DBusMessage.signal(path: Gateway.objectPath, interface: Gateway.interface, member: "Fired") { w in

@@ -4,7 +4,7 @@ import TocsinCore
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
 /// exists and the main thread drives it (`LoopExecutor.runMain`) instead of parking in
-/// `dispatch_main()`: an idle daemon then makes no wake-ups at all (see README, "Idle wake-ups").
+/// `dispatch_main()`: an idle daemon then makes no wake-ups at all (see docs/ARCHITECTURE.md, "Idle wake-ups").
 @main
 struct Tocsin: ParsableCommand {
     static let configuration = CommandConfiguration(

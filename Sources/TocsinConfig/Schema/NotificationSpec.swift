@@ -111,7 +111,7 @@ public enum NotificationFields: Sendable {
 
     public static let triggerKeys = ["at", "after", "every", "on_calendar", "remind_before"]
 
-    /// The reference table, in the order the README documents it.
+    /// The reference table, in the order docs/CONFIG.md documents it.
     public static let all: [Field] = [
         Field(name: "key", type: "string", summary: "Unique id; a later notification with the same key replaces this one. Generated when absent."),
         Field(name: "title", type: "string", summary: "Summary line (required)."),

@@ -88,7 +88,7 @@ public struct QuietRouting: Hashable, Sendable {
 /// no I/O; every input takes the instant and returns `QuietAction`s for the center to perform.
 public struct QuietMachine: Sendable {
     /// More held firings than this for one backend are released as one summary instead of one
-    /// by one (see the README's "Quiet hours" for why).
+    /// by one (see docs/CONFIG.md, "Quiet hours", for why).
     public static let summaryThreshold = 3
     /// The key of the summary firing, so a popup server replaces an older summary in place.
     public static let summaryKey = "tocsin-quiet-summary"
