@@ -2,7 +2,7 @@ public import DBus
 public import Logging
 public import TocsinConfig
 public import TocsinCore
-public import TocsinTime
+import TocsinTime
 
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.
@@ -74,21 +74,6 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
     public var description: String { message }
-}
-
-extension CenterOptions {
-    /// The center's options from `[daemon]`: the one place where the config's defaults become
-    /// the engine's. The zone is `[daemon] timezone`, else `$TZ`, else the system's.
-    public init(settings d: DaemonSettings, environment: [String: String], zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(TimeSyntaxError) {
-        var zone = zones.defaultZone(tz: environment["TZ"])
-        if let tz = d.timezone { zone = try zones.rules(named: tz) }
-        self.init(defaultZone: zone, zones: zones)
-        maxPending = d.maxPending
-        defaultMissed = d.missed
-        defaultMaxLate = d.maxLate
-        limits.minPeriod = d.minPeriod
-        history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
-    }
 }
 
 /// Checks a loaded config beyond its syntax: every backend table builds with the linked backend
