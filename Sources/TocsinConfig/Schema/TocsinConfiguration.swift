@@ -90,11 +90,9 @@ public struct TocsinConfiguration: Sendable {
                             r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
                         }
                     } else {
-                        var message = "unknown backend '\(Echo.capped(name))' in [fleet]"
                         let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
-                        if let s = Suggestion.closest(to: name, among: mqtt) { message += "; did you mean '\(s)'?" }
-                        else if mqtt.isEmpty { message += "; declare one with [backend.NAME] type = \"mqtt\"" }
-                        r.report("backend", message)
+                        r.report("backend", unknownBackend(name, in: "[fleet]", among: mqtt,
+                                                           otherwise: mqtt.isEmpty ? "declare one with [backend.NAME] type = \"mqtt\"" : nil))
                     }
                 }
                 r.finish(known: FleetSettings.keys.map(\.name))
@@ -154,17 +152,15 @@ public struct TocsinConfiguration: Sendable {
                 guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
                 for b in list {
                     guard case .string(let name) = b.value, !names.contains(name) else { continue }
-                    var message = "unknown backend '\(Echo.capped(name))' in [[notification]] #\(i + 1)"
-                    if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
-                    else if names.isEmpty { message += "; no [backend.NAME] is configured" }
+                    let message = unknownBackend(name, in: "[[notification]] #\(i + 1)", among: Array(names),
+                                                 otherwise: names.isEmpty ? "no [backend.NAME] is configured" : nil)
                     issues.append(FieldIssue(field: "backends", location: b.location, message: message))
                 }
             }
         }
 
         for (name, location) in config.quiet.backendLocations where !names.contains(name) {
-            var message = "unknown backend '\(Echo.capped(name))' in [quiet] backends"
-            if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
+            let message = unknownBackend(name, in: "[quiet] backends", among: Array(names))
             issues.append(FieldIssue(field: "backends", location: location, message: message))
         }
 
@@ -172,6 +168,17 @@ public struct TocsinConfiguration: Sendable {
             Diagnostic(file: file, location: $0.location, message: $0.message)
         }
         return (config, diags)
+    }
+
+    /// The one wording of "no backend of that name", for the config file (`[[notification]]`,
+    /// `[quiet]`, `[fleet]`) and `Schedule`: the name as given (capped), where it was written, and
+    /// the closest of `known`, else `hint`.
+    public static func unknownBackend(_ name: String, in place: String? = nil, among known: [String],
+                                      otherwise hint: String? = nil) -> String {
+        var message = "unknown backend '\(Echo.capped(name))'" + (place.map { " in \($0)" } ?? "")
+        if let s = Suggestion.closest(to: name, among: known) { message += "; did you mean '\(s)'?" }
+        else if let hint { message += "; \(hint)" }
+        return message
     }
 
     public static func validateBackendName(_ name: String) -> String? {

@@ -87,36 +87,33 @@ public enum ConfigValidation: Sendable {
                                                         environment: BackendEnvironment(logger: quiet, environment: environment)) {
             diags += e.diagnostics
         }
-        let zones = ZoneInfoDirectory()
-        func unknown(_ name: String) -> Bool { (try? zones.rules(named: name)) == nil }
-        if let tz = loaded.configuration.daemon.timezone, unknown(tz) {
-            diags.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1),
-                                    message: "unknown time zone '\(tz)' in [daemon]"))
+        let zones = ZoneCache()
+        let daemon = loaded.configuration.daemon
+        // The zone a notification or window runs in: its own, else [daemon]'s, else $TZ or the system's.
+        func local(_ own: String?) -> TimeZoneRules {
+            (own ?? daemon.timezone).flatMap { try? zones.rules($0) } ?? zones.directory.defaultZone(tz: environment["TZ"])
         }
-        for n in loaded.configuration.notifications {
-            if let tz = n.timezone, unknown(tz) {
-                diags.append(Diagnostic(file: loaded.file, location: n.location,
-                                        message: "unknown time zone '\(tz)' in notification '\(n.key ?? "")'"))
+        func known(_ name: String?, in place: String, at location: SourceLocation) -> Bool {
+            guard let name else { return true }
+            do { _ = try zones.zone(named: name, in: place) } catch {
+                diags.append(Diagnostic(file: loaded.file, location: location, message: error.message))
+                return false
             }
+            return true
+        }
+        _ = known(daemon.timezone, in: "[daemon]", at: SourceLocation(line: 1, column: 1))
+        for n in loaded.configuration.notifications {
+            _ = known(n.timezone, in: "notification '\(n.key ?? "")'", at: n.location)
             if case .onCalendar(let c) = n.trigger {
-                // The zone the daemon will run it in: its own, else [daemon]'s, else $TZ or the system's.
-                let local = (n.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
-                    ?? zones.defaultZone(tz: environment["TZ"])
-                do { _ = try c.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+                do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
                     diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
                                             message: "\(error.message) in 'on_calendar'"))
                 }
             }
         }
         for (i, w) in loaded.configuration.quiet.windows.enumerated() {
-            if let tz = w.timezone, unknown(tz) {
-                diags.append(Diagnostic(file: loaded.file, location: w.timezoneLocation,
-                                        message: "unknown time zone '\(tz)' in [[quiet.window]] #\(i + 1)"))
-                continue
-            }
-            let local = (w.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
-                ?? zones.defaultZone(tz: environment["TZ"])
-            do { _ = try w.onCalendar.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+            guard known(w.timezone, in: "[[quiet.window]] #\(i + 1)", at: w.timezoneLocation) else { continue }
+            do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
                 diags.append(Diagnostic(file: loaded.file, location: w.calendarLocation,
                                         message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
             }
