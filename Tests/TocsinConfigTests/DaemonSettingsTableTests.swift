@@ -69,6 +69,7 @@ struct DaemonSettingsTableTests {
         #expect(summary["max_pending"] == "Limit on pending notifications (default 1000000); beyond it Schedule is refused.")
         #expect(summary["min_period"] == "Least distance between two firings of one notification (default 1s, 1ms to 1d).")
         #expect(summary["history_max_age"] == "History drops events older than this (default 30d).")
+        #expect(summary["max_message_size"] == "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432).")
         #expect(DaemonSettings.keys.map(\.type) == ["string", "string", "string", "duration", "integer", "integer", "string",
                                                    "duration", "integer", "integer", "duration"])
     }

@@ -97,7 +97,7 @@ extension DaemonKey {
 
 /// The `[daemon]` keys, in the order the README documents them: the one home of each key's
 /// default, range and doc.
-public enum DaemonKeys {
+public enum DaemonKeys: Sendable {
     public static let stateDir = DaemonKey<String?>.string(
         "state_dir", doc: "Where the SQLite state lives (default $XDG_STATE_HOME/tocsin).")
     public static let logLevel = DaemonKey<LogLevel>.choice(
@@ -119,7 +119,12 @@ public enum DaemonKeys {
         doc: "Least distance between two firings of one notification (default {default}, {range}).")
     public static let maxMessageSize = DaemonKey<Int?>.integer(
         "max_message_size", in: (1 << 20)...(128 << 20),
-        doc: "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432).")
+        doc: "Largest D-Bus message the daemon sends, in bytes (default: \(sessionBusMessageLimit) on the session bus, else \(unconfiguredBusMessageLimit)).")
+    /// `max_message_size` when unset, by the bus: the session bus's stock config allows more than
+    /// the protocol's 128 MiB; a dbus-daemon whose config sets no limit (the system bus, a
+    /// private test bus) takes 32 MiB.
+    public static let sessionBusMessageLimit = 128 << 20
+    public static let unconfiguredBusMessageLimit = 32 << 20
     public static let historyMaxEntries = DaemonKey<Int>.integer(
         "history_max_entries", default: 10_000, in: 0...10_000_000,
         doc: "History keeps the newest this many events (default {default}; 0 records none).")

@@ -26,8 +26,8 @@ public struct DaemonSetup: Sendable {
     /// session bus's stock config allows more than the protocol's 128 MiB; a dbus-daemon whose
     /// config sets no limit (the system bus, a private test bus) takes 32 MiB.
     public var busMessageLimit = DaemonSetup.unconfiguredBusLimit
-    public static let sessionBusLimit = 128 << 20
-    public static let unconfiguredBusLimit = 32 << 20
+    public static let sessionBusLimit = DaemonKeys.sessionBusMessageLimit
+    public static let unconfiguredBusLimit = DaemonKeys.unconfiguredBusMessageLimit
     /// Told when the daemon is ready, reloading or stopping (systemd's sd_notify).
     public var notify: @Sendable (DaemonState) -> Void = { _ in }
 
