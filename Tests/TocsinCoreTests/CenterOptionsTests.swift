@@ -38,4 +38,16 @@ struct CenterOptionsTests {
         #expect(o.history == HistoryRetention(maxEntries: 5, maxAge: .hours(1)))
         #expect(o.defaultZone.identifier == "UTC")
     }
+
+    @Test("an unknown [daemon] timezone is named with the one zone message")
+    func unknownZone() {
+        var s = DaemonSettings()
+        for name in ["Mars/Base", "../etc/passwd"] {
+            s.timezone = name
+            #expect(throws: TimeSyntaxError.self, "zone '\(name)'") { _ = try CenterOptions(settings: s, environment: [:]) }
+            do { _ = try CenterOptions(settings: s, environment: [:]) } catch {
+                #expect(error.message == "unknown time zone '\(name)' in [daemon]", "zone '\(name)'")
+            }
+        }
+    }
 }
