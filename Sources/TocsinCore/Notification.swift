@@ -31,7 +31,7 @@ public struct Notification: Hashable, Sendable {
 
     public init(key: String, title: String, body: String = "", trigger: Trigger, backends: [String]? = nil,
                 urgency: Urgency = .normal, icon: String? = nil, category: String? = nil, sound: String? = nil,
-                actions: [NotificationAction] = [], userInfo: [String: String] = [:], missed: MissedPolicy = .fireOnce,
+                actions: [NotificationAction] = [], userInfo: [String: String] = [:], missed: MissedPolicy = DaemonKeys.missed.defaultValue,
                 maxLate: TimeSpan? = nil, timezone: String = "UTC", source: NotificationSource = .runtime,
                 fingerprint: String = "") {
         self.key = key; self.title = title; self.body = body; self.trigger = trigger; self.backends = backends

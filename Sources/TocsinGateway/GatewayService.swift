@@ -30,7 +30,7 @@ public final class GatewayService: Sendable {
     /// (`min_period` among them) as they bound the config file; `info` is what `Status` reports
     /// about the process. With `servedBeforeStart`, every call waits until `startEnded`: the daemon
     /// serves the API before the state is loaded and the config applied.
-    public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonSettings().maxPendingPerClient,
+    public init(center: TocsinCenter, link: BusLink, maxPendingPerClient: Int = DaemonKeys.maxPendingPerClient.defaultValue,
                 limits: SpecLimits = SpecLimits(), maxMessageSize: Int = DaemonSetup.unconfiguredBusLimit,
                 info: DaemonInfo = DaemonInfo(), servedBeforeStart: Bool = false, reload: @escaping Reloader) {
         self.center = center

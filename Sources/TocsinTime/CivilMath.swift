@@ -1,11 +1,13 @@
 /// Proleptic Gregorian arithmetic on plain integers.
 ///
 /// Kept free of any zone so that the zone code, the mktime emulation and the
-/// calendar search all agree on one definition of "day number".
-enum CivilMath {
-    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
+/// calendar search all agree on one definition of "day number". Public for the TOML date code,
+/// so a config date and a timestamp agree on which days exist.
+public enum CivilMath {
+    public static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
 
-    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
+    /// Days in month `m` (1...12) of year `y`.
+    public static func daysInMonth(_ y: Int, _ m: Int) -> Int {
         switch m {
         case 2: return isLeap(y) ? 29 : 28
         case 4, 6, 9, 11: return 30

@@ -93,7 +93,7 @@ public struct SpecLimits: Hashable, Sendable {
     public var maxUserInfoBytes = 65536
     public var maxRemindOffsets = 64
     /// `[daemon] min_period`: no trigger may fire twice within less than this (zero: no floor).
-    public var minPeriod = TimeSpan.seconds(1)
+    public var minPeriod = DaemonKeys.minPeriod.defaultValue
     /// icon, category, sound, and each action's id and label.
     public var maxShortStringBytes = 4096
     public var maxBackends = 64

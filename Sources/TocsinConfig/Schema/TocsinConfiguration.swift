@@ -1,55 +1,4 @@
-public import TocsinTime
-
-public enum LogLevel: String, Hashable, Sendable, CaseIterable {
-    case trace, debug, info, notice, warning, error, critical
-}
-
-/// `[daemon]`: settings of the daemon itself.
-public struct DaemonSettings: Hashable, Sendable {
-    /// nil: `$XDG_STATE_HOME/tocsin`, else `~/.local/state/tocsin`.
-    public var stateDirectory: String?
-    public var logLevel: LogLevel = .info
-    public var missed: MissedPolicy = .fireOnce
-    public var maxLate: TimeSpan?
-    /// Refused beyond this many pending notifications; nothing already scheduled is dropped.
-    public var maxPending: Int = 1_000_000
-    /// Per D-Bus client (unique bus name): how many of the notifications it created may be pending
-    /// at once, so one runaway client cannot use up `maxPending` for every other.
-    public var maxPendingPerClient: Int = 10_000
-    /// The zone for calendar expressions and local date-times without their own; nil: `$TZ`, else the system's.
-    public var timezone: String?
-    /// The least distance between two firings of one notification: a trigger that would fire
-    /// faster is refused (config, `tocsin check`, `Schedule`), and the machine coalesces anything
-    /// that still would (a DST change, a row stored under a lower floor).
-    public var minPeriod: TimeSpan = .seconds(1)
-    /// The largest message the daemon sends on the bus. dbus-daemon drops a connection that sends
-    /// a message above its `max_message_size`, so replies that would be larger are refused
-    /// instead. nil: by the bus (`DaemonSetup.busMessageLimit`): the stock session bus takes what
-    /// the protocol allows (128 MiB), a dbus-daemon whose config sets no limit (the system bus,
-    /// a private one) 32 MiB.
-    public var maxMessageSize: Int?
-    /// History (`tocsin history`, D-Bus `History`): the newest this many events are kept (0: none recorded) ...
-    public var historyMaxEntries: Int = 10_000
-    /// ... and none older than this. Bounded so the state file does not grow without end.
-    public var historyMaxAge: TimeSpan = .hours(30 * 24)
-    public static let minPeriodRange = TimeSpan(microseconds: 1000)...TimeSpan.hours(24)
-    public static let maxMessageSizeRange: ClosedRange<Int64> = (1 << 20)...(128 << 20)
-    public init() {}
-
-    public static let keys: [NotificationFields.Field] = [
-        .init(name: "state_dir", type: "string", summary: "Where the SQLite state lives (default $XDG_STATE_HOME/tocsin)."),
-        .init(name: "log_level", type: "string", summary: "trace, debug, info (default), notice, warning, error or critical."),
-        .init(name: "missed", type: "string", summary: "Default missed-fire policy: skip, fire-once (default) or fire-all."),
-        .init(name: "max_late", type: "duration", summary: "Default: a missed firing later than this is skipped."),
-        .init(name: "max_pending", type: "integer", summary: "Limit on pending notifications (default 1000000); beyond it Schedule is refused."),
-        .init(name: "max_pending_per_client", type: "integer", summary: "Per D-Bus client (unique name): limit on pending notifications it scheduled (default 10000)."),
-        .init(name: "timezone", type: "string", summary: "Default IANA zone (default: $TZ, else the system zone)."),
-        .init(name: "min_period", type: "duration", summary: "Least distance between two firings of one notification (default 1s, 1ms to 1d)."),
-        .init(name: "max_message_size", type: "integer", summary: "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432)."),
-        .init(name: "history_max_entries", type: "integer", summary: "History keeps the newest this many events (default 10000; 0 records none)."),
-        .init(name: "history_max_age", type: "duration", summary: "History drops events older than this (default 30d)."),
-    ]
-}
+import TocsinTime
 
 /// `[backend.NAME]`: an instance of a backend type. Its own keys are read by the type's factory,
 /// which the core's registry owns; the config layer only knows `type`.
@@ -102,24 +51,7 @@ public struct TocsinConfiguration: Sendable {
 
         if let node = top.node("daemon") {
             if case .table(let t) = node.value {
-                var r = TableReader(t, context: "[daemon]")
-                config.daemon.stateDirectory = r.string("state_dir")
-                config.daemon.logLevel = r.choice("log_level", LogLevel.allCases.map { ($0.rawValue, $0) }) ?? .info
-                config.daemon.missed = r.choice("missed", MissedPolicy.allCases.map { ($0.rawValue, $0) }) ?? .fireOnce
-                config.daemon.maxLate = r.duration("max_late", positive: true)
-                if let n = r.integer("max_pending", in: 1...100_000_000) { config.daemon.maxPending = Int(n) }
-                if let n = r.integer("max_pending_per_client", in: 1...100_000_000) { config.daemon.maxPendingPerClient = Int(n) }
-                config.daemon.timezone = r.string("timezone")
-                if let p = r.duration("min_period", positive: true) {
-                    if DaemonSettings.minPeriodRange.contains(p) { config.daemon.minPeriod = p } else {
-                        r.report("min_period", "'min_period' is \(p); it must be between \(DaemonSettings.minPeriodRange.lowerBound) and \(DaemonSettings.minPeriodRange.upperBound)")
-                    }
-                }
-                if let n = r.integer("max_message_size", in: DaemonSettings.maxMessageSizeRange) { config.daemon.maxMessageSize = Int(n) }
-                if let n = r.integer("history_max_entries", in: 0...10_000_000) { config.daemon.historyMaxEntries = Int(n) }
-                if let a = r.duration("history_max_age", positive: true) { config.daemon.historyMaxAge = a }
-                r.finish(known: DaemonSettings.keys.map(\.name))
-                issues += r.issues
+                config.daemon = DaemonSettings.decode(t, issues: &issues)
             } else {
                 top.report("daemon", "'daemon' must be a table ([daemon]), found \(node.value.typeName)")
             }
@@ -158,11 +90,9 @@ public struct TocsinConfiguration: Sendable {
                             r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
                         }
                     } else {
-                        var message = "unknown backend '\(Echo.capped(name))' in [fleet]"
                         let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
-                        if let s = Suggestion.closest(to: name, among: mqtt) { message += "; did you mean '\(s)'?" }
-                        else if mqtt.isEmpty { message += "; declare one with [backend.NAME] type = \"mqtt\"" }
-                        r.report("backend", message)
+                        r.report("backend", unknownBackend(name, in: "[fleet]", among: mqtt,
+                                                           otherwise: mqtt.isEmpty ? "declare one with [backend.NAME] type = \"mqtt\"" : nil))
                     }
                 }
                 r.finish(known: FleetSettings.keys.map(\.name))
@@ -222,17 +152,15 @@ public struct TocsinConfiguration: Sendable {
                 guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
                 for b in list {
                     guard case .string(let name) = b.value, !names.contains(name) else { continue }
-                    var message = "unknown backend '\(Echo.capped(name))' in [[notification]] #\(i + 1)"
-                    if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
-                    else if names.isEmpty { message += "; no [backend.NAME] is configured" }
+                    let message = unknownBackend(name, in: "[[notification]] #\(i + 1)", among: Array(names),
+                                                 otherwise: names.isEmpty ? "no [backend.NAME] is configured" : nil)
                     issues.append(FieldIssue(field: "backends", location: b.location, message: message))
                 }
             }
         }
 
         for (name, location) in config.quiet.backendLocations where !names.contains(name) {
-            var message = "unknown backend '\(Echo.capped(name))' in [quiet] backends"
-            if let s = Suggestion.closest(to: name, among: Array(names)) { message += "; did you mean '\(s)'?" }
+            let message = unknownBackend(name, in: "[quiet] backends", among: Array(names))
             issues.append(FieldIssue(field: "backends", location: location, message: message))
         }
 
@@ -240,6 +168,17 @@ public struct TocsinConfiguration: Sendable {
             Diagnostic(file: file, location: $0.location, message: $0.message)
         }
         return (config, diags)
+    }
+
+    /// The one wording of "no backend of that name", for the config file (`[[notification]]`,
+    /// `[quiet]`, `[fleet]`) and `Schedule`: the name as given (capped), where it was written, and
+    /// the closest of `known`, else `hint`.
+    public static func unknownBackend(_ name: String, in place: String? = nil, among known: [String],
+                                      otherwise hint: String? = nil) -> String {
+        var message = "unknown backend '\(Echo.capped(name))'" + (place.map { " in \($0)" } ?? "")
+        if let s = Suggestion.closest(to: name, among: known) { message += "; did you mean '\(s)'?" }
+        else if let hint { message += "; \(hint)" }
+        return message
     }
 
     public static func validateBackendName(_ name: String) -> String? {

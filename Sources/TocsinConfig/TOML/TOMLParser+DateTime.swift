@@ -1,3 +1,5 @@
+import TocsinTime
+
 extension TOMLParser {
     /// Exactly `n` digits at `pos`, consumed.
     private mutating func fixedDigits(_ n: Int) -> Int? {
@@ -27,8 +29,8 @@ extension TOMLParser {
         guard let day = fixedDigits(2) else { throw fail("invalid date '\(makeString(start, pos))': expected a two-digit day, found \(describe(pos))", at: start) }
         if !(1...12).contains(month) {
             report("invalid date '\(makeString(start, pos))': month must be 01 to 12", at: start)
-        } else if day < 1 || day > daysIn(month: month, year: year) {
-            report("invalid date '\(makeString(start, pos))': day must be 01 to \(daysIn(month: month, year: year))", at: start)
+        } else if day < 1 || day > CivilMath.daysInMonth(year, month) {
+            report("invalid date '\(makeString(start, pos))': day must be 01 to \(CivilMath.daysInMonth(year, month))", at: start)
         }
         let date = TOMLLocalDate(year: year, month: month, day: day)
         let sep = cur
@@ -99,13 +101,5 @@ extension TOMLParser {
             return nil
         }
         return TOMLLocalTime(hour: hour, minute: minute, second: second, nanosecond: nanos)
-    }
-}
-
-private func daysIn(month: Int, year: Int) -> Int {
-    switch month {
-    case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-    case 4, 6, 9, 11: return 30
-    default: return 31
     }
 }

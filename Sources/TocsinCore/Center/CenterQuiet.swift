@@ -9,13 +9,13 @@ extension TocsinCenter {
     /// Applies `[quiet]` (start-up and reload). A window whose zone is unknown is refused with
     /// its position in the section; nothing changes then.
     public func setQuiet(_ settings: QuietSettings) throws(CenterError) {
-        let zones = ZoneCache(directory: options.zones)
+        let zones = resolver.zones
         var windows: [QuietWindow] = []
         for (i, w) in settings.windows.enumerated() {
             var local = options.defaultZone
             if let name = w.timezone {
-                do { local = try zones.rules(name) } catch {
-                    throw CenterError(.invalidConfig, "unknown time zone '\(name)' in [[quiet.window]] #\(i + 1)", field: "timezone")
+                do { local = try zones.zone(named: name, in: "[[quiet.window]] #\(i + 1)") } catch {
+                    throw CenterError(.invalidConfig, error.message, field: "timezone")
                 }
             }
             do {
@@ -50,7 +50,8 @@ extension TocsinCenter {
     /// `QuietRequest`), both empty for "until switched off".
     @discardableResult
     public func quietOn(for forText: String, until untilText: String) async throws(CenterError) -> QuietStatus {
-        let until = try QuietRequest.until(for: forText, until: untilText, now: clock.now(), zone: options.defaultZone)
+        let until = try QuietRequest.until(for: forText, until: untilText, now: clock.now(), zone: options.defaultZone,
+                                             zones: resolver.zones)
         return try await quietOn(until: until)
     }
 

@@ -14,8 +14,8 @@ struct SpecResolver: Sendable {
                  backendNames known: [String]) throws(CenterError) -> Notification {
         let zone: TimeZoneRules
         if let name = spec.timezone {
-            do { zone = try zones.rules(name) } catch {
-                throw CenterError(.invalidTrigger, "unknown time zone '\(name)'", field: "timezone")
+            do { zone = try zones.zone(named: name) } catch {
+                throw CenterError(.invalidTrigger, error.message, field: "timezone")
             }
         } else {
             zone = defaultZone
@@ -68,9 +68,7 @@ struct SpecResolver: Sendable {
         }
         if let names = spec.backends {
             for b in names where !known.contains(b) {
-                var message = "unknown backend '\(Echo.capped(b))'"
-                if let s = Suggestion.closest(to: b, among: known) { message += "; did you mean '\(s)'?" }
-                message += " (configured: \(known.joined(separator: ", ")))"
+                let message = TocsinConfiguration.unknownBackend(b, among: known) + " (configured: \(known.joined(separator: ", ")))"
                 throw CenterError(.unknownBackend, message, field: "backends")
             }
         }

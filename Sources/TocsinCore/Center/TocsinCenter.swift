@@ -3,26 +3,6 @@ public import TocsinConfig
 public import TocsinTime
 import Synchronization
 
-/// Settings of the center that come from `[daemon]` and the command line.
-public struct CenterOptions: Sendable {
-    public var maxPending: Int = 1_000_000
-    public var defaultMissed: MissedPolicy = .fireOnce
-    public var defaultMaxLate: TimeSpan?
-    /// The zone of notifications that name none.
-    public var defaultZone: TimeZoneRules
-    public var zones: ZoneInfoDirectory
-    public var delivery = DeliveryPolicy()
-    public var defaultSnooze: TimeSpan = .minutes(5)
-    public var limits = SpecLimits()
-    /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
-    public var history = HistoryRetention()
-
-    public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
-        self.defaultZone = defaultZone
-        self.zones = zones
-    }
-}
-
 /// The keyed notification center: the I/O shell that executes what `NotificationMachine` decides.
 ///
 /// Requests are applied to the machine as they arrive and collected into a batch; one store

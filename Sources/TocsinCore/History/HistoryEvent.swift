@@ -1,3 +1,4 @@
+public import TocsinConfig
 public import TocsinTime
 
 /// One entry of the history: something that happened to a notification, as `tocsin history` and
@@ -57,10 +58,10 @@ public struct HistoryQuery: Hashable, Sendable {
 /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
 public struct HistoryRetention: Hashable, Sendable {
     /// The newest this many entries are kept; 0 records nothing.
-    public var maxEntries: Int = 10_000
+    public var maxEntries: Int
     /// Entries older than this are removed.
-    public var maxAge: TimeSpan = .hours(30 * 24)
-    public init(maxEntries: Int = 10_000, maxAge: TimeSpan = .hours(30 * 24)) {
+    public var maxAge: TimeSpan
+    public init(maxEntries: Int = DaemonKeys.historyMaxEntries.defaultValue, maxAge: TimeSpan = DaemonKeys.historyMaxAge.defaultValue) {
         self.maxEntries = maxEntries; self.maxAge = maxAge
     }
 }

@@ -29,7 +29,7 @@ public struct NotificationMachine: Sendable {
         var maxLate: Int64 = .min
         /// Row in `routing`; -1: the default targets.
         var route: Int32 = -1
-        var missed: MissedPolicy = .fireOnce
+        var missed = DaemonKeys.missed.defaultValue
         var isConfig = false
         var cancelled = false
         var generation: UInt32 = 0

@@ -281,7 +281,7 @@ public enum QuietRequest: Sendable {
     /// its next elapse in `zone`) or a timestamp (RFC 3339, `@unix`). Both empty: until switched
     /// off. A mistake names the field and the column in the value.
     public static func until(for forText: String, until untilText: String, now: Instant,
-                             zone: TimeZoneRules) throws(CenterError) -> Instant? {
+                             zone: TimeZoneRules, zones: ZoneCache = ZoneCache()) throws(CenterError) -> Instant? {
         if !forText.isEmpty && !untilText.isEmpty {
             throw CenterError(.invalidArguments, "give 'for' or 'until', not both", field: "for")
         }
@@ -298,9 +298,8 @@ public enum QuietRequest: Sendable {
         guard !untilText.isEmpty else { return nil }
         // A time of day or calendar expression first ("07:00" is the next 07:00, not today's);
         // what never elapses again falls through to the timestamp forms and their messages.
-        if let spec = try? CalendarSpec.parse(untilText), let zoneRules = try? spec.resolvingZone(local: zone, rules: { n throws(TimeSyntaxError) in
-            try ZoneInfoDirectory().rules(named: n)
-        }), let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) {
+        if let spec = try? CalendarSpec.parse(untilText), let zoneRules = try? spec.resolvingZone(local: zone, rules: zones.rules),
+           let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) {
             return t
         }
         let t: Instant

@@ -1,4 +1,3 @@
-import Synchronization
 import TocsinConfig
 import TocsinTime
 #if canImport(Glibc)
@@ -10,20 +9,6 @@ import Glibc
 
 /// A row that cannot be read back (its zone is gone from the system, ...).
 struct RowProblem: Error, CustomStringConvertible { var description: String }
-
-/// Zone rules by name, loaded once each: a million notifications in one zone share one table.
-/// Shared by the center (resolving requests) and the store thread (decoding rows), hence the lock.
-final class ZoneCache: Sendable {
-    let directory: ZoneInfoDirectory
-    private let cache = Mutex<[String: TimeZoneRules]>([:])
-    init(directory: ZoneInfoDirectory) { self.directory = directory }
-    func rules(_ name: String) throws(TimeSyntaxError) -> TimeZoneRules {
-        if let r = cache.withLock({ $0[name] }) { return r }
-        let r = try directory.rules(named: name)
-        cache.withLock { $0[name] = r }
-        return r
-    }
-}
 
 /// Length-prefixed string lists: any string (quotes, commas, newlines) round-trips, no JSON needed.
 enum ListCodec {

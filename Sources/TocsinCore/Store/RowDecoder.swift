@@ -87,7 +87,7 @@ struct RowDecoder {
     }
 
     private mutating func missed(_ q: SQLiteStatement) -> MissedPolicy {
-        missedPolicies.decode(q, 19) { $0.flatMap(MissedPolicy.init(rawValue:)) ?? .fireOnce }
+        missedPolicies.decode(q, 19) { $0.flatMap(MissedPolicy.init(rawValue:)) ?? DaemonKeys.missed.defaultValue }
     }
 
     private static func maxLate(_ q: SQLiteStatement) -> TimeSpan? { q.int(20).map { TimeSpan(microseconds: $0) } }

@@ -2,7 +2,7 @@ public import DBus
 public import Logging
 public import TocsinConfig
 public import TocsinCore
-public import TocsinTime
+import TocsinTime
 
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.
@@ -26,8 +26,8 @@ public struct DaemonSetup: Sendable {
     /// session bus's stock config allows more than the protocol's 128 MiB; a dbus-daemon whose
     /// config sets no limit (the system bus, a private test bus) takes 32 MiB.
     public var busMessageLimit = DaemonSetup.unconfiguredBusLimit
-    public static let sessionBusLimit = 128 << 20
-    public static let unconfiguredBusLimit = 32 << 20
+    public static let sessionBusLimit = DaemonKeys.sessionBusMessageLimit
+    public static let unconfiguredBusLimit = DaemonKeys.unconfiguredBusMessageLimit
     /// Told when the daemon is ready, reloading or stopping (systemd's sd_notify).
     public var notify: @Sendable (DaemonState) -> Void = { _ in }
 
@@ -76,21 +76,6 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-extension CenterOptions {
-    /// The center's options from `[daemon]`: the one place where the config's defaults become
-    /// the engine's. The zone is `[daemon] timezone`, else `$TZ`, else the system's.
-    public init(settings d: DaemonSettings, environment: [String: String], zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(TimeSyntaxError) {
-        var zone = zones.defaultZone(tz: environment["TZ"])
-        if let tz = d.timezone { zone = try zones.rules(named: tz) }
-        self.init(defaultZone: zone, zones: zones)
-        maxPending = d.maxPending
-        defaultMissed = d.missed
-        defaultMaxLate = d.maxLate
-        limits.minPeriod = d.minPeriod
-        history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
-    }
-}
-
 /// Checks a loaded config beyond its syntax: every backend table builds with the linked backend
 /// types, and every zone name exists. `tocsin check`, start-up and reload share it.
 public enum ConfigValidation: Sendable {
@@ -102,36 +87,33 @@ public enum ConfigValidation: Sendable {
                                                         environment: BackendEnvironment(logger: quiet, environment: environment)) {
             diags += e.diagnostics
         }
-        let zones = ZoneInfoDirectory()
-        func unknown(_ name: String) -> Bool { (try? zones.rules(named: name)) == nil }
-        if let tz = loaded.configuration.daemon.timezone, unknown(tz) {
-            diags.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1),
-                                    message: "unknown time zone '\(tz)' in [daemon]"))
+        let zones = ZoneCache()
+        let daemon = loaded.configuration.daemon
+        // The zone a notification or window runs in: its own, else [daemon]'s, else $TZ or the system's.
+        func local(_ own: String?) -> TimeZoneRules {
+            (own ?? daemon.timezone).flatMap { try? zones.rules($0) } ?? zones.directory.defaultZone(tz: environment["TZ"])
         }
-        for n in loaded.configuration.notifications {
-            if let tz = n.timezone, unknown(tz) {
-                diags.append(Diagnostic(file: loaded.file, location: n.location,
-                                        message: "unknown time zone '\(tz)' in notification '\(n.key ?? "")'"))
+        func known(_ name: String?, in place: String, at location: SourceLocation) -> Bool {
+            guard let name else { return true }
+            do { _ = try zones.zone(named: name, in: place) } catch {
+                diags.append(Diagnostic(file: loaded.file, location: location, message: error.message))
+                return false
             }
+            return true
+        }
+        _ = known(daemon.timezone, in: "[daemon]", at: SourceLocation(line: 1, column: 1))
+        for n in loaded.configuration.notifications {
+            _ = known(n.timezone, in: "notification '\(n.key ?? "")'", at: n.location)
             if case .onCalendar(let c) = n.trigger {
-                // The zone the daemon will run it in: its own, else [daemon]'s, else $TZ or the system's.
-                let local = (n.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
-                    ?? zones.defaultZone(tz: environment["TZ"])
-                do { _ = try c.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+                do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
                     diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
                                             message: "\(error.message) in 'on_calendar'"))
                 }
             }
         }
         for (i, w) in loaded.configuration.quiet.windows.enumerated() {
-            if let tz = w.timezone, unknown(tz) {
-                diags.append(Diagnostic(file: loaded.file, location: w.timezoneLocation,
-                                        message: "unknown time zone '\(tz)' in [[quiet.window]] #\(i + 1)"))
-                continue
-            }
-            let local = (w.timezone ?? loaded.configuration.daemon.timezone).flatMap { try? zones.rules(named: $0) }
-                ?? zones.defaultZone(tz: environment["TZ"])
-            do { _ = try w.onCalendar.resolvingZone(local: local, rules: zones.rules(named:)) } catch {
+            guard known(w.timezone, in: "[[quiet.window]] #\(i + 1)", at: w.timezoneLocation) else { continue }
+            do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
                 diags.append(Diagnostic(file: loaded.file, location: w.calendarLocation,
                                         message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
             }

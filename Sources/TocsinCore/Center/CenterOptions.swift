@@ -1,0 +1,39 @@
+public import TocsinConfig
+public import TocsinTime
+
+/// Settings of the center that come from `[daemon]` and the command line. Each default is its
+/// `[daemon]` key's (`DaemonKeys`); `CenterOptions(settings:environment:)` reads a whole section.
+public struct CenterOptions: Sendable {
+    public var maxPending = DaemonKeys.maxPending.defaultValue
+    public var defaultMissed = DaemonKeys.missed.defaultValue
+    public var defaultMaxLate = DaemonKeys.maxLate.defaultValue
+    /// The zone of notifications that name none.
+    public var defaultZone: TimeZoneRules
+    public var zones: ZoneInfoDirectory
+    public var delivery = DeliveryPolicy()
+    public var defaultSnooze = DaemonKeys.snooze
+    public var limits = SpecLimits()
+    /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
+    public var history = HistoryRetention()
+
+    public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
+        self.defaultZone = defaultZone
+        self.zones = zones
+    }
+}
+
+extension CenterOptions {
+    /// The center's options from `[daemon]`: the one place where the config's defaults become
+    /// the engine's. The zone is `[daemon] timezone`, else `$TZ`, else the system's.
+    public init(settings d: DaemonSettings, environment: [String: String], zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(TimeSyntaxError) {
+        var zone = zones.defaultZone(tz: environment["TZ"])
+        if let tz = d.timezone { zone = try ZoneCache(directory: zones).zone(named: tz, in: "[daemon]") }
+        self.init(defaultZone: zone, zones: zones)
+        maxPending = d.maxPending
+        defaultMissed = d.missed
+        defaultMaxLate = d.maxLate
+        limits.minPeriod = d.minPeriod
+        history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
+    }
+}
+
