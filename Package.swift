@@ -161,7 +161,7 @@ let package = Package(
                                                            .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "TocsinDBusSignalBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
                                                        .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",
