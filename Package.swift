@@ -69,7 +69,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
-        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime"], swiftSettings: strict),
+        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
 
         .target(
             name: "TocsinGateway",
