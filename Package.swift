@@ -69,7 +69,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
-        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime"], swiftSettings: strict),
+        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
 
         .target(
             name: "TocsinGateway",
@@ -161,7 +162,7 @@ let package = Package(
                                                            .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "TocsinDBusSignalBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
                                                        .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",

@@ -6,10 +6,18 @@ import TocsinTime
 /// A `NotificationStore` in memory, for tests of what the center does with its store: commits
 /// can be held (to see which requests share a batch) and made to fail (to see that a failed
 /// commit changes nothing), with no SQLite file, tmpfs or root mount.
+///
+/// It behaves as `SQLiteStore` does wherever the `StoreConformance` cases look: keys are compared
+/// as UTF-8 bytes (two canonically equivalent spellings are two rows), held firings come back in
+/// id order and in the form the quiet table keeps, and a closed store fails every call.
 public final class InMemoryStore: NotificationStore {
     public struct State: Sendable {
-        public var rows: [String: StoredNotification] = [:]
-        public var recentUserInfo: [String: [String: String]] = [:]
+        /// Rows by their key's UTF-8 bytes: Swift's `String` equality would merge "é" and "e\u{301}".
+        public var stored: [[UInt8]: StoredNotification] = [:]
+        public var recent: [[UInt8]: [String: String]] = [:]
+        public var rows: [String: StoredNotification] {
+            stored.values.reduce(into: [:]) { $0[$1.notification.key] = $1 }
+        }
         /// History entries, oldest first, with title and backends filled in as the SQLite store does.
         public var history: [HistoryEvent] = []
         /// Every commit attempted, in order, with its operations; failed ones included.
@@ -22,7 +30,11 @@ public final class InMemoryStore: NotificationStore {
         public var quiet = QuietSnapshot()
         /// Quiet commits fail while true (a full disk).
         public var failQuiet = false
+        /// Set by `close()`: every later call fails, as on a stopped SQLite store thread.
+        public var closed = false
     }
+
+    static let closedError = StoreError(.failed, "the state database is closed")
 
     public let state = WaitableState(State())
     private let gate = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -46,8 +58,18 @@ public final class InMemoryStore: NotificationStore {
     public var commits: [[StoreOp]] { state.value.commits }
 
     public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
-        let rows = state.value.rows.values.sorted { $0.notification.key < $1.notification.key }.map(RestoredRow.init)
+        let s = state.value
+        let rows = s.stored.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { RestoredRow($0.value) }
         return AsyncStream { c in
+            if s.closed {
+                c.yield(.failure(Self.closedError))
+                c.finish()
+                return
+            }
+            // As SQLite's: a first, empty chunk with the total, so the caller sizes its tables once.
+            var head = LoadedState()
+            head.totalRows = rows.count
+            c.yield(.success(head))
             for start in stride(from: 0, to: rows.count, by: max(1, chunkSize)) {
                 var part = LoadedState()
                 part.rows = Array(rows[start..<min(rows.count, start + max(1, chunkSize))])
@@ -59,6 +81,7 @@ public final class InMemoryStore: NotificationStore {
 
     /// An empty batch is no transaction: it is neither counted nor held.
     public func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification] {
+        if state.value.closed { throw Self.closedError }
         if ops.isEmpty { return try await notifications(reading) }
         let number = counter.withLock { n -> Int in n += 1; return n }
         state.update { $0.commits.append(ops) }
@@ -81,66 +104,87 @@ public final class InMemoryStore: NotificationStore {
     }
 
     public func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError) {
+        if ops.isEmpty { return }
+        if state.value.closed { throw Self.closedError }
         if state.value.failQuiet { throw StoreError(.full, "injected failure of a quiet commit") }
         state.update { s in
             for op in ops {
                 switch op {
                 case .override(let o): s.quiet.override = o
                 case .active(let a): s.quiet.active = a
-                case .hold(let h): s.quiet.held.removeAll { $0.id == h.id }; s.quiet.held.append(h)
+                case .hold(let h):
+                    s.quiet.held.removeAll { $0.id == h.id }
+                    s.quiet.held.append(StoreConformance.storedForm(h))
+                    s.quiet.held.sort { $0.id < $1.id }
                 case .release(let ids): s.quiet.held.removeAll { ids.contains($0.id) }
                 }
             }
         }
     }
 
-    public func loadQuiet() async throws(StoreError) -> QuietSnapshot { state.value.quiet }
+    public func loadQuiet() async throws(StoreError) -> QuietSnapshot {
+        let s = state.value
+        if s.closed { throw Self.closedError }
+        return s.quiet
+    }
 
     public func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification] {
-        let rows = state.value.rows
+        let s = state.value
+        if s.closed { throw Self.closedError }
         var out: [String: Notification] = [:]
-        for k in keys { if let r = rows[k] { out[k] = r.notification } }
+        for k in keys { if let r = s.stored[Array(k.utf8)] { out[k] = r.notification } }
         return out
     }
 
+    /// A negative limit is SQLite's "no limit".
     public func keys(after key: String, limit: Int) async throws(StoreError) -> [String] {
+        let s = state.value
+        if s.closed { throw Self.closedError }
         let after = Array(key.utf8)
-        return state.value.rows.keys.filter { Array($0.utf8).lexicographicallyPrecedes(after) == false && Array($0.utf8) != after }
-            .sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }.prefix(limit).map { $0 }
+        let keys = s.stored.keys.filter { after.lexicographicallyPrecedes($0) }.sorted { $0.lexicographicallyPrecedes($1) }
+        return keys.prefix(limit < 0 ? keys.count : limit).map { s.stored[$0]!.notification.key }
     }
 
     public func history(_ query: HistoryQuery) async throws(StoreError) -> [HistoryEvent] {
+        let s = state.value
+        if s.closed { throw Self.closedError }
         let limit = min(max(query.limit, 0), HistoryQuery.maxLimit)
-        return Array(state.value.history.reversed().filter { e in
-            (query.key.map { $0 == e.key } ?? true) && (query.since.map { e.time >= $0 } ?? true)
+        let key = query.key.map { Array($0.utf8) }
+        return Array(s.history.reversed().filter { e in
+            (key.map { $0 == Array(e.key.utf8) } ?? true) && (query.since.map { e.time >= $0 } ?? true)
         }.prefix(limit))
     }
 
     public func userInfo(_ key: String) async throws(StoreError) -> [String: String]? {
         let s = state.value
-        return s.rows[key]?.notification.userInfo ?? s.recentUserInfo[key]
+        if s.closed { throw Self.closedError }
+        let k = Array(key.utf8)
+        return s.stored[k]?.notification.userInfo ?? s.recent[k]
     }
 
-    public func close() async {}
+    public func close() async { state.update { $0.closed = true } }
 
     private static func apply(_ op: StoreOp, to s: inout State) {
         switch op {
-        case .upsert(let row): s.rows[row.notification.key] = row
+        case .upsert(let row): s.stored[Array(row.notification.key.utf8)] = row
         case .delete(let key, let keep):
-            if keep, let info = s.rows[key]?.notification.userInfo, !info.isEmpty { s.recentUserInfo[key] = info }
-            s.rows[key] = nil
+            let k = Array(key.utf8)
+            if keep, let info = s.stored[k]?.notification.userInfo, !info.isEmpty { s.recent[k] = info }
+            s.stored[k] = nil
         case .progress(let key, let last, let alert, let pending):
-            s.rows[key]?.last = last
-            s.rows[key]?.alert = alert
-            s.rows[key]?.pending = pending
-        case .alert(let key, let alert): s.rows[key]?.alert = alert
-        case .pending(let key, let p): s.rows[key]?.pending = p
+            let k = Array(key.utf8)
+            s.stored[k]?.last = last
+            s.stored[k]?.alert = alert
+            s.stored[k]?.pending = pending
+        case .alert(let key, let alert): s.stored[Array(key.utf8)]?.alert = alert
+        case .pending(let key, let p): s.stored[Array(key.utf8)]?.pending = p
         case .markCancelled(let key):
-            s.rows[key]?.cancelled = true
-            s.rows[key]?.alert = .idle
-            s.rows[key]?.pending = nil
+            let k = Array(key.utf8)
+            s.stored[k]?.cancelled = true
+            s.stored[k]?.alert = .idle
+            s.stored[k]?.pending = nil
         case .record(var entry):
-            let row = s.rows[entry.key]?.notification
+            let row = s.stored[Array(entry.key.utf8)]?.notification
             entry.title = row?.title ?? ""
             entry.backends = entry.backends ?? row?.backends ?? []
             s.history.append(entry)

@@ -16,7 +16,8 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
         var sleepers: [Int: Sleeper] = [:]
         var nextID = 0
         var armHistory: [Instant?] = []
-        var sleeperWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Tests waiting for at least `count` sleepers.
+        var sleeperWaiters: [(id: Int, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
     private let state: Mutex<State>
     public let wakeups: AsyncStream<WakeReason>
@@ -51,9 +52,10 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
                 let (resumeNow, waiters) = state.withLock { s -> (Bool, [CheckedContinuation<Void, Never>]) in
                     if s.now >= deadline { return (true, []) }
                     s.sleepers[id] = Sleeper(deadline: deadline, continuation: c)
-                    let w = s.sleeperWaiters
-                    s.sleeperWaiters = []
-                    return (false, w)
+                    let n = s.sleepers.count
+                    let ready = s.sleeperWaiters.filter { $0.count <= n }.map(\.continuation)
+                    s.sleeperWaiters.removeAll { $0.count <= n }
+                    return (false, ready)
                 }
                 if resumeNow { c.resume() }
                 for w in waiters { w.resume() }
@@ -66,16 +68,33 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
 
     /// Returns once some task is waiting on this clock (a retry backoff, a timeout): the event a
     /// test waits for before moving time, instead of sleeping.
-    public func waitForSleepers() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { s -> Bool in
-                if !s.sleepers.isEmpty { return true }
-                s.sleeperWaiters.append(c)
-                return false
+    public func waitForSleepers() async { await waitForSleepers(atLeast: 1) }
+
+    /// Returns once `count` tasks wait on this clock at the same time: a test that already has
+    /// one (a delivery's timeout) waits this way for the next (shutdown's grace). Returns early
+    /// when cancelled, so `withTimeout` around it fails at its deadline instead of hanging.
+    public func waitForSleepers(atLeast count: Int) async {
+        let id = state.withLock { s -> Int in s.nextID += 1; return s.nextID }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { s -> Bool in
+                    if s.sleepers.count >= count || Task.isCancelled { return true }
+                    s.sleeperWaiters.append((id, count, c))
+                    return false
+                }
+                if ready { c.resume() }
             }
-            if ready { c.resume() }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                guard let i = s.sleeperWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.sleeperWaiters.remove(at: i).continuation
+            }
+            waiter?.resume()
         }
     }
+
+    /// How many tasks wait on this clock now.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
     /// Moves time forward, wakes sleepers whose deadline passed, and posts `.due` to the loop if the
     /// armed instant was reached. Returns whether the timer fired.

@@ -204,16 +204,3 @@ private final class HeldStart: BackendFactory, DeliveryBackend, Sendable {
         _ = try? await phase.wait("the test to open the backend", timeout: .seconds(60)) { $0.open }
     }
 }
-
-/// Keeps the daemon's log lines where a test can wait for one.
-private struct RecordingLogHandler: LogHandler {
-    let lines: WaitableState<[String]>
-    var logLevel: Logger.Level = .info
-    var metadata: Logger.Metadata = [:]
-    init(_ lines: WaitableState<[String]>) { self.lines = lines }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) { lines.update { $0.append("\(event.message)") } }
-}

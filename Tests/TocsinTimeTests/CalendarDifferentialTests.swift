@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TocsinTesting
 @testable import TocsinTime
 
 /// Differential tests: our parser and next-elapse search against `systemd-analyze calendar`.

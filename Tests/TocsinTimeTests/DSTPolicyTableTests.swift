@@ -1,4 +1,5 @@
 import Testing
+import TocsinTesting
 @testable import TocsinTime
 
 /// `dst_gap` and `dst_fold` around real changes of 2026. Each row lists the first elapses after

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TocsinTesting
-@testable import TocsinTime
+import TocsinTime
 
 /// Runs the built `tocsin next` and compares it with `systemd-analyze calendar`.
 @Suite("tocsin next")

@@ -1,6 +1,4 @@
 import Foundation
-import TocsinTesting
-@testable import TocsinTime
 
 /// Runs `systemd-analyze calendar` (the reference implementation) and parses its report.
 ///
@@ -8,26 +6,26 @@ import TocsinTesting
 /// per accepted expression and nothing on stdout for a rejected one. A block names its
 /// expression by the "Original form" line, or, when that line is missing, by the normalized
 /// form being identical to the input.
-enum SystemdOracle {
-    struct Elapse: Equatable, CustomStringConvertible {
-        var utcSeconds: Int64
+public enum SystemdOracle: Sendable {
+    public struct Elapse: Equatable, Sendable, CustomStringConvertible {
+        public var utcSeconds: Int64
         /// The local rendering, e.g. `Mon 2026-05-25 00:00:00 EDT`.
-        var local: String
-        var description: String { "\(local) (@\(utcSeconds))" }
+        public var local: String
+        public var description: String { "\(local) (@\(utcSeconds))" }
     }
 
-    struct Result {
+    public struct Result: Sendable {
         /// nil when systemd accepted the expression but gave up computing an elapse
         /// ("Failed to determine next elapse", its iteration cap); it then prints no block.
-        var normalized: String?
-        var elapses: [Elapse]
-        var gaveUp: Bool { normalized == nil }
+        public var normalized: String?
+        public var elapses: [Elapse]
+        public var gaveUp: Bool { normalized == nil }
     }
 
-    static let executable = "/usr/bin/systemd-analyze"
+    public static let executable = "/usr/bin/systemd-analyze"
 
     /// Results keyed by the original expression; absent keys are expressions systemd rejected.
-    static func run(zone: String, base: Int64, iterations: Int, expressions: [String]) throws -> [String: Result] {
+    public static func run(zone: String, base: Int64, iterations: Int, expressions: [String]) throws -> [String: Result] {
         let run = try runBlocking(executable, ["calendar", "--base-time=@\(base)", "--iterations=\(iterations)", "--"] + expressions,
                                   environment: ["TZ": zone, "LANG": "C", "SYSTEMD_COLORS": "0", "PATH": "/usr/bin:/bin"])
         let data = Data(run.stdout.utf8)
@@ -41,7 +39,7 @@ enum SystemdOracle {
         return results
     }
 
-    static func parse(_ text: String) -> [String: Result] {
+    public static func parse(_ text: String) -> [String: Result] {
         var results: [String: Result] = [:]
         var original: String?
         var current: Result?
@@ -80,60 +78,24 @@ enum SystemdOracle {
     }
 
     /// `Www YYYY-MM-DD HH:MM:SS UTC` to Unix seconds; nil for a local rendering in another zone.
-    static func utcSeconds(of text: String) -> Int64? {
+    public static func utcSeconds(of text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count == 4, parts[3] == "UTC" else { return nil }
         let d = parts[1].split(separator: "-").compactMap { Int($0) }
         let t = parts[2].split(separator: ":").compactMap { Int($0) }
         guard d.count == 3, t.count == 3 else { return nil }
-        return Int64(CivilMath.days(year: d[0], month: d[1], day: d[2])) * 86_400 + Int64(t[0] * 3600 + t[1] * 60 + t[2])
+        return daysSinceEpoch(year: d[0], month: d[1], day: d[2]) * 86_400 + Int64(t[0] * 3600 + t[1] * 60 + t[2])
     }
 
-    /// Our rendering of an instant the way systemd-analyze prints it.
-    static func render(_ instant: Instant, in zone: TimeZoneRules) -> String {
-        let c = zone.civil(instant)
-        let days = CivilMath.days(year: c.year, month: c.month, day: c.day)
-        let names = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        func p(_ v: Int, _ w: Int = 2) -> String { String(repeating: "0", count: max(0, w - String(v).count)) + String(v) }
-        return "\(names[CivilMath.weekday(days: days)]) \(p(c.year, 4))-\(p(c.month))-\(p(c.day)) \(p(c.hour)):\(p(c.minute)):\(p(c.second)) \(zone.abbreviation(at: instant))"
-    }
-}
-
-/// Deterministic generator so generated cases are reproducible from the seed in failure messages.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-enum Zones {
-    static let directory = ZoneInfoDirectory()
-    static func load(_ name: String) -> TimeZoneRules? { try? directory.rules(named: name) }
-
-    /// Instants (Unix seconds) in [from, to) where the zone's UTC offset changes, found by scanning.
-    static func transitions(_ zone: TimeZoneRules, from: Int64, to: Int64) -> [Int64] {
-        var out: [Int64] = []
-        var t = from
-        var previous = zone.utcOffset(at: Instant(seconds: t))
-        while t < to {
-            let next = t + 900
-            let o = zone.utcOffset(at: Instant(seconds: next))
-            if o != previous {
-                var lo = t, hi = next
-                while hi - lo > 1 {
-                    let mid = (lo + hi) / 2
-                    if zone.utcOffset(at: Instant(seconds: mid)) == previous { lo = mid } else { hi = mid }
-                }
-                out.append(hi)
-                previous = o
-            }
-            t = next
-        }
-        return out
+    /// Days from 1970-01-01 in the proleptic Gregorian calendar. Its own arithmetic, not
+    /// TocsinTime's: the oracle must not share code with what it checks.
+    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int64 {
+        // Count from 1 March of year 0, so the leap day falls at the end of each counted year.
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let m = Int64(month <= 2 ? month + 9 : month - 3)
+        let dayOfYear = (153 * m + 2) / 5 + Int64(day) - 1
+        let floorDiv = { (a: Int64, b: Int64) -> Int64 in a >= 0 ? a / b : -((-a + b - 1) / b) }
+        let days = 365 * y + floorDiv(y, 4) - floorDiv(y, 100) + floorDiv(y, 400) + dayOfYear
+        return days - 719_468
     }
 }
