@@ -112,21 +112,24 @@ extension TocsinCenter {
         }
         batches.append((log.ops(calls.flatMap { $0.2 }, now: now), []))
 
-        // A window of two: commit k+1 runs on the store thread while slice k is handed to its
-        // backends, and commit k+2 starts only once every delivery of slice k has started. A crash
-        // then leaves at most two slices claimed and never handed to a backend (deliveries are at
-        // most once: `closeInterrupted`), and the confirmations of what went out ride in the
-        // burst's next commits instead of waiting for the whole burst to be claimed.
+        // A window of two: the store thread holds up to two commits at once (it never waits for
+        // the loop), and commit k+2 is handed to it only once every delivery of slice k has
+        // started. A crash then leaves at most two slices claimed and never handed to a backend
+        // (deliveries are at most once: `closeInterrupted`), and the confirmations of what went
+        // out ride in the burst's next commits instead of waiting for the whole burst.
         // Confirmations are folded only into a batch without requests: the requests' rollback
         // restores whole entries, which would undo a confirmation applied on top of them (and
         // the row it deleted is gone from the store by then). Requests wait for the next batch
         // during a burst anyway.
         let fold = calls.isEmpty
-        var commit = startCommit(batches[0], confirming: false)
+        var commits: [Int: PendingCommit] = [0: startCommit(batches[0], confirming: false)]
+        if batches.count > 1 { commits[1] = startCommit(batches[1], confirming: fold && 1 < slices.count, finished: &finished) }
         for done in batches.indices {
-            let result = await commit.result()
-            if done + 1 < batches.count {
-                commit = startCommit(batches[done + 1], confirming: fold && done + 1 < slices.count, finished: &finished)
+            let result = await (commits.removeValue(forKey: done) ?? .done(.success([:]))).result()
+            defer {
+                if done + 2 < batches.count {
+                    commits[done + 2] = startCommit(batches[done + 2], confirming: fold && done + 2 < slices.count, finished: &finished)
+                }
             }
             if done < slices.count {
                 var contents: [String: Notification]
