@@ -3,7 +3,8 @@
 #
 # heavy:  the oracle-heavy suites (thousands of systemd-analyze and tomllib comparisons, which
 #         keep both cores busy), and `tocsin check` of a 400,000-key file (a core for tens of
-#         seconds), so they run first, on their own.
+#         seconds), so they run first, on their own. `tocsin next` against systemd-analyze
+#         (NextCommandTests) is of this kind: its oracle runs block test threads.
 # timing: the suites whose assertions are latency promises (a Fired signal within 50 ms of due,
 #         a player reaped and a stream silenced within 100 ms of acknowledge, a firing every
 #         second on time while a hostile call or reload runs). Beside the other
@@ -13,12 +14,14 @@
 # fleet:  a real mosquitto, two daemons per test, "stops both within a second" and an idle
 #         measurement; beside the other suites they missed deadlines under load.
 # faults: mounts, kill -9 and many Python clients, and the compressed two days (thousands of
-#         deliveries in 3 s); after the others, so they slow no timing assertion.
+#         deliveries in 3 s); the Swift client's suites (a daemon per test, 12,000 scheduled in
+#         one); after the others, so they slow no timing assertion (beside the rest under
+#         AddressSanitizer, LoopExecutorTests' "wakes at once" waited 13.5 s).
 # load:   the load and burst suites saturate both cores on purpose, so they run last, alone.
 # Everything else runs together in one phase (`--skip` all of the above).
-phase_heavy='TocsinTimeTests|TocsinConfigTests|HostileConfigTests'
+phase_heavy='TocsinTimeTests|TocsinConfigTests|HostileConfigTests|NextCommandTests|NextCommandDSTPolicyTests'
 phase_timing='IntegrationTests\.GatewayTests|IntegrationTests\.SoundAlarmTests|SoundBackendTests\.PlayerLifecycleTests|HostileReloadTests'
 phase_fleet='FleetTests|FleetScheduleTests|FleetIdleTests'
-phase_faults='FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests'
+phase_faults='FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests|TocsinClientTests'
 phase_load='LoadTests|FaultBurstTests|FaultFiringBurstTests|HostileStormTests'
 phase_rest_skip="$phase_heavy|$phase_timing|$phase_fleet|$phase_faults|$phase_load"

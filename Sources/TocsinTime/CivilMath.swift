@@ -3,7 +3,7 @@
 /// Kept free of any zone so that the zone code, the mktime emulation and the
 /// calendar search all agree on one definition of "day number". Public for the TOML date code,
 /// so a config date and a timestamp agree on which days exist.
-public enum CivilMath {
+public enum CivilMath: Sendable {
     public static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
 
     /// Days in month `m` (1...12) of year `y`.
