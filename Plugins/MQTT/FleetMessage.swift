@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import TocsinConfig
 
 /// One message on `<prefix>/<kind>`: what one machine of the fleet tells the others.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DBus
-import Foundation
+import FoundationEssentials
 import TocsinConfig
 import TocsinGateway
 import TocsinTime
@@ -248,11 +248,11 @@ struct WatchCommand: AsyncParsableCommand {
         if let owned = try? await client.connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
             member: "NameHasOwner", arguments: [.string(Gateway.busName.rawValue)]).first?.asBool(), !owned {
-            FileHandle.standardError.write(Data("note: the Tocsin daemon is not running on \(bus.description) yet; start it with 'tocsin daemon' or 'systemctl --user start tocsin'. Waiting for its events.\n".utf8))
+            StandardStream.error.write("note: the Tocsin daemon is not running on \(bus.description) yet; start it with 'tocsin daemon' or 'systemctl --user start tocsin'. Waiting for its events.\n")
         }
         // One write per event, unbuffered: a pipe reader sees each line as it happens.
         for await signal in sub {
-            FileHandle.standardOutput.write(Data(((json ? Self.json(signal) : Self.text(signal)) + "\n").utf8))
+            StandardStream.output.write((json ? Self.json(signal) : Self.text(signal)) + "\n")
         }
     }
 

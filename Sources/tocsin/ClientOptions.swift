@@ -1,6 +1,6 @@
 import ArgumentParser
 import DBus
-import Foundation
+import FoundationEssentials
 import TocsinTime
 
 /// `--bus` and `--timeout`, shared by every client command (the daemon takes `--bus` alone).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CTocsinSystem
-public import Foundation
+public import FoundationEssentials
+import Glibc
 import Logging
 import TocsinConfig
 import TocsinCore

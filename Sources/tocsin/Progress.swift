@@ -1,6 +1,6 @@
 import Dispatch
-import Foundation
 import Synchronization
+import TocsinCore
 
 /// Progress on stderr for a command that can take long (`tocsin check` on a huge config): nothing
 /// for the first second, so quick runs print exactly what they always did, then one line a
@@ -14,14 +14,16 @@ final class ProgressReporter: Sendable {
     private let write: @Sendable (String) -> Void
 
     init(phase first: String, interval: Duration = .seconds(1),
-         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }) {
+         write: @escaping @Sendable (String) -> Void = { StandardStream.error.write($0 + "\n") }) {
         phase.withLock { $0 = first }
         self.write = write
         let ms = Int(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
-        Thread.detachNewThread { [self] in
+        let started = WorkerThread.start { [self] in
             while stop.wait(timeout: .now() + .milliseconds(ms)) == .timedOut { report() }
             stopped.signal()
         }
+        // Without a thread there is no progress to report, and `finish` must not wait for one.
+        if !started { stopped.signal() }
     }
 
     /// The phase the next line names.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import DBus
-import Foundation
+import FoundationEssentials
 import TocsinConfig
 import TocsinGateway
 import TocsinTime

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import TocsinCore
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
@@ -42,7 +43,7 @@ struct Tocsin: ParsableCommand {
     }
 
     private static func fail(_ failure: CommandFailure) -> Never {
-        if !failure.text.isEmpty { FileHandle.standardError.write(Data((failure.text + "\n").utf8)) }
-        Foundation.exit(1)
+        if !failure.text.isEmpty { StandardStream.error.write(failure.text + "\n") }
+        Glibc.exit(1)
     }
 }
