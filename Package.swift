@@ -49,8 +49,9 @@ let package = Package(
         .systemLibrary(name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "CTocsinSystem", path: "Sources/CTocsinSystem"),
-        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
-                       providers: [.apt(["libmosquitto-dev"])]),
+        // Headers only (libmosquitto-dev): lazy.c loads libmosquitto on first use, so the
+        // executable does not link it and commands that never touch MQTT do not load it.
+        .target(name: "CMosquitto", path: "Sources/CMosquitto"),
         .systemLibrary(name: "CLibNotify", path: "Sources/CLibNotify", pkgConfig: "libnotify",
                        providers: [.apt(["libnotify-dev"])]),
 
