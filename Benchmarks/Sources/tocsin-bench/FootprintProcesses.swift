@@ -1,0 +1,146 @@
+import Foundation
+import Glibc
+
+/// Child processes for `footprint`, all started with `posix_spawn` (no shell, no Foundation
+/// `Process`): short commands timed with the monotonic clock from spawn to reaped, and long-lived
+/// ones (bus, X server, daemons) kept until the benchmark ends. Children start with an empty
+/// signal mask and default dispositions: this process's executor may block signals it reads
+/// through a signalfd, and a child inheriting that would ignore the SIGTERM that stops it.
+enum Spawn {
+    /// One run of a short command: wall time from spawn to reaped, its peak RSS and exit status.
+    struct Run {
+        var seconds: Double
+        var peakRSSKB: Int
+        var status: Int32
+    }
+
+    /// Starts `argv` with `environment`; stdin and stderr on /dev/null, stdout on `stdoutFD` (or /dev/null).
+    static func start(_ argv: [String], environment: [String], stdoutFD: Int32? = nil) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdoutFD { posix_spawn_file_actions_adddup2(&actions, stdoutFD, 1) } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attr, &none)
+        posix_spawnattr_setsigdefault(&attr, &all)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = environment.map { strdup($0) } + [nil]
+        defer { (cArgs + cEnv).forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, &attr, cArgs, cEnv)
+        guard rc == 0 else { throw VersusError("cannot run \(argv[0]): \(String(cString: strerror(rc)))") }
+        return pid
+    }
+
+    /// Runs `argv` to its end: the wall time includes the spawn and the reaping.
+    static func run(_ argv: [String], environment: [String]) throws -> Run {
+        var begin = timespec(), end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &begin)
+        let pid = try start(argv, environment: environment)
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        let seconds = Double(end.tv_sec - begin.tv_sec) + Double(end.tv_nsec - begin.tv_nsec) * 1e-9
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Run(seconds: seconds, peakRSSKB: usage.ru_maxrss, status: code)
+    }
+}
+
+/// A process kept running (dbus-daemon, Xvfb, dunst, the daemon); stopped with SIGTERM and reaped.
+final class Background {
+    let pid: pid_t
+    let name: String
+    /// The read end of its stdout, when captured.
+    let output: Int32?
+
+    init(_ argv: [String], environment: [String: String], captureOutput: Bool = false) throws {
+        name = String(argv[0].split(separator: "/").last ?? "")
+        var fds: [Int32] = [-1, -1]
+        if captureOutput { guard pipe(&fds) == 0 else { throw VersusError("pipe: \(errno)") } }
+        defer { if captureOutput { close(fds[1]) } }
+        pid = try Spawn.start(argv, environment: environment.map { "\($0.key)=\($0.value)" },
+                              stdoutFD: captureOutput ? fds[1] : nil)
+        output = captureOutput ? fds[0] : nil
+    }
+
+    /// The first line it prints (dbus-daemon's address).
+    func firstLine() -> String {
+        guard let output else { return "" }
+        var bytes: [UInt8] = []
+        var c: UInt8 = 0
+        while read(output, &c, 1) == 1 && c != UInt8(ascii: "\n") { bytes.append(c) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if let output { close(output) }
+    }
+
+    /// VmRSS, RssAnon, RssFile (kB) and Threads from /proc/PID/status.
+    func memory() throws -> ProcessMemory {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            throw VersusError("\(name) (pid \(pid)) is not running")
+        }
+        var fields: [String: Int] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(whereSeparator: { $0 == ":" || $0 == " " || $0 == "\t" })
+            if parts.count >= 2, let n = Int(parts[1]) { fields[String(parts[0])] = n }
+        }
+        return ProcessMemory(rssKB: fields["VmRSS"] ?? 0, anonKB: fields["RssAnon"] ?? 0, fileKB: fields["RssFile"] ?? 0,
+                             threads: fields["Threads"] ?? 0)
+    }
+}
+
+struct ProcessMemory {
+    var rssKB: Int
+    var anonKB: Int
+    var fileKB: Int
+    var threads: Int
+
+    var megabytes: Double { Double(rssKB) / 1024 }
+    var text: String {
+        "\(formatted(megabytes)) MB (anon \(formatted(Double(anonKB) / 1024)), file \(formatted(Double(fileKB) / 1024)), \(threads) threads)"
+    }
+}
+
+/// Waits until `condition` holds, polling every 10 ms, or throws after `seconds`.
+func waitFor(_ what: String, seconds: Double = 15, _ condition: () -> Bool) throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { throw VersusError("timed out after \(Int(seconds)) s waiting for \(what)") }
+        usleep(10_000)
+    }
+}
+
+/// A minimal valid WAV (8 kHz mono, 0.1 s of silence): `tocsin check` of the alarm example looks
+/// for an alarm sound in the data directories, and a machine without a sound theme has none.
+func writeSilentWAV(to path: String) throws {
+    let samples = 800
+    var bytes: [UInt8] = []
+    func u32(_ v: Int) { bytes += withUnsafeBytes(of: UInt32(v).littleEndian, Array.init) }
+    func u16(_ v: Int) { bytes += withUnsafeBytes(of: UInt16(v).littleEndian, Array.init) }
+    bytes += Array("RIFF".utf8); u32(36 + samples * 2); bytes += Array("WAVEfmt ".utf8)
+    u32(16); u16(1); u16(1); u32(8_000); u32(16_000); u16(2); u16(16)
+    bytes += Array("data".utf8); u32(samples * 2); bytes += Array(repeating: 0, count: samples * 2)
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+func median(_ xs: [Double]) -> Double {
+    let s = xs.sorted()
+    guard !s.isEmpty else { return .nan }
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
