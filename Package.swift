@@ -52,8 +52,9 @@ let package = Package(
         // Headers only (libmosquitto-dev): lazy.c loads libmosquitto on first use, so the
         // executable does not link it and commands that never touch MQTT do not load it.
         .target(name: "CMosquitto", path: "Sources/CMosquitto"),
-        .systemLibrary(name: "CLibNotify", path: "Sources/CLibNotify", pkgConfig: "libnotify",
-                       providers: [.apt(["libnotify-dev"])]),
+        // Declarations and a loader (lazy.c): libnotify and its GLib stack load on first use, so
+        // the executable does not link them and the CLI commands do not load them.
+        .target(name: "CLibNotify", path: "Sources/CLibNotify"),
 
         // MARK: Pure layers
         .target(name: "TocsinTime", swiftSettings: strict),

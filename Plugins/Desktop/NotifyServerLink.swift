@@ -40,17 +40,17 @@ final class EventRoute: Sendable {
 /// A `NotifyNotification` we own one reference to; released (on the GLib thread, where every
 /// `Popup` lives and dies) when the table lets go of it.
 final class Popup {
-    let notification: UnsafeMutablePointer<NotifyNotification>
+    let notification: OpaquePointer
     /// What the object's signal and action callbacks point at. Kept apart from `Popup` so the
     /// GObject holding it does not keep its own owner alive.
     let callbacks: PopupCallbacks
 
-    init(notification: UnsafeMutablePointer<NotifyNotification>, callbacks: PopupCallbacks) {
+    init(notification: OpaquePointer, callbacks: PopupCallbacks) {
         self.notification = notification
         self.callbacks = callbacks
     }
 
-    deinit { g_object_unref(notification) }
+    deinit { g_object_unref(UnsafeMutableRawPointer(notification)) }
 }
 
 final class PopupCallbacks {
@@ -168,7 +168,7 @@ final class NotifyServerLink: @unchecked Sendable {
 
     /// The server reported the popup closed (expired, dismissed, or after an action): forget it,
     /// so the next firing of the key opens a fresh popup and the table never grows without bound.
-    fileprivate func closed(_ id: PopupID, _ n: UnsafeMutablePointer<NotifyNotification>) {
+    fileprivate func closed(_ id: PopupID, _ n: OpaquePointer) {
         if popups[id]?.notification == n { popups[id] = nil }
     }
 
@@ -285,7 +285,7 @@ func consume(_ error: UnsafeMutablePointer<GError>?) -> String {
 
 // MARK: C callbacks (global functions; context travels as an Unmanaged PopupCallbacks)
 
-private func popupAction(_ n: UnsafeMutablePointer<NotifyNotification>?, _ action: UnsafeMutablePointer<CChar>?, _ data: gpointer?) {
+private func popupAction(_ n: OpaquePointer?, _ action: UnsafeMutablePointer<CChar>?, _ data: gpointer?) {
     guard let data, let action else { return }
     let callbacks = Unmanaged<PopupCallbacks>.fromOpaque(data).takeUnretainedValue()
     callbacks.route.actionInvoked(String(cString: action), key: callbacks.id.key)
@@ -295,12 +295,12 @@ private func releaseActionCallbacks(_ data: gpointer?) {
     if let data { Unmanaged<PopupCallbacks>.fromOpaque(data).release() }
 }
 
-private func popupClosed(_ n: UnsafeMutablePointer<NotifyNotification>?, _ data: gpointer?) {
+private func popupClosed(_ n: OpaquePointer?, _ data: gpointer?) {
     guard let data, let n else { return }
     let callbacks = Unmanaged<PopupCallbacks>.fromOpaque(data).takeUnretainedValue()
     callbacks.link.closed(callbacks.id, n)
 }
 
-private func releaseClosedCallbacks(_ data: gpointer?, _ closure: UnsafeMutablePointer<GClosure>?) {
+private func releaseClosedCallbacks(_ data: gpointer?, _ closure: OpaquePointer?) {
     if let data { Unmanaged<PopupCallbacks>.fromOpaque(data).release() }
 }

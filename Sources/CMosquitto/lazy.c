@@ -6,11 +6,15 @@
  * names what failed to load, so the backend reports "mosquitto_lib_init: ..." as it does for any
  * other initialisation failure; the backend calls nothing else before mosquitto_lib_init
  * succeeded. */
-#include "shim.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Hidden: the executable exports its symbols (Swift links it with --export-dynamic), and exported
+ * definitions of these names would interpose on the library's own calls to them once loaded. */
+#pragma GCC visibility push(hidden)
+#include "shim.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void *library;
