@@ -139,7 +139,7 @@ struct FootprintBenchmark: AsyncParsableCommand {
     /// `runs` alternating runs of both sides (which goes first alternates too); medians.
     /// `list` runs before `schedule` so that it lists exactly the ten scheduled for it.
     private func time(_ pair: CommandPair, environment: [String]) throws -> FootprintRow {
-        var a: [Double] = [], b: [Double] = [], peak = 0
+        var a: [Double] = [], b: [Double] = []
         for side in [pair.tocsin, pair.reference] {  // one warm-up each: page cache, bus
             let r = try Spawn.run(side, environment: environment)
             guard r.status == 0 else { throw VersusError("\(side.joined(separator: " ")) exited with \(r.status)") }
@@ -149,11 +149,11 @@ struct FootprintBenchmark: AsyncParsableCommand {
             for tocsinSide in first ? [true, false] : [false, true] {
                 let r = try Spawn.run(tocsinSide ? pair.tocsin : pair.reference, environment: environment)
                 guard r.status == 0 else { throw VersusError("\(pair.name) run \(i) exited with \(r.status)") }
-                if tocsinSide { a.append(r.seconds); peak = max(peak, r.peakRSSKB) } else { b.append(r.seconds) }
+                if tocsinSide { a.append(r.seconds) } else { b.append(r.seconds) }
             }
         }
         return FootprintRow(figure: pair.name, tocsin: median(a) * 1000, yardstick: pair.yardstick,
-                            reference: median(b) * 1000, goal: 1.25, unit: "ms", note: "peak \(formatted(Double(peak) / 1024)) MB")
+                            reference: median(b) * 1000, goal: 1.25, unit: "ms")
     }
 
     private func awaitName(_ name: String, _ environment: [String]) throws {
