@@ -139,7 +139,7 @@ struct FootprintBenchmark: AsyncParsableCommand {
     /// `runs` alternating runs of both sides (which goes first alternates too); medians.
     /// `list` runs before `schedule` so that it lists exactly the ten scheduled for it.
     private func time(_ pair: CommandPair, environment: [String]) throws -> FootprintRow {
-        var a: [Double] = [], b: [Double] = []
+        var a: [Double] = [], b: [Double] = [], cpuA: [Double] = [], cpuB: [Double] = []
         for side in [pair.tocsin, pair.reference] {  // one warm-up each: page cache, bus
             let r = try Spawn.run(side, environment: environment)
             guard r.status == 0 else { throw VersusError("\(side.joined(separator: " ")) exited with \(r.status)") }
@@ -149,11 +149,12 @@ struct FootprintBenchmark: AsyncParsableCommand {
             for tocsinSide in first ? [true, false] : [false, true] {
                 let r = try Spawn.run(tocsinSide ? pair.tocsin : pair.reference, environment: environment)
                 guard r.status == 0 else { throw VersusError("\(pair.name) run \(i) exited with \(r.status)") }
-                if tocsinSide { a.append(r.seconds) } else { b.append(r.seconds) }
+                if tocsinSide { a.append(r.seconds); cpuA.append(r.cpuSeconds) } else { b.append(r.seconds); cpuB.append(r.cpuSeconds) }
             }
         }
         return FootprintRow(figure: pair.name, tocsin: median(a) * 1000, yardstick: pair.yardstick,
-                            reference: median(b) * 1000, goal: 1.25, unit: "ms")
+                            reference: median(b) * 1000, goal: 1.25, unit: "ms",
+                            note: "CPU \(formatted(median(cpuA) * 1000)) ms against \(formatted(median(cpuB) * 1000)) ms")
     }
 
     private func awaitName(_ name: String, _ environment: [String]) throws {

@@ -7,11 +7,13 @@ import Glibc
 /// signal mask and default dispositions: this process's executor may block signals it reads
 /// through a signalfd, and a child inheriting that would ignore the SIGTERM that stops it.
 enum Spawn {
-    /// One run of a short command: wall time from spawn to reaped, and exit status. (No peak RSS:
-    /// `posix_spawn` clones this process's memory until the exec, so the child's `ru_maxrss`
-    /// reports the benchmark's own size.)
+    /// One run of a short command: wall time from spawn to reaped, the CPU time (user + system)
+    /// it used, and its exit status. CPU time is what another process's load disturbs least. (No
+    /// peak RSS: `posix_spawn` shares this process's memory until the exec, so the child's
+    /// `ru_maxrss` reports the benchmark's own size.)
     struct Run {
         var seconds: Double
+        var cpuSeconds: Double
         var status: Int32
     }
 
@@ -49,11 +51,13 @@ enum Spawn {
         clock_gettime(CLOCK_MONOTONIC, &begin)
         let pid = try start(argv, environment: environment)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         clock_gettime(CLOCK_MONOTONIC, &end)
         let seconds = Double(end.tv_sec - begin.tv_sec) + Double(end.tv_nsec - begin.tv_nsec) * 1e-9
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Run(seconds: seconds, status: code)
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6
+        return Run(seconds: seconds, cpuSeconds: cpu, status: code)
     }
 }
 
@@ -86,7 +90,8 @@ final class Background {
     func stop() {
         kill(pid, SIGTERM)
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
         if let output { close(output) }
     }
 
