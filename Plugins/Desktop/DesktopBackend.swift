@@ -1,3 +1,4 @@
+import CLibNotify
 import Logging
 import Synchronization
 public import TocsinConfig
@@ -29,7 +30,7 @@ public struct DesktopBackend: DeliveryBackend {
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
         guard let link = runtime.link(logger: route.logger) else {
-            throw DeliveryError(.unavailable, "cannot start the GLib main loop thread for libnotify")
+            throw DeliveryError(.unavailable, LibNotifyRuntime.unavailableReason)
         }
         let id = PopupID(instance: name, key: firing.key)
         let options = self.options
@@ -43,7 +44,7 @@ public struct DesktopBackend: DeliveryBackend {
     /// "no notification server" when nobody owns org.freedesktop.Notifications on the session bus.
     public func health() async -> BackendHealth {
         guard let link = runtime.link(logger: route.logger) else {
-            return .unavailable("cannot start the GLib main loop thread for libnotify")
+            return .unavailable(LibNotifyRuntime.unavailableReason)
         }
         let problem = await link.loop.perform(cancelled: Optional("cancelled")) { link.serverProblem() }
         return problem.map { .unavailable($0) } ?? .ok
@@ -84,6 +85,12 @@ final class LibNotifyRuntime: Sendable {
     }
 
     func linkIfStarted() -> NotifyServerLink? { state.withLock { $0 } }
+
+    /// Why `link` gave nil: libnotify is loaded on first use (Sources/CLibNotify), and a missing
+    /// or broken library is named as such rather than as a thread that would not start.
+    static var unavailableReason: String {
+        tocsin_libnotify_load_error().map { String(cString: $0) } ?? "cannot start the GLib main loop thread for libnotify"
+    }
 }
 
 public struct DesktopBackendFactory: BackendFactory {

@@ -3,8 +3,7 @@
  * dlsym on libnotify's handle also finds GLib's, GObject's and GIO's, which it depends on.
  *
  * Without the library, g_main_context_new answers NULL: the backend cannot start its GLib loop
- * and reports itself unavailable ("cannot start the GLib main loop thread for libnotify"), as it
- * does when GLib cannot make the loop. Everything else is called only on that loop, so only once
+ * and reports itself unavailable with tocsin_libnotify_load_error's reason. Everything else is called only on that loop, so only once
  * the library is there. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -20,12 +19,20 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void *library;
 
+static char failure[512];
+static int failed;
+
 static void load(void) {
     library = dlopen("libnotify.so.4", RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
         const char *why = dlerror();
-        fprintf(stderr, "tocsin: cannot load libnotify.so.4: %s\n", why ? why : "unknown error");
+        snprintf(failure, sizeof failure, "cannot load libnotify.so.4: %s", why ? why : "unknown error");
+        __atomic_store_n(&failed, 1, __ATOMIC_RELEASE);
     }
+}
+
+const char *tocsin_libnotify_load_error(void) {
+    return __atomic_load_n(&failed, __ATOMIC_ACQUIRE) ? failure : NULL;
 }
 
 static int loaded(void) {

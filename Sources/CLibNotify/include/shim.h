@@ -120,6 +120,10 @@ gchar *tocsin_get_name_owner(GDBusConnection *connection, const gchar *name, gin
 /* Frees the list notify_get_server_caps returns. */
 void tocsin_free_string_list(GList *list);
 
+/* Why libnotify.so.4 could not be loaded ("cannot load libnotify.so.4: ..."), or NULL when it is
+ * loaded or was never asked for. */
+const char *tocsin_libnotify_load_error(void);
+
 /* G_SOURCE_REMOVE and G_PRIORITY_DEFAULT. */
 static inline gboolean tocsin_source_remove(void) { return 0; }
 static inline gint tocsin_priority_default(void) { return 0; }
