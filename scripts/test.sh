@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# The libnotify declarations Tocsin writes out (it loads the library on first use) against the real headers.
+sh scripts/check-libnotify-shim.sh
 swift build --build-tests
 # The phases and why each runs alone are in scripts/phases.sh: the timing assertions must measure
 # Tocsin, not a saturated machine.
