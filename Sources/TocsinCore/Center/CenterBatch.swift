@@ -83,7 +83,10 @@ extension TocsinCenter {
             case .call: break
             }
         }
-        if started && !tickWaiters.isEmpty { machine.advance(to: now, into: &facts) }
+        if started && !tickWaiters.isEmpty {
+            machine.advance(to: now, into: &facts)
+            _ = machine.claimAhead(until: now + claimLead, limit: Self.aheadLimit - staged.count, into: &facts)
+        }
 
         machine.beginRecording()
         var calls: [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])] = []
@@ -295,6 +298,10 @@ extension TocsinCenter {
             case .deliver(let d):
                 guard let n = contents[d.key] else {
                     logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
+                    continue
+                }
+                if d.fired > clock.now() {
+                    stage(d, n)
                     continue
                 }
                 let f = firing(d, n)

@@ -39,6 +39,8 @@ public actor TocsinCenter {
     /// Deliveries dispatched and not yet handed to their backend, and who waits for none to be left.
     var unstarted = 0
     var startWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Firings claimed ahead of their instant, soonest first, held until it: see `CenterAhead.swift`.
+    var staged: [(delivery: PlannedDelivery, notification: Notification)] = []
     /// Quiet hours: see `CenterQuiet.swift`.
     var quiet = QuietMachine()
     var quietSettings = QuietSettings()
@@ -148,6 +150,7 @@ public actor TocsinCenter {
     public func shutdown(grace: Duration = .seconds(2)) async {
         timer?.close()
         started = false
+        releaseStagedEarly()
         if inFlight > 0 {
             await waitForDeliveries(atMost: grace)
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
@@ -270,6 +273,9 @@ public actor TocsinCenter {
     /// virtual clock. Returns once the firings are claimed and handed to their backends.
     public func tick(_ reason: WakeReason = .due) async {
         evaluateQuiet()
+        // Before the batch: a firing claimed ahead goes out at its instant, not after a commit
+        // that happens to be running.
+        releaseStaged(now: clock.now())
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             queued.append(.tick(reason, c))
             startDraining()
@@ -346,7 +352,7 @@ public actor TocsinCenter {
     public func nextDue() -> (key: String, instant: Instant)? { machine.nextDue() }
 
     func rearm() {
-        let deadlines = [machine.nextDeadline(), quietNext].compactMap { $0 }
+        let deadlines = [machine.nextClaim(lead: claimLead), quietNext, staged.first?.delivery.fired].compactMap { $0 }
         timer?.arm(at: deadlines.min())
     }
 

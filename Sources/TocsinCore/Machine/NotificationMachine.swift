@@ -347,6 +347,39 @@ public struct NotificationMachine: Sendable {
         return due.map(\.1)
     }
 
+    /// Whether this entry's next firing may be claimed before its instant (`claimAhead`): a
+    /// plain firing with backends to go to and nothing else due. Alarms are claimed at their
+    /// instant: acknowledging one before its first ring must stop that ring, and a claim made
+    /// ahead has already started ringing. One open claim per key, as for every firing.
+    func claimableAhead(_ e: Entry) -> Bool {
+        guard !e.cancelled, !e.next.isNone, inDelivery[e.key] == nil, ringPolicy(e) == nil else { return false }
+        guard case .idle = e.alert else { return false }
+        return !targets(e).isEmpty
+    }
+
+    /// When the loop must next wake: `lead` before the soonest deadline when that one can be
+    /// claimed ahead, else at it. Uses the same test as `popClaimableAhead`, so a wake-up always
+    /// has work and the loop never spins.
+    public mutating func nextClaim(lead: TimeSpan) -> Instant? {
+        guard let at = nextDeadline(), let top = queue.min else { return nil }
+        return lead > .zero && claimableAhead(slots[Int(top.slot)]) ? at - lead : at
+    }
+
+    /// Pops up to `limit` entries that `claimableAhead` accepts with a deadline at or before
+    /// `horizon`, soonest first, with their deadlines. Entries it passes over stay queued.
+    mutating func popClaimableAhead(until horizon: Instant, limit: Int) -> [(key: String, instant: Instant)] {
+        var out: [(key: String, instant: Instant)] = []
+        var passed: [QueueItem] = []
+        while out.count < limit, let top = queue.min, top.instant <= horizon.microseconds {
+            _ = queue.popMin()
+            guard isCurrent(top) else { continue }
+            let e = slots[Int(top.slot)]
+            if claimableAhead(e) { out.append((e.key, Instant(microseconds: top.instant))) } else { passed.append(top) }
+        }
+        for item in passed { queue.insert(item) }
+        return out
+    }
+
     /// Stale queue items (from replaced or removed entries) are dropped in one rebuild when they
     /// outnumber live ones, keeping memory proportional to what is scheduled.
     private mutating func compactQueueIfNeeded() {
