@@ -51,13 +51,15 @@ struct ClaimAheadTests {
         #expect(history.filter { $0.kind == .interrupted }.map(\.due) == [t0 + .seconds(10)])
     }
 
-    @Test("replaced or cancelled between the claim and the instant: the claimed firing is not delivered")
+    @Test("replaced or cancelled between the claim and the instant (a one-shot too): the claimed firing is not delivered")
     func droppedClaims() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
         try await h.center.schedule(spec("tea", at(10)))
+        try await h.center.schedule(spec("cake", at(10)))
         _ = try await wake(h)
         #expect(try await h.center.cancel("tick"))
+        #expect(try await h.center.cancel("cake"), "a one-shot claimed ahead is still pending until its instant")
         try await h.center.schedule(spec("tea", at(30), title: "Replaced"))
         h.clock.advance(to: t0 + .seconds(10))
         await h.center.tick()

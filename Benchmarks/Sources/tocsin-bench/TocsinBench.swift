@@ -10,7 +10,7 @@ struct TocsinBench: ParsableCommand {
         commandName: "tocsin-bench",
         abstract: "Tocsin micro-benchmarks (build with -c release).",
         subcommands: [ParseBenchmark.self, GenerateConfig.self, CoreBenchmark.self, DBusBenchmark.self, VersusBenchmark.self,
-                      NullGateway.self]
+                      NullGateway.self, PrecisionBenchmark.self]
     )
 
     /// What `AsyncParsableCommand.main()` does. Only `null-gateway` runs on Tocsin's own executor

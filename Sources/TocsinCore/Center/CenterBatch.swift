@@ -264,7 +264,7 @@ extension TocsinCenter {
             let key = try machine.post(n, now: now, client: client, into: &out)
             fresh[n.key] = n
             return .key(key)
-        case .cancel(let key): return .bool(machine.cancel(key, into: &out))
+        case .cancel(let key): return .bool(machine.cancel(key, now: now, into: &out))
         case .cancelAll: return .count(machine.cancelAll(into: &out))
         case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))
         case .snooze(let key, let d): return .instant(try machine.snooze(key, for: d, now: now, into: &out))

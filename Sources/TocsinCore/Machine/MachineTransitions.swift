@@ -92,8 +92,12 @@ extension NotificationMachine {
 
     /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
     /// for as long as its definition in the file is unchanged; editing it there brings it back.
-    public mutating func cancel(_ key: String, into out: inout [MachineAction]) -> Bool {
-        guard var e = entry(key), e.isActive else { return false }
+    ///
+    /// A firing claimed ahead of its instant (`claimAhead`) that is still to come counts as
+    /// pending: cancelling it before its instant means it never goes out.
+    public mutating func cancel(_ key: String, now: Instant? = nil, into out: inout [MachineAction]) -> Bool {
+        let claimedAhead = now.map { now in inDelivery[key].map { $0.due > now } ?? false } ?? false
+        guard var e = entry(key), e.isActive || claimedAhead else { return false }
         if e.isConfig {
             out.append(.persist(.markCancelled(key: key)))
             e.cancelled = true
