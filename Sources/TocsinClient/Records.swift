@@ -29,11 +29,14 @@ public struct PendingNotification: Sendable, Hashable {
     public var userInfo: [String: String]
     /// While snoozed: when it comes back.
     public var snoozedUntil: Date?
+    /// As requested (`NotificationRequest.wakesDevice`).
+    public var wakesDevice: Bool
 
     /// For the double and for apps' own fakes; the client decodes the daemon's list.
     public init(key: String, title: String, body: String = "", nextFire: Date?, lastFire: Date? = nil,
                 state: State = .scheduled, triggerDescription: String = "", urgency: NotificationUrgency = .normal,
-                backends: [String] = [], userInfo: [String: String] = [:], snoozedUntil: Date? = nil) {
+                backends: [String] = [], userInfo: [String: String] = [:], snoozedUntil: Date? = nil, wakesDevice: Bool = false) {
+        self.wakesDevice = wakesDevice
         self.key = key
         self.title = title
         self.body = body

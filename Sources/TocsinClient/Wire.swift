@@ -22,6 +22,7 @@ enum Wire {
     static func spec(_ request: NotificationRequest) -> DBusValue {
         var f = spec(request.content, key: request.key) + trigger(request.trigger)
         if !request.replacesExisting { f.append(("replace", .boolean(false))) }
+        if request.wakesDevice { f.append(("wake", .boolean(true))) }
         return .vardict(f)
     }
 
@@ -92,7 +93,8 @@ enum Wire {
             state: f.string("state").flatMap(PendingNotification.State.init(rawValue:)) ?? .scheduled,
             triggerDescription: f.string("trigger") ?? "",
             urgency: f.string("urgency").flatMap(NotificationUrgency.init(rawValue:)) ?? .normal,
-            backends: f.strings("backends"), userInfo: f.table("user_info"), snoozedUntil: f.date("snoozed_until"))
+            backends: f.strings("backends"), userInfo: f.table("user_info"), snoozedUntil: f.date("snoozed_until"),
+            wakesDevice: f.bool("wake") ?? false)
     }
 
     static func history(_ v: DBusValue) throws(TocsinClientError) -> HistoryEntry? {

@@ -157,7 +157,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
                 lastFire: e.last.map { date($0.instant) }, state: e.snoozedUntil != nil ? .snoozed : .scheduled,
                 triggerDescription: e.trigger.summary, urgency: e.request.content.urgency,
                 backends: e.request.content.backends ?? backends.map { $0.sorted() } ?? [], userInfo: e.request.content.userInfo,
-                snoozedUntil: e.snoozedUntil.map(date))
+                snoozedUntil: e.snoozedUntil.map(date), wakesDevice: e.request.wakesDevice)
         }
     }
 

@@ -61,6 +61,7 @@ extension TocsinCenter {
         }
         committing = false
         rearm()
+        releaseSettleWaiters()
     }
 
     private func runBatch(_ work: [Work]) async {
