@@ -100,7 +100,10 @@ public final class AlarmTimerFD: WakeAlarm, Sendable {
     }
 
     public var status: WakeAlarmStatus {
-        guard fd >= 0 else { return WakeAlarmStatus(availability: availability) }
+        // Disarmed by us: the kernel's read-back is not asked, because for an alarm timer it is
+        // stale after a disarm (timerfd_gettime reports the old expiry's remaining time, while
+        // the timer no longer fires).
+        guard fd >= 0, armedAt.withLock({ $0 }) != nil else { return WakeAlarmStatus(availability: availability) }
         let at = tocsin_timerfd_armed_usec(fd)
         return WakeAlarmStatus(availability: availability, armed: at > 0 ? Instant(microseconds: at) : nil)
     }

@@ -353,8 +353,11 @@ public actor TocsinCenter {
     func rearm() {
         let deadlines = [machine.nextDeadline(), quietNext].compactMap { $0 }
         timer?.arm(at: deadlines.min())
-        wakeAlarm?.arm(at: machine.nextWake()?.instant)
+        armWake()
     }
+
+    /// The wake alarm for the earliest wake notification; an unchanged instant costs no syscall.
+    func armWake() { wakeAlarm?.arm(at: machine.nextWake()?.instant) }
 
     // MARK: Sleep
 
