@@ -111,6 +111,17 @@ struct WakeTimerTests {
         await g.stop()
     }
 
+    @Test("Schedule with a wake that is not a boolean is InvalidArgs naming the field; nothing is scheduled")
+    func badWakeOverDBus() async throws {
+        try await withGateway { g in
+            let out = try await g.gdbus("Schedule", "{'title': <'Up'>, 'after': <'1h'>, 'wake': <'yes'>}")
+            #expect(out.status != .exited(0))
+            #expect(out.stderrText.contains("InvalidArgs") && out.stderrText.contains("'wake'"), "\(out.stderrText)")
+            #expect(try await g.isHealthy())
+            #expect(try await g.gdbus("List").stdoutText.contains("[]"), "nothing is scheduled")
+        }
+    }
+
     @Test("tocsin check says whether wake notifications can wake the machine, and refuses nothing")
     func check() async throws {
         let dir = TemporaryDirectory(prefix: "tocsin-wake-check")
