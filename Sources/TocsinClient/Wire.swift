@@ -107,7 +107,9 @@ enum Wire {
     static func status(_ v: DBusValue) throws(TocsinClientError) -> DaemonStatus {
         let f = try Fields(v)
         return DaemonStatus(version: f.string("version") ?? "", pid: f.uint32("pid") ?? 0, pending: f.uint32("pending") ?? 0,
-                            backends: f.table("backends"), nextKey: f.string("next_key"), nextFire: f.date("next_fire"))
+                            backends: f.table("backends"), nextKey: f.string("next_key"), nextFire: f.date("next_fire"),
+                            wake: f.string("wake") ?? "", wakeNextKey: f.string("wake_next_key"), wakeNext: f.date("wake_next"),
+                            wakeArmed: f.date("wake_armed"), sleep: f.string("sleep") ?? "")
     }
 
     static func quiet(_ v: DBusValue) throws(TocsinClientError) -> QuietState {

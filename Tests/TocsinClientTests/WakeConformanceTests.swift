@@ -15,6 +15,10 @@ struct WakeConformanceTests {
                                                        trigger: .after(.seconds(7200))))
             let pending = try await h.center.pending()
             #expect(pending.map { "\($0.key):\($0.wakesDevice)" } == ["tea:false", "up:true"], "key order")
+            let status = try await h.center.status()
+            #expect(status.wakeNextKey == "up", "the earliest wake request")
+            #expect(status.nextKey == "up")
+            #expect(!status.wake.isEmpty && !status.sleep.isEmpty, "\(status.wake) \(status.sleep)")
         }
     }
 }

@@ -359,34 +359,6 @@ public actor TocsinCenter {
     /// The wake alarm for the earliest wake notification; an unchanged instant costs no syscall.
     func armWake() { wakeAlarm?.arm(at: machine.nextWake()?.instant) }
 
-    // MARK: Sleep
-
-    /// The earliest firing that asks to wake the machine, and its key (`Status`).
-    public func nextWake() -> (key: String, instant: Instant)? { machine.nextWake() }
-
-    /// The wake alarm's availability and the instant the kernel holds; nil without a wake alarm.
-    public var wakeStatus: WakeAlarmStatus? { wakeAlarm?.status }
-
-    /// Before the machine sleeps: every batch queued now is committed, and both timers are armed
-    /// for what the schedule holds then.
-    public func settle() async {
-        if loaded && (committing || !queued.isEmpty) {
-            await withCheckedContinuation { settleWaiters.append($0) }
-        }
-        rearm()
-    }
-
-    /// Tells every backend the machine sleeps or resumed (`DeliveryBackend.systemSleep`).
-    public func systemSleep(_ sleeping: Bool) async {
-        for name in machine.backendNames { await backends[name]?.systemSleep(sleeping) }
-    }
-
-    func releaseSettleWaiters() {
-        let w = settleWaiters
-        settleWaiters = []
-        for c in w { c.resume() }
-    }
-
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {
             switch event {

@@ -3,6 +3,7 @@ import Glibc
 public import Logging
 import Synchronization
 public import TocsinCore
+import TocsinTime
 
 /// What the daemon knows about logind: whether it watches sleep, and whether it holds its
 /// inhibitor now (`Status`).
@@ -82,6 +83,9 @@ public final class SleepWatch: Sendable {
         } onCancel: {
             signals.cancel()
         }
+        // The system bus went away (it restarts only with the machine): sleep is no longer
+        // followed, the inhibitor is gone with the connection, and firing goes on as without logind.
+        if !Task.isCancelled { off("the system bus connection ended") }
     }
 
     private func off(_ why: String) {
@@ -95,7 +99,7 @@ public final class SleepWatch: Sendable {
         let wake = await center.nextWake()
         release()
         logger.info("system going to sleep; state committed, inhibitor released",
-                    metadata: ["wake": "\(wake.map { "\($0.instant) (\($0.key))" } ?? "none")"])
+                    metadata: ["wake": "\(wake.map { "\(Timestamp.rfc3339UTC($0.instant)) (\($0.key))" } ?? "none")"])
     }
 
     private func afterResume(_ bus: DBusConnection) async {
