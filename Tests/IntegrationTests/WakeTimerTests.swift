@@ -104,6 +104,10 @@ struct WakeTimerTests {
             _ = try await g.process.waitForOutput(containing: "\"key\":\"fires\"", timeout: .seconds(30))
             let reported = g.process.stderr.components(separatedBy: "wake alarms unavailable").count - 1
             #expect(reported == (row.wake.hasPrefix("unavailable") ? 1 : 0), "\(row.name): the reason is logged once")
+            // The test's system bus (the private session bus) has no logind: sleep is not watched,
+            // said once, and nothing else changed above.
+            #expect((s["sleep"] as? String)?.hasPrefix("off: logind is not reachable") == true, "\(row.name): \(s["sleep"] ?? "none")")
+            #expect(g.process.stderr.components(separatedBy: "sleep and resume are not watched").count == 2, "\(row.name): said once")
         } catch {
             await g.stop()
             throw error

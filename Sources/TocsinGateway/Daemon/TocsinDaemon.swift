@@ -54,7 +54,7 @@ public final class TocsinDaemon: Sendable {
         let wakeAlarm = setup.makeWakeAlarm(options.wakeAlarms)
         if let status = wakeAlarm?.status, case .unavailable(let why) = status.availability {
             // Said once: notifications with wake = true still fire, once the machine is awake.
-            logger.warning("wake alarms unavailable: \(why); notifications with wake = true fire when the machine is awake")
+            logger.notice("wake alarms unavailable: \(why); notifications with wake = true fire when the machine is awake")
         }
         let center: TocsinCenter
         do {
