@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TocsinCore
 import TocsinTesting
 import TocsinTime
 
