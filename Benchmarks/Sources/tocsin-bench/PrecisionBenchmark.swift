@@ -2,6 +2,7 @@ import ArgumentParser
 import DBus
 import Foundation
 import TocsinCore
+import TocsinGateway
 import TocsinTesting
 import TocsinTime
 
@@ -22,6 +23,8 @@ struct PrecisionBenchmark: AsyncParsableCommand {
     @Option(help: "The tocsin executable (a release build).") var tocsin = "../.build/release/tocsin"
     @Option(help: "Notifications pending, far in the future, during the measurement.") var pending = 10_000
     @Option(help: "Singles measured, each alone; Tocsin and the floor alternate.") var singles = 40
+    @Option(help: "Notifications due together in the burst figure (0: none).") var burst = 1_000
+    @Option(help: "Bursts measured; Tocsin and the floor alternate.") var bursts = 3
     @Option(help: "Goal for the p50, in milliseconds.") var goalP50 = 0.3
     @Option(help: "Goal for the p99, in milliseconds.") var goalP99 = 1.0
 
@@ -43,10 +46,11 @@ struct PrecisionBenchmark: AsyncParsableCommand {
             """.utf8).write(to: URL(fileURLWithPath: config))
         let daemon = try TestProcess(tocsin, ["daemon", "--config", config, "--state-dir", dir.path + "/state"], environment: bus.environment)
         let client = try await DBusConnection.connect(address: bus.address)
-        try await waitForName(client)
+        do { try await waitForName(client) } catch {
+            throw ValidationError("\(error); the daemon said: \(daemon.stderr)")
+        }
 
-        let gateway = (destination: BusName("io.github.tocsin.Gateway1"), path: ObjectPath("/io/github/tocsin/Gateway1"),
-                       interface: InterfaceName("io.github.tocsin.Gateway1"))
+        let gateway = (destination: Gateway.busName, path: Gateway.objectPath, interface: Gateway.interface)
         func schedule(_ fields: [(String, DBusValue)]) async throws {
             _ = try await client.call(destination: gateway.destination, path: gateway.path, interface: gateway.interface,
                                       member: "Schedule", arguments: [.vardict(fields)])
@@ -96,6 +100,52 @@ struct PrecisionBenchmark: AsyncParsableCommand {
                 floorLate.append(Double(SystemClock().now().microseconds - floorDue) / 1000)
             }
         }
+        // Bursts: `burst` due at one instant, to the last one received, against the same floor
+        // sending as many `Fired`-shaped signals, marshalled beforehand, through libdbus in one go.
+        var tocsinBurst: [Double] = []
+        var floorBurst: [Double] = []
+        for round in 0..<(burst > 0 ? bursts : 0) {
+            let due = (SystemClock().now().microseconds / 1000 + 2000) * 1000
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<64 {
+                    group.addTask {
+                        for i in stride(from: lane, to: burst, by: 64) {
+                            try await schedule([("key", .string("b\(round)-\(i)")), ("title", .string("burst \(i)")),
+                                                ("at", .string(Self.rfc3339Milliseconds(due)))])
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var got = 0
+            while got < burst, let signal = await firedIterator.next() {
+                guard case .string(let key)? = signal.arguments.first, key.hasPrefix("b\(round)-") else { continue }
+                got += 1
+                if got == burst { tocsinBurst.append(Double(SystemClock().now().microseconds - due) / 1000) }
+            }
+            let floorDue = (SystemClock().now().microseconds / 1000 + 500) * 1000
+            let messages = try (0..<burst).map { i in
+                try DBusMessage.signal(path: "/io/github/tocsin/Bench1", interface: floorInterface, member: "Tick") { w in
+                    w.string("f\(i)")
+                    w.vardict { d in
+                        d.string("title", "burst \(i)"); d.string("body", ""); d.int64("due", floorDue); d.int64("fired", floorDue)
+                        d.uint32("occurrence", 1); d.boolean("late", false); d.string("reason", "scheduled"); d.string("urgency", "normal")
+                        d.stringPairs("user_info", []); d.strings("backends", ["events"])
+                    }
+                }
+            }
+            let sender = Thread {
+                var ts = timespec(tv_sec: Int(floorDue / 1_000_000), tv_nsec: Int(floorDue % 1_000_000) * 1000)
+                while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
+                emitter.send(messages)
+            }
+            sender.start()
+            got = 0
+            while got < burst, await floorIterator.next() != nil {
+                got += 1
+                if got == burst { floorBurst.append(Double(SystemClock().now().microseconds - floorDue) / 1000) }
+            }
+        }
         fired.cancel()
         floorSignals.cancel()
         daemon.signal(SIGTERM)
@@ -107,6 +157,11 @@ struct PrecisionBenchmark: AsyncParsableCommand {
         print("  tocsin  p50 \(formatted(t.p50, decimals: 3))  p99 \(formatted(t.p99, decimals: 3))  max \(formatted(t.max, decimals: 3))")
         print("  floor   p50 \(formatted(f.p50, decimals: 3))  p99 \(formatted(f.p99, decimals: 3))  max \(formatted(f.max, decimals: 3))   (timer + one signal through the bus)")
         print("  tocsin above the floor: p50 +\(formatted(t.p50 - f.p50, decimals: 3)) ms, p99 +\(formatted(t.p99 - f.p99, decimals: 3)) ms")
+        if !tocsinBurst.isEmpty {
+            let tb = tocsinBurst.min()!, fb = floorBurst.min() ?? .nan
+            print("burst: \(burst) due together over \(pending) pending, due instant to the last Fired received, best of \(bursts) (ms)")
+            print("  tocsin \(formatted(tb, decimals: 1))  floor \(formatted(fb, decimals: 1)) (as many signals, marshalled beforehand, one libdbus send)  ratio \(formatted(tb / fb, decimals: 2))")
+        }
         print("  goal p50 <= \(goalP50) ms: \(t.p50 <= goalP50 ? "PASS" : "FAIL"); goal p99 <= \(goalP99) ms: \(t.p99 <= goalP99 ? "PASS" : "FAIL")")
     }
 
@@ -119,7 +174,7 @@ struct PrecisionBenchmark: AsyncParsableCommand {
     private func waitForName(_ client: DBusConnection) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            if (try? await client.nameOwner("io.github.tocsin.Gateway1")) ?? nil != nil { return }
+            if (try? await client.nameOwner(Gateway.busName)) ?? nil != nil { return }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw ValidationError("the daemon did not take its bus name within 30 s")
