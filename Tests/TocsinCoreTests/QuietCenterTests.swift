@@ -57,7 +57,7 @@ struct QuietCenterTests {
         try await h.center.schedule(spec("night", at(14 * 3600)))
         await h.advance(13 * 3600)
         #expect(await h.center.quietStatus().active)
-        #expect(h.clock.armedAt == t0 + .hours(14))
+        #expect(h.clock.armedAt == t0 + .hours(14) - h.options.claimAhead)
         await h.advance(3600)
         await h.center.waitForDeliveries()
         #expect(log.deliveredKeys == ["night"])

@@ -10,7 +10,7 @@ struct TocsinBench: ParsableCommand {
         commandName: "tocsin-bench",
         abstract: "Tocsin micro-benchmarks (build with -c release).",
         subcommands: [ParseBenchmark.self, GenerateConfig.self, CoreBenchmark.self, DBusBenchmark.self, VersusBenchmark.self,
-                      FootprintBenchmark.self,
+                      FootprintBenchmark.self, PrecisionBenchmark.self,
                       NullGateway.self]
     )
 

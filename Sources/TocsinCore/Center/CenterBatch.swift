@@ -61,6 +61,7 @@ extension TocsinCenter {
         }
         committing = false
         rearm()
+        releaseSettleWaiters()
     }
 
     private func runBatch(_ work: [Work]) async {
@@ -83,7 +84,10 @@ extension TocsinCenter {
             case .call: break
             }
         }
-        if started && !tickWaiters.isEmpty { machine.advance(to: now, into: &facts) }
+        if started && !tickWaiters.isEmpty {
+            machine.advance(to: now, into: &facts)
+            _ = machine.claimAhead(until: now + claimLead, limit: Self.aheadLimit - staged.count, into: &facts)
+        }
 
         machine.beginRecording()
         var calls: [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])] = []
@@ -150,6 +154,9 @@ extension TocsinCenter {
                 switch result {
                 case .success:
                     machine.endRecording()
+                    // Before anyone is answered: a caller that hears back finds the wake alarm
+                    // already armed for what it changed (`Status` reads the kernel's timer).
+                    armWake()
                     if let swapTo { await setBackends(swapTo) }
                     for (c, result, actions) in calls {
                         perform(actions, contents: fresh)
@@ -261,7 +268,7 @@ extension TocsinCenter {
             let key = try machine.post(n, now: now, client: client, into: &out)
             fresh[n.key] = n
             return .key(key)
-        case .cancel(let key): return .bool(machine.cancel(key, into: &out))
+        case .cancel(let key): return .bool(machine.cancel(key, now: now, into: &out))
         case .cancelAll: return .count(machine.cancelAll(into: &out))
         case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))
         case .snooze(let key, let d): return .instant(try machine.snooze(key, for: d, now: now, into: &out))
@@ -295,6 +302,10 @@ extension TocsinCenter {
             case .deliver(let d):
                 guard let n = contents[d.key] else {
                     logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
+                    continue
+                }
+                if d.fired > clock.now() {
+                    stage(d, n)
                     continue
                 }
                 let f = firing(d, n)

@@ -15,6 +15,13 @@ public struct CenterOptions: Sendable {
     public var limits = SpecLimits()
     /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
     public var history = HistoryRetention()
+    /// How long before its instant a plain firing is claimed (`NotificationMachine.claimAhead`):
+    /// its claim is durable by then, so at the instant only the emit is left. Long enough for a
+    /// commit of two slices (128 firings each) on a slow disk; a commit that takes longer only
+    /// makes its firings as late as they were without the lead. Zero: claim at the instant.
+    public var claimAhead = TimeSpan(microseconds: 20_000)
+    /// `[daemon] wake_alarms`: whether the daemon arms a wake-alarm timer for `wake = true`.
+    public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
 
     public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
         self.defaultZone = defaultZone
@@ -34,6 +41,7 @@ extension CenterOptions {
         defaultMaxLate = d.maxLate
         limits.minPeriod = d.minPeriod
         history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
+        wakeAlarms = d.wakeAlarms
     }
 }
 

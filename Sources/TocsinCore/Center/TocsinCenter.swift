@@ -14,6 +14,8 @@ public actor TocsinCenter {
     public let options: CenterOptions
     let clock: any TocsinClock
     private let timer: (any WakeupTimer)?
+    /// Armed for the machine's `nextWake` whenever the ordinary timer is re-armed (`rearm`).
+    let wakeAlarm: (any WakeAlarm)?
     let store: any NotificationStore
     let resolver: SpecResolver
     var logger: Logger
@@ -39,6 +41,8 @@ public actor TocsinCenter {
     /// Deliveries dispatched and not yet handed to their backend, and who waits for none to be left.
     var unstarted = 0
     var startWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Firings claimed ahead of their instant, soonest first, held until it: see `CenterAhead.swift`.
+    var staged: [(delivery: PlannedDelivery, notification: Notification)] = []
     /// Quiet hours: see `CenterQuiet.swift`.
     var quiet = QuietMachine()
     var quietSettings = QuietSettings()
@@ -46,22 +50,25 @@ public actor TocsinCenter {
     var quietNext: Instant?
     /// Quiet writes in call order: a hold is never overtaken by the release that deletes it.
     var quietWrites: Task<Void, Never>?
+    /// Who waits for the batches queued now to be committed (`settle`).
+    var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Opens the SQLite state in `stateDirectory`; throws when it cannot be opened or is damaged.
     public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
-                timer: (any WakeupTimer)?, logger: Logger) throws(CenterError) {
+                timer: (any WakeupTimer)?, wakeAlarm: (any WakeAlarm)? = nil, logger: Logger) throws(CenterError) {
         let store: SQLiteStore
         do { store = try SQLiteStore(directory: stateDirectory, zones: options.zones) } catch {
             throw CenterError(.storage, error.message)
         }
-        self.init(options: options, store: store, clock: clock, timer: timer, logger: logger)
+        self.init(options: options, store: store, clock: clock, timer: timer, wakeAlarm: wakeAlarm, logger: logger)
     }
 
     public init(options: CenterOptions, store: any NotificationStore, clock: any TocsinClock,
-                timer: (any WakeupTimer)?, logger: Logger) {
+                timer: (any WakeupTimer)?, wakeAlarm: (any WakeAlarm)? = nil, logger: Logger) {
         self.options = options
         self.clock = clock
         self.timer = timer
+        self.wakeAlarm = wakeAlarm
         self.logger = logger
         self.store = store
         machine.minPeriod = options.limits.minPeriod
@@ -148,6 +155,7 @@ public actor TocsinCenter {
     public func shutdown(grace: Duration = .seconds(2)) async {
         timer?.close()
         started = false
+        releaseStagedEarly()
         if inFlight > 0 {
             await waitForDeliveries(atMost: grace)
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
@@ -270,6 +278,9 @@ public actor TocsinCenter {
     /// virtual clock. Returns once the firings are claimed and handed to their backends.
     public func tick(_ reason: WakeReason = .due) async {
         evaluateQuiet()
+        // Before the batch: a firing claimed ahead goes out at its instant, not after a commit
+        // that happens to be running.
+        releaseStaged(now: clock.now())
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             queued.append(.tick(reason, c))
             startDraining()
@@ -346,9 +357,13 @@ public actor TocsinCenter {
     public func nextDue() -> (key: String, instant: Instant)? { machine.nextDue() }
 
     func rearm() {
-        let deadlines = [machine.nextDeadline(), quietNext].compactMap { $0 }
+        let deadlines = [machine.nextClaim(lead: claimLead), quietNext, staged.first?.delivery.fired].compactMap { $0 }
         timer?.arm(at: deadlines.min())
+        armWake()
     }
+
+    /// The wake alarm for the earliest wake notification; an unchanged instant costs no syscall.
+    func armWake() { wakeAlarm?.arm(at: machine.nextWake()?.instant) }
 
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {

@@ -13,6 +13,17 @@ extension NotificationMachine {
         }
     }
 
+    /// Claims, ahead of their instants, up to `limit` plain firings due by `horizon`, each as
+    /// if the clock read its instant: the claim (and its successor) is made durable before the
+    /// firing is due, so that only the emit happens at the instant (`TocsinCenter` holds the
+    /// deliveries until then). Returns how many it claimed.
+    public mutating func claimAhead(until horizon: Instant, limit: Int, into out: inout [MachineAction]) -> Int {
+        guard limit > 0 else { return 0 }
+        let due = popClaimableAhead(until: horizon, limit: limit)
+        for (key, instant) in due { advance(key, now: instant, into: &out) }
+        return due.count
+    }
+
     private mutating func advance(_ key: String, now: Instant, into out: inout [MachineAction]) {
         guard var e = entry(key) else { return }
         var claimed: [PlannedDelivery] = []
@@ -151,10 +162,19 @@ extension NotificationMachine {
     /// `held` says whether quiet hours hold the firing for a backend (a crash came between the
     /// hold's commit and the confirmation): that backend still gets it when quiet ends, so it is
     /// not reported.
+    ///
+    /// A claim made ahead of its instant (`claimAhead`) whose instant is still to come was never
+    /// handed to a backend (nothing is delivered before its instant): it stays open and is
+    /// delivered at its instant, once.
     public mutating func closeInterrupted(now: Instant, held: (_ key: String, _ occurrence: UInt32, _ backend: String) -> Bool = { _, _, _ in false },
                                           into out: inout [MachineAction]) {
         for key in inDelivery.keys.sorted() {
             guard let p = inDelivery[key] else { continue }
+            if p.due > now, let e = entry(key), ringPolicy(e) == nil {
+                out.append(.deliver(PlannedDelivery(key: key, occurrence: p.occurrence, due: p.due, fired: p.due,
+                                                    reason: .scheduled, targets: p.remaining, isAlarm: false)))
+                continue
+            }
             setInDelivery(key, nil)
             out.append(.persist(.pending(key: key, nil)))
             let doubtful = p.remaining.filter { !held(key, p.occurrence.number, $0) }

@@ -37,13 +37,13 @@ extension NotificationMachine {
 
     mutating func makeEntry(_ n: Notification) -> Entry {
         makeEntry(key: n.key, trigger: n.trigger, maxLate: n.maxLate, backends: n.backends, missed: n.missed,
-                  isConfig: n.source == .config)
+                  isConfig: n.source == .config, wake: n.wake)
     }
 
     mutating func makeEntry(key: String, trigger: Trigger, maxLate: TimeSpan?, backends: [String]?, missed: MissedPolicy,
-                            isConfig: Bool) -> Entry {
+                            isConfig: Bool, wake: Bool) -> Entry {
         Entry(key: key, trigger: triggers.compact(trigger), maxLate: maxLate?.microseconds ?? .min,
-              route: route(for: backends), missed: missed, isConfig: isConfig)
+              route: route(for: backends), missed: missed, isConfig: isConfig, wake: wake)
     }
 
     /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
@@ -92,8 +92,12 @@ extension NotificationMachine {
 
     /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
     /// for as long as its definition in the file is unchanged; editing it there brings it back.
-    public mutating func cancel(_ key: String, into out: inout [MachineAction]) -> Bool {
-        guard var e = entry(key), e.isActive else { return false }
+    ///
+    /// A firing claimed ahead of its instant (`claimAhead`) that is still to come counts as
+    /// pending: cancelling it before its instant means it never goes out.
+    public mutating func cancel(_ key: String, now: Instant? = nil, into out: inout [MachineAction]) -> Bool {
+        let claimedAhead = now.map { now in inDelivery[key].map { $0.due > now } ?? false } ?? false
+        guard var e = entry(key), e.isActive || claimedAhead else { return false }
         if e.isConfig {
             out.append(.persist(.markCancelled(key: key)))
             e.cancelled = true
@@ -211,7 +215,7 @@ extension NotificationMachine {
     /// say, so the notification is kept rather than lost).
     public mutating func restore(_ row: RestoredRow, now: Instant) {
         var e = makeEntry(key: row.key, trigger: row.trigger, maxLate: row.maxLate, backends: row.backends,
-                          missed: row.missed, isConfig: row.isConfig)
+                          missed: row.missed, isConfig: row.isConfig, wake: row.wake)
         e.last = PackedOccurrence(row.last)
         e.alert = row.alert
         e.cancelled = row.cancelled

@@ -1,0 +1,112 @@
+import Testing
+import TocsinConfig
+import TocsinCore
+import TocsinTesting
+import TocsinTime
+
+/// A firing's claim is committed `claimAhead` before its instant, so at the instant only the emit
+/// is left; nothing reaches a backend before it, and a crash in between loses nothing.
+@Suite("Claiming ahead of the instant")
+struct ClaimAheadTests {
+    /// Moves the virtual clock to where the center armed its timer and lets it handle the wake-up.
+    private func wake(_ h: Harness) async throws -> Instant {
+        let armed = try #require(h.clock.armedAt)
+        h.clock.advance(to: armed)
+        await h.center.tick()
+        await h.center.waitForDeliveries()
+        return armed
+    }
+
+    @Test("the claim is durable before the instant; the backend gets the firing at it, with the instant as its time")
+    func claimThenEmit() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
+        let woke = try await wake(h)
+        #expect(woke == t0 + .seconds(10) - h.options.claimAhead)
+        #expect(h.spy.deliveries.isEmpty, "delivered before its instant")
+        #expect(h.clock.armedAt == t0 + .seconds(10), "armed for the emit at the instant")
+        // The claim and the successor are in the store already: a new process sees both.
+        try await h.restart()
+        #expect(await h.center.lookup("tick")?.nextFire == t0 + .seconds(70))
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        let got = await h.settled()
+        #expect(got.map(\.key) == ["tick"])
+        #expect(got.first?.occurrence.number == 1)
+        #expect(got.first?.fired == t0 + .seconds(10))
+        #expect(got.first?.reason == .scheduled)
+        let history = try await h.center.history(HistoryQuery(key: "tick"))
+        #expect(!history.contains { $0.kind == .interrupted }, "\(history)")
+    }
+
+    @Test("a crash after the claim and a start after the instant: reported interrupted, never delivered")
+    func crashAcrossTheInstant() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        h.clock.advance(to: t0 + .seconds(11))
+        try await h.restart()
+        #expect(await h.settled().isEmpty)
+        let history = try await h.center.history(HistoryQuery(key: "tea"))
+        #expect(history.filter { $0.kind == .interrupted }.map(\.due) == [t0 + .seconds(10)])
+    }
+
+    @Test("replaced or cancelled between the claim and the instant (a one-shot too): the claimed firing is not delivered")
+    func droppedClaims() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
+        try await h.center.schedule(spec("tea", at(10)))
+        try await h.center.schedule(spec("cake", at(10)))
+        _ = try await wake(h)
+        #expect(try await h.center.cancel("tick"))
+        #expect(try await h.center.cancel("cake"), "a one-shot claimed ahead is still pending until its instant")
+        try await h.center.schedule(spec("tea", at(30), title: "Replaced"))
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        #expect(await h.settled().isEmpty)
+        h.clock.advance(to: t0 + .seconds(30))
+        await h.center.tick()
+        #expect(await h.settled().map(\.notification.title) == ["Replaced"])
+    }
+
+    @Test("an alarm is claimed at its instant, so acknowledging it before its first ring stops that ring")
+    func alarmsAtTheInstant() async throws {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: RingPolicy(every: .seconds(3), maxRings: 4))
+        let h = try await Harness(backends: [alarm])
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm"]))
+        #expect(h.clock.armedAt == t0 + .seconds(10))
+    }
+
+    @Test("at most two slices wait for their instant; the rest of a burst is claimed at it, each firing once")
+    func burstBeyondTheLimit() async throws {
+        let h = try await Harness()
+        for i in 0..<300 { try await h.center.schedule(spec("b\(i)", at(10))) }
+        _ = try await wake(h)
+        #expect(h.spy.deliveries.isEmpty)
+        #expect(h.clock.armedAt == t0 + .seconds(10), "no early wake-up once the limit waits")
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        let got = await h.settled()
+        #expect(got.count == 300)
+        #expect(Set(got.map(\.key)).count == 300)
+        #expect(got.allSatisfy { $0.fired == t0 + .seconds(10) })
+    }
+
+    @Test("shutdown delivers what it claimed, rather than leave it to a start-up after its instant")
+    func shutdownDelivers() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        await h.center.shutdown()
+        #expect(h.spy.deliveries.map(\.key) == ["tea"])
+    }
+
+    @Test("with no lead, the timer wakes at the instant and the firing is claimed then")
+    func noLead() async throws {
+        let h = try await Harness { $0.claimAhead = .zero }
+        try await h.center.schedule(spec("tea", at(10)))
+        #expect(h.clock.armedAt == t0 + .seconds(10))
+        _ = try await wake(h)
+        #expect(await h.settled().map(\.key) == ["tea"])
+    }
+}
