@@ -41,7 +41,8 @@ inside() {
   no_swift "before installing"
   cd "$(dirname "$deb")"
   # What a user types; apt warns that its CLI is not stable, which does not matter here.
-  apt install -y --no-install-recommends "./$(basename "$deb")" 2>&1 | grep -v 'does not have a stable CLI' >&2
+  { apt install -y --no-install-recommends "./$(basename "$deb")" 2>&1 || fail "apt install of $(basename "$deb") failed"; } \
+    | grep -v 'does not have a stable CLI' >&2
   dpkg-query -W -f='${Status}\n' tocsin | grep -qx 'install ok installed' || fail "tocsin is not installed"
   no_swift "after installing"
   if ldd /usr/bin/tocsin | grep -E 'not found|swift' >&2; then fail "/usr/bin/tocsin misses a library (above)"; fi
@@ -51,12 +52,12 @@ inside() {
   useradd --create-home --shell /bin/bash tester
   as_user --checks "${version%-*}"
   # A test tool, not a dependency: dbus-run-session and the session bus's configuration.
-  apt-get install -y --no-install-recommends dbus-daemon >/dev/null
+  apt-get install -y --no-install-recommends dbus-daemon >/dev/null || fail "could not install dbus-daemon in the root"
   # In a PID namespace of its own: when the session ends, the kernel ends whatever it left (a
   # daemon that D-Bus activation started is no child of ours), so nothing outlives the root.
   # (No --mount-proc: in a chroot, / is no mount point to make private; /proc shows the host's pids.)
   unshare --pid --fork bash /tmp/test-package.sh --as-user --session "${version%-*}"
-  apt purge -y tocsin 2>&1 | grep -v 'does not have a stable CLI' >&2
+  { apt purge -y tocsin 2>&1 || fail "apt purge tocsin failed"; } | grep -v 'does not have a stable CLI' >&2
   purged
   say "PASSED: the package installs, works and purges cleanly on a clean Debian $(cat /etc/debian_version)"
 }
@@ -69,8 +70,8 @@ as_user() {
 no_swift() {
   local found
   found="$(find / -xdev \( -name 'libswift*' -o -name '*.swiftmodule' -o -name 'libFoundation*.so*' -o -name 'libdispatch.so*' \
-                        -o -name swift -o -name swiftc \) -print 2>/dev/null | head)"
-  [ -z "$found" ] || fail "Swift files in the root ($1): $found"
+                        -o -name swift -o -name swiftc \) -print 2>/dev/null || true)"
+  [ -z "$found" ] || fail "Swift files in the root ($1): $(head -20 <<<"$found")"
   say "no Swift anywhere in the root ($1)"
 }
 
