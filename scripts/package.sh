@@ -9,7 +9,8 @@
 #   rebuilds the development .build), without the $ORIGIN run path SwiftPM adds by default
 #   (--disable-local-rpath: nothing is loaded from beside the binary), and stripped.
 # - Depends: is computed by dpkg-shlibdeps from the binary's NEEDED entries and the shlibs/symbols
-#   files of the Debian packages that provide them; no library is typed by hand. The one named
+#   files of the Debian packages that provide them, plus the packages of the libraries the binary
+#   opens with dlopen (sonames in its strings); no library is typed by hand. The one named
 #   dependency is tzdata: zone rules are read from /usr/share/zoneinfo at run time, which no linker
 #   sees (Debian 12 has it as a required package, later releases no longer do).
 # - The version is Gateway.version in Sources/TocsinGateway/Version.swift, the one source that
@@ -113,6 +114,22 @@ install -m 0644 contrib/debian/tocsin.lintian-overrides "$pkg/usr/share/lintian/
 printf 'Source: tocsin\n\nPackage: tocsin\nArchitecture: any\n' > "$work/debian/control"
 depends="$(cd "$work" && dpkg-shlibdeps -O -e debian/tocsin/usr/bin/tocsin | sed -n 's/^shlibs:Depends=//p')"
 if [ -z "$depends" ]; then say "dpkg-shlibdeps found no dependencies"; exit 1; fi
+# A library the binary opens with dlopen (its soname is in the binary's strings, not among its
+# NEEDED entries) is invisible to dpkg-shlibdeps: the package that ships it, with the version its
+# shlibs file asks, joins Depends: too, so a lazily loaded libnotify still comes with the package.
+needed="$(readelf -d "$built" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')"
+for soname in $(grep -a -o -E 'lib[A-Za-z0-9_+-]+(-[0-9.]+)?\.so\.[0-9]+' "$pkg/usr/bin/tocsin" | sort -u); do
+  grep -qxF "$soname" <<<"$needed" && continue
+  owner="$(dpkg-query -S "*/$soname" 2>/dev/null | sed -n "s/^\([^:]*\):$arch: .*/\1/p;T;q")"
+  if [ -z "$owner" ]; then say "the binary names $soname (for dlopen), which no installed $arch package ships"; exit 1; fi
+  if grep -qE "(^|, )$owner( |,|$)" <<<"$depends"; then continue; fi
+  shlibs="$(dpkg-query --control-path "$owner:$arch" shlibs)" dep=""
+  if [ -n "$shlibs" ]; then
+    dep="$(awk -v n="${soname%%.so.*}" -v v="${soname##*.so.}" '$1 == n && $2 == v { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }' "$shlibs")"
+  fi
+  say "the binary opens $soname with dlopen: Depends: ${dep:-$owner}"
+  depends+=", ${dep:-$owner}"
+done
 depends+=", tzdata"
 
 (cd "$pkg" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) > "$pkg/DEBIAN/md5sums"

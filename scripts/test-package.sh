@@ -4,10 +4,11 @@
 #
 # It makes a clean Debian 12 (bookworm) root with mmdebstrap, copies the .deb in, and there:
 # `apt install ./tocsin_….deb` (dependencies resolve from the package's own Depends:), checks that
-# no Swift file exists anywhere, runs `tocsin --version`, `tocsin check` of the installed examples
+# no Swift file exists anywhere and every library the binary loads or names for dlopen is there,
+# runs `tocsin --version`, `tocsin check` of the installed examples
 # and `tocsin next` as a user, then installs dbus-daemon (a test tool) and, in dbus-run-session,
 # runs `tocsin daemon`, `tocsin schedule --after 2s`, waits for the log backend's line of the
-# firing and checks `tocsin status`; it stops the daemon and lets D-Bus activation start the
+# firing and checks `tocsin status` (the desktop backend's health there shows libnotify loads); it stops the daemon and lets D-Bus activation start the
 # installed one from its activation file. Last, `apt purge tocsin` must leave none of the
 # package's files (`dpkg -L`, captured before).
 #
@@ -46,6 +47,12 @@ inside() {
   dpkg-query -W -f='${Status}\n' tocsin | grep -qx 'install ok installed' || fail "tocsin is not installed"
   no_swift "after installing"
   if ldd /usr/bin/tocsin | grep -E 'not found|swift' >&2; then fail "/usr/bin/tocsin misses a library (above)"; fi
+  # Libraries it opens later with dlopen (named in its strings) must be installed too.
+  local soname libraries
+  libraries="$(ldconfig -p)"
+  for soname in $(grep -a -o -E 'lib[A-Za-z0-9_+-]+(-[0-9.]+)?\.so\.[0-9]+' /usr/bin/tocsin | sort -u); do
+    grep -qF $'\t'"$soname (" <<<"$libraries" || fail "/usr/bin/tocsin names $soname, which is not installed"
+  done
   dpkg -L tocsin > /tmp/files-before-purge
   local version
   version="$(dpkg-query -W -f='${Version}' tocsin)"
@@ -118,13 +125,15 @@ user_checks() {
 session() {
   local version="$1" log=/tmp/daemon.log daemon out pid
   mkdir -p ~/.config/tocsin
-  cp /usr/share/tocsin/examples/demo.toml ~/.config/tocsin/config.toml
+  # The log shows the firing; the desktop backend's health shows that libnotify loads (there is no
+  # notification server in the root, which is what its health must say).
+  printf '[backend.log]\ntype = "log"\n\n[backend.desktop]\ntype = "libnotify"\n' > ~/.config/tocsin/config.toml
   tocsin daemon > "$log" 2>&1 &
   daemon=$!
   trap 'kill -TERM $daemon 2>/dev/null || true' EXIT
   # Its log says when it serves; a client call before that would have the bus activate a second one.
   wait_for 20 grep -q '^info: started' "$log" || { cat "$log" >&2; fail "the daemon did not start within 20 s"; }
-  out="$(tocsin schedule --key packaged --title 'From the package' --after 2s)"
+  out="$(tocsin schedule --key packaged --title 'From the package' --after 2s --backend log)"
   [ "$out" = packaged ] || fail "tocsin schedule printed '$out'"
   wait_for 15 grep -q '^tocsin: fired key=packaged' "$log" || { cat "$log" >&2; fail "no firing of 'packaged' in the log within 15 s"; }
   say "the log backend's line: $(grep '^tocsin: fired key=packaged' "$log")"
@@ -145,14 +154,15 @@ session() {
 not_running() { ! kill -0 "$1" 2>/dev/null; }
 
 # The same lines as the source build's status check (CLIDisplayTests): running, this version,
-# this pid, its config, what it holds, and each backend's health.
+# this pid, its config, what it holds, and each backend's health (the desktop backend's says
+# whether libnotify loaded).
 status_check() {
   local version="$1" pid="$2" out line
   out="$(tocsin status)" || fail "tocsin status exited $?: $out"
   echo "$out" >&2
   for line in '^Tocsin daemon: running$' "^ +Version: ${version//./\\.}\$" "^ +PID: $pid\$" \
               '^ +Config: /home/tester/\.config/tocsin/config\.toml$' '^ +State: /home/tester/\.local/state/tocsin$' \
-              '^ +Pending: [0-9]+ notifications?$' '^ +Backends: log: ok$'; do
+              '^ +Pending: [0-9]+ notifications?$' '^ +Backends: log: ok$' '^ +desktop: no notification server$'; do
     grep -qE "$line" <<<"$out" || fail "tocsin status has no line matching '$line'"
   done
 }
