@@ -4,13 +4,13 @@
 #
 # It makes a clean Debian 12 (bookworm) root with mmdebstrap, copies the .deb in, and there:
 # `apt install ./tocsin_….deb` (dependencies resolve from the package's own Depends:), checks that
-# no Swift file exists anywhere and every library the binary loads or names for dlopen is there,
-# runs `tocsin --version`, `tocsin check` of the installed examples
-# and `tocsin next` as a user, then installs dbus-daemon (a test tool) and, in dbus-run-session,
-# runs `tocsin daemon`, `tocsin schedule --after 2s`, waits for the log backend's line of the
-# firing and checks `tocsin status` (the desktop backend's health there shows libnotify loads); it stops the daemon and lets D-Bus activation start the
-# installed one from its activation file. Last, `apt purge tocsin` must leave none of the
-# package's files (`dpkg -L`, captured before).
+# no Swift file exists anywhere and that every library the binary loads or names for dlopen is
+# installed, runs `tocsin --version`, `tocsin check` of the installed examples and `tocsin next` as
+# a user, then installs dbus-daemon (a test tool) and, in dbus-run-session, runs `tocsin daemon`,
+# `tocsin schedule --after 2s`, waits for the log backend's line of the firing and checks
+# `tocsin status` (the desktop backend's health there shows that libnotify loads). It stops the
+# daemon and lets D-Bus activation start the installed one from its activation file. Last,
+# `apt purge tocsin` must leave none of the package's files (`dpkg -L`, captured before).
 #
 # mmdebstrap rather than debootstrap: it fetches and unpacks with apt in one pass (95 s against
 # 144 s for debootstrap here, both --variant=minbase), runs this script's root part as a hook with
