@@ -25,6 +25,8 @@ PACKAGES=(
   sox
   opus-tools
   python3-dbusmock
+  libcap2-bin
+  sqlite3
   python3-dbus
   python3-gi
   python3-venv

@@ -20,6 +20,15 @@ install -d "$root/bin" "$root/lib/systemd/user" "$root/share/dbus-1/services" "$
 install -m 0755 "$bin" "$root/bin/tocsin"
 sed "s|/usr/local/bin/|$PREFIX/bin/|g" contrib/systemd/tocsin.service > "$root/lib/systemd/user/tocsin.service"
 sed "s|/usr/local/bin/|$PREFIX/bin/|g" contrib/dbus/io.github.tocsin.Gateway.service > "$root/share/dbus-1/services/io.github.tocsin.Gateway.service"
+# Wake alarms need CAP_WAKE_ALARM, which the user manager passes on from systemd 254; 255 fails
+# any user unit with AmbientCapabilities=, and older ones have nothing to pass on.
+systemd_version="$( (systemctl --version 2>/dev/null || true) | awk 'NR == 1 { print $2 }')"
+if [ -n "$systemd_version" ] && { [ "$systemd_version" = 254 ] || [ "$systemd_version" -ge 256 ] 2>/dev/null; }; then
+  install -d "$root/lib/systemd/user/tocsin.service.d"
+  install -m 0644 contrib/systemd/tocsin.service.d/wake-alarm.conf "$root/lib/systemd/user/tocsin.service.d/"
+else
+  echo "install: systemd ${systemd_version:-not found}: wake alarms need 'sudo setcap cap_wake_alarm+ep $PREFIX/bin/tocsin' (README, Sleep and wake)" >&2
+fi
 install -m 0644 contrib/io.github.tocsin.Gateway1.xml contrib/io.github.tocsin.Backend1.xml "$root/share/dbus-1/interfaces/"
 install -m 0644 contrib/examples/*.toml "$root/share/tocsin/examples/"
 if [ -d contrib/sounds ]; then

@@ -38,9 +38,11 @@ public struct FleetNotification: Codable, Hashable, Sendable {
     public var missed: String?
     public var maxLate: Int64?
     public var timezone: String?
+    /// Sent only when true, so machines that predate `wake` read the message as before.
+    public var wake: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case title, body, trigger, backends, urgency, icon, category, sound, actions, missed, timezone
+        case title, body, trigger, backends, urgency, icon, category, sound, actions, missed, timezone, wake
         case userInfo = "user_info", maxLate = "max_late"
     }
 
@@ -66,6 +68,7 @@ public struct FleetNotification: Codable, Hashable, Sendable {
         missed = n.missed.rawValue
         maxLate = n.maxLate?.microseconds
         timezone = n.timezone
+        wake = n.wake ? true : nil
     }
 
     /// The notification as this machine schedules it (`fleet` set, so a cancel here is shared
@@ -158,6 +161,7 @@ public struct FleetNotification: Codable, Hashable, Sendable {
             }
             s.timezone = tz
         }
+        s.wake = wake ?? false
         return .success(s)
     }
 }

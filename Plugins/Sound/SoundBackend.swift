@@ -225,6 +225,14 @@ public final class SoundBackend: DeliveryBackend, Sendable {
         }
     }
 
+    /// Stops the players where they are before the machine sleeps (SIGSTOP to each player's
+    /// group) and lets them go on after resume (SIGCONT), so a ringing alarm neither plays into
+    /// the suspend nor starts over.
+    public func systemSleep(_ sleeping: Bool) async {
+        let all = state.withLock { Array($0.playing.values) }
+        for p in all { p.process.signal(sleeping ? SIGSTOP : SIGCONT) }
+    }
+
     // MARK: -
 
     private func take(_ key: String) -> Playing? {

@@ -34,6 +34,28 @@ int64_t tocsin_timerfd_read(int fd) {
     return -2;
 }
 
+int tocsin_timerfd_create_alarm(void) {
+    int fd = timerfd_create(CLOCK_REALTIME_ALARM, TFD_NONBLOCK | TFD_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
+}
+
+int tocsin_timerfd_arm_alarm(int fd, int64_t unix_usec) {
+    struct itimerspec spec;
+    memset(&spec, 0, sizeof spec);
+    if (unix_usec > 0) { /* zero disarms */
+        spec.it_value.tv_sec = (time_t)(unix_usec / 1000000);
+        spec.it_value.tv_nsec = (long)((unix_usec % 1000000) * 1000);
+    }
+    return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL) == 0 ? 0 : -errno;
+}
+
+int64_t tocsin_timerfd_armed_usec(int fd) {
+    struct itimerspec cur;
+    if (timerfd_gettime(fd, &cur) != 0) return -errno;
+    if (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0) return 0;
+    return tocsin_realtime_usec() + (int64_t)cur.it_value.tv_sec * 1000000 + cur.it_value.tv_nsec / 1000;
+}
+
 int tocsin_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int tocsin_eventfd_signal(int fd) {

@@ -70,13 +70,18 @@ public struct NotificationRequest: Sendable, Hashable {
     /// False keeps a pending notification with the same key instead of replacing it: an app that
     /// re-adds its schedule on every start then leaves running ones alone.
     public var replacesExisting: Bool
+    /// True brings the machine out of suspend for its firings (the daemon's `wake = true`), where
+    /// the daemon may arm wake alarms (`CAP_WAKE_ALARM`); it fires as usual either way.
+    public var wakesDevice: Bool
 
     /// A request replaces one with the same key unless `replacesExisting` is false.
-    public init(key: String, content: NotificationContent, trigger: NotificationTrigger, replacesExisting: Bool = true) {
+    public init(key: String, content: NotificationContent, trigger: NotificationTrigger, replacesExisting: Bool = true,
+                wakesDevice: Bool = false) {
         self.key = key
         self.content = content
         self.trigger = trigger
         self.replacesExisting = replacesExisting
+        self.wakesDevice = wakesDevice
     }
 
     /// Throws what the client can tell is wrong without asking the daemon, naming the field.

@@ -29,11 +29,14 @@ public struct PendingNotification: Sendable, Hashable {
     public var userInfo: [String: String]
     /// While snoozed: when it comes back.
     public var snoozedUntil: Date?
+    /// As requested (`NotificationRequest.wakesDevice`).
+    public var wakesDevice: Bool
 
     /// For the double and for apps' own fakes; the client decodes the daemon's list.
     public init(key: String, title: String, body: String = "", nextFire: Date?, lastFire: Date? = nil,
                 state: State = .scheduled, triggerDescription: String = "", urgency: NotificationUrgency = .normal,
-                backends: [String] = [], userInfo: [String: String] = [:], snoozedUntil: Date? = nil) {
+                backends: [String] = [], userInfo: [String: String] = [:], snoozedUntil: Date? = nil, wakesDevice: Bool = false) {
+        self.wakesDevice = wakesDevice
         self.key = key
         self.title = title
         self.body = body
@@ -150,10 +153,26 @@ public struct DaemonStatus: Sendable, Hashable {
     public var nextKey: String?
     /// When that is.
     public var nextFire: Date?
+    /// Whether the daemon can wake the machine: `available`, `off (...)` or `unavailable: ` and why
+    /// (e.g. no `CAP_WAKE_ALARM`); empty from a daemon that does not say.
+    public var wake: String
+    /// The earliest firing that asks to wake the machine (`wakesDevice`), and when.
+    public var wakeNextKey: String?
+    public var wakeNext: Date?
+    /// The instant the daemon's wake-alarm timer holds, as the kernel reads it back; nil when not armed.
+    public var wakeArmed: Date?
+    /// Whether the daemon follows logind's sleep announcements, or why not.
+    public var sleep: String
 
     /// For the double and for apps' own fakes.
     public init(version: String, pid: Int = 0, pending: Int, backends: [String: String] = [:], nextKey: String? = nil,
-                nextFire: Date? = nil) {
+                nextFire: Date? = nil, wake: String = "", wakeNextKey: String? = nil, wakeNext: Date? = nil,
+                wakeArmed: Date? = nil, sleep: String = "") {
+        self.wake = wake
+        self.wakeNextKey = wakeNextKey
+        self.wakeNext = wakeNext
+        self.wakeArmed = wakeArmed
+        self.sleep = sleep
         self.version = version
         self.pid = pid
         self.pending = pending

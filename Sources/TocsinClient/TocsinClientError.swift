@@ -103,7 +103,7 @@ extension TocsinClientError {
     static let knownFields: Set<String> = [
         "key", "title", "body", "at", "after", "every", "count", "starting", "until", "on_calendar",
         "remind_before", "timezone", "dst_gap", "dst_fold", "backends", "urgency", "icon", "category", "sound",
-        "actions", "user_info", "missed", "max_late", "replace", "duration", "for", "since", "limit",
+        "actions", "user_info", "missed", "max_late", "replace", "wake", "duration", "for", "since", "limit",
     ]
 
     /// The field a daemon message names: `field 'at': ...`, `invalid 'after': ...`, `'title' in the

@@ -22,6 +22,7 @@ enum Wire {
     static func spec(_ request: NotificationRequest) -> DBusValue {
         var f = spec(request.content, key: request.key) + trigger(request.trigger)
         if !request.replacesExisting { f.append(("replace", .boolean(false))) }
+        if request.wakesDevice { f.append(("wake", .boolean(true))) }
         return .vardict(f)
     }
 
@@ -92,7 +93,8 @@ enum Wire {
             state: f.string("state").flatMap(PendingNotification.State.init(rawValue:)) ?? .scheduled,
             triggerDescription: f.string("trigger") ?? "",
             urgency: f.string("urgency").flatMap(NotificationUrgency.init(rawValue:)) ?? .normal,
-            backends: f.strings("backends"), userInfo: f.table("user_info"), snoozedUntil: f.date("snoozed_until"))
+            backends: f.strings("backends"), userInfo: f.table("user_info"), snoozedUntil: f.date("snoozed_until"),
+            wakesDevice: f.bool("wake") ?? false)
     }
 
     static func history(_ v: DBusValue) throws(TocsinClientError) -> HistoryEntry? {
@@ -105,7 +107,9 @@ enum Wire {
     static func status(_ v: DBusValue) throws(TocsinClientError) -> DaemonStatus {
         let f = try Fields(v)
         return DaemonStatus(version: f.string("version") ?? "", pid: f.uint32("pid") ?? 0, pending: f.uint32("pending") ?? 0,
-                            backends: f.table("backends"), nextKey: f.string("next_key"), nextFire: f.date("next_fire"))
+                            backends: f.table("backends"), nextKey: f.string("next_key"), nextFire: f.date("next_fire"),
+                            wake: f.string("wake") ?? "", wakeNextKey: f.string("wake_next_key"), wakeNext: f.date("wake_next"),
+                            wakeArmed: f.date("wake_armed"), sleep: f.string("sleep") ?? "")
     }
 
     static func quiet(_ v: DBusValue) throws(TocsinClientError) -> QuietState {

@@ -157,7 +157,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
                 lastFire: e.last.map { date($0.instant) }, state: e.snoozedUntil != nil ? .snoozed : .scheduled,
                 triggerDescription: e.trigger.summary, urgency: e.request.content.urgency,
                 backends: e.request.content.backends ?? backends.map { $0.sorted() } ?? [], userInfo: e.request.content.userInfo,
-                snoozedUntil: e.snoozedUntil.map(date))
+                snoozedUntil: e.snoozedUntil.map(date), wakesDevice: e.request.wakesDevice)
         }
     }
 
@@ -227,13 +227,18 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return Array(matching.prefix(min(query.limit, 10_000)))
     }
 
-    /// `version` is `in-memory`; each configured backend is `ok`.
+    /// `version` is `in-memory`; each configured backend is `ok`. It has no wake-alarm timer:
+    /// `wake` is `off (in-memory)`, and `wakeNext` is computed as the daemon does, never armed.
     public func status() async throws(TocsinClientError) -> DaemonStatus {
         try record(.status)
-        let next = entries.compactMap { k, e in (e.snoozedUntil ?? e.next?.instant).map { (k, $0) } }.min { $0.1 < $1.1 }
+        let due = entries.compactMap { k, e in (e.snoozedUntil ?? e.next?.instant).map { (k, $0, e.request.wakesDevice) } }
+        let next = due.min { $0.1 < $1.1 }
+        let wake = due.filter(\.2).min { $0.1 < $1.1 }
         return DaemonStatus(version: "in-memory", pending: entries.count,
                             backends: Dictionary(uniqueKeysWithValues: (backends ?? []).map { ($0, "ok") }),
-                            nextKey: next?.0, nextFire: next.map { date($0.1) })
+                            nextKey: next?.0, nextFire: next.map { date($0.1) },
+                            wake: "off (in-memory)", wakeNextKey: wake?.0, wakeNext: wake.map { date($0.1) },
+                            sleep: "off: in-memory")
     }
 
     /// Holds `fired` events until `quietOff`.

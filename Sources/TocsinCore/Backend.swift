@@ -106,6 +106,9 @@ public protocol DeliveryBackend: Sendable {
     /// otherwise: things a person sees or hears (popups, sound) hold; machine-facing ones
     /// (signals, log, programs) deliver, so subscribers still see `Fired`.
     var quietMode: QuietMode { get }
+    /// The machine is about to sleep (true) or has resumed (false), as logind announces it. A
+    /// backend with something running (a ringing sound) pauses it cleanly and goes on after.
+    func systemSleep(_ sleeping: Bool) async
 }
 
 /// A backend's answer to "could you deliver now?". Deliberately two states: anything finer
@@ -134,6 +137,7 @@ extension DeliveryBackend {
         await withdraw(key: key, reason: reason)
     }
     public func shutdown() async {}
+    public func systemSleep(_ sleeping: Bool) async {}
 }
 
 /// What a factory gets besides its table.

@@ -28,6 +28,8 @@ public struct Notification: Hashable, Sendable {
     public var source: NotificationSource
     /// Identifies the definition as written, so an unchanged config entry keeps its state across reloads.
     public var fingerprint: String
+    /// Arm the wake-alarm timer for its firings (`wake = true`).
+    public var wake = false
 
     public init(key: String, title: String, body: String = "", trigger: Trigger, backends: [String]? = nil,
                 urgency: Urgency = .normal, icon: String? = nil, category: String? = nil, sound: String? = nil,
@@ -104,4 +106,5 @@ public struct PendingNotification: Hashable, Sendable {
     public var state: AlertState
     /// The latest occurrence that fell due; nil before the first.
     public var lastFire: Instant? = nil
+    public var wake: Bool { notification.wake }
 }

@@ -187,6 +187,7 @@ public final class GatewayService: Sendable {
         ]
         if let next = p.nextFire { fields.append(("next_fire", .int64(next.microseconds))) }
         if let last = p.lastFire { fields.append(("last_fire", .int64(last.microseconds))) }
+        if n.wake { fields.append(("wake", .boolean(true))) }
         if case .snoozed(let until) = p.state { fields.append(("snoozed_until", .int64(until.microseconds))) }
         if case .ringing(_, let rings) = p.state { fields.append(("rings", .uint32(rings))) }
         if case .unanswered(let rings) = p.state { fields.append(("rings", .uint32(rings))) }
@@ -210,7 +211,23 @@ public final class GatewayService: Sendable {
             fields.append(("next_key", .string(next.key)))
             fields.append(("next_fire", .int64(next.instant.microseconds)))
         }
+        fields += await sleepFields(center: center, info: info)
         return .vardict(fields)
+    }
+
+    /// Wake alarms and sleep: whether the machine can be woken (and why not), the next
+    /// notification that asks to, the instant the kernel's alarm timer holds, and logind's state.
+    static func sleepFields(center: TocsinCenter, info: DaemonInfo) async -> [(String, DBusValue)] {
+        var fields: [(String, DBusValue)] = []
+        let wake = await center.wakeStatus
+        fields.append(("wake", .string(wake?.availability.description ?? "off (no wake-alarm timer)")))
+        if let next = await center.nextWake() {
+            fields.append(("wake_next_key", .string(next.key)))
+            fields.append(("wake_next", .int64(next.instant.microseconds)))
+        }
+        if let armed = wake?.armed { fields.append(("wake_armed", .int64(armed.microseconds))) }
+        fields.append(("sleep", .string(info.sleep?.state.description ?? "off: not watched")))
+        return fields
     }
 
     // MARK: Connection and signals
@@ -289,6 +306,8 @@ public struct DaemonInfo: Sendable {
     public var stateDirectory: String
     public var started: Instant
     public var pid: UInt32
+    /// logind's sleep announcements as the daemon follows them; nil: not watched.
+    public var sleep: SleepWatch?
 
     /// `pid` nil: this process's.
     public init(configFile: String = "", stateDirectory: String = "", started: Instant = Instant(microseconds: 0),

@@ -19,6 +19,14 @@ public final class PrivateBus: Sendable {
         return parts.joined(separator: "/") + "/contrib/test/dbus-session.conf"
     }()
 
+    /// The committed system-bus config (`contrib/test/dbus-system.conf`), for a bus that plays
+    /// the system bus (logind's, mocked by python3-dbusmock) beside the session one.
+    public static let systemConfigFile: String = {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/") + "/contrib/test/dbus-system.conf"
+    }()
+
     private init(address: String, process: TestProcess) {
         self.address = address
         self.process = process

@@ -116,6 +116,13 @@ public final class VirtualClock: TocsinClock, WakeupTimer, Sendable {
     @discardableResult
     public func advance(by span: TimeSpan) -> Bool { advance(to: now() + span) }
 
+    /// Time that passes while the machine is suspended: the clock moves, and nothing is told
+    /// (neither the loop nor sleepers), as nothing runs until the machine resumes and someone
+    /// (logind's `PrepareForSleep(false)`, the kernel's timers) says so.
+    public func passWhileSuspended(_ span: TimeSpan) {
+        state.withLock { $0.now = $0.now + span }
+    }
+
     /// Sets the wall clock to any instant, forward or back, as `date -s` or a resume would, and tells
     /// the loop the clock changed.
     public func jump(to instant: Instant) {

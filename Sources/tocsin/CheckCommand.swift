@@ -30,6 +30,12 @@ struct CheckCommand: ParsableCommand {
         case .success(let loaded):
             let c = loaded.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
+            // Only worth a line when something asks to wake: said, never refused (it still fires awake).
+            let waking = c.notifications.filter(\.wake).count
+            if waking > 0 {
+                let availability = c.daemon.wakeAlarms ? WakeAvailability.probe() : .off
+                print("wake: \(availability) (\(waking) notification\(waking == 1 ? "" : "s") with wake = true; checked as this process, the daemon may hold other capabilities)")
+            }
         case .failure(let error):
             throw CommandFailure(diagnostics: error.rendered)
         }

@@ -73,11 +73,13 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
     var keepExisting = false
     @Flag(help: "Schedule it on every machine of the daemon's [fleet] too.") var fleet = false
+    @Flag(help: "Wake the machine from suspend for its firings (needs CAP_WAKE_ALARM; see tocsin status).") var wake = false
     @OptionGroup var bus: ClientOptions
 
     func run() async throws {
         var f = try notification.fields()
         if fleet { f.append(("fleet", .boolean(true))) }
+        if wake { f.append(("wake", .boolean(true))) }
         for (k, v) in [("at", at), ("after", after), ("every", every), ("starting", starting), ("until", until),
                        ("on_calendar", onCalendar), ("timezone", timezone), ("dst_gap", dstGap), ("dst_fold", dstFold),
                        ("missed", missed), ("max_late", maxLate)] {
@@ -126,7 +128,8 @@ struct ListCommand: AsyncParsableCommand {
                 key: (try? d["key"]?.asString()) ?? "",
                 next: (try? d["next_fire"]?.asInt64()).map { Instant(microseconds: $0) },
                 last: (try? d["last_fire"]?.asInt64()).map { Instant(microseconds: $0) },
-                state: (try? d["state"]?.asString()) ?? "", trigger: (try? d["trigger"]?.asString()) ?? "",
+                // A notification that wakes the machine says so beside its state.
+                state: ((try? d["state"]?.asString()) ?? "") + ((try? d["wake"]?.asBool()) == true ? "+wake" : ""), trigger: (try? d["trigger"]?.asString()) ?? "",
                 title: (try? d["title"]?.asString()) ?? "")
         }
         for line in display.table(rows) { print(line) }

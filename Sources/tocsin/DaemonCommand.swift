@@ -52,6 +52,7 @@ struct DaemonCommand: AsyncParsableCommand {
             connect: { [bus] in try await bus.connect(host: ExecutorLoopHost.global) }, busDescription: bus.description,
             clock: SystemClock(), makeTimer: { try TimerFDWakeup() }, logger: logger, environment: env)
         if bus.bus == "session" { setup.busMessageLimit = DaemonSetup.sessionBusLimit }
+        setup.connectSystem = { try await DBusConnection.system(host: ExecutorLoopHost.global) }
         setup.notify = { state in
             switch state {
             case .ready(let status): systemd.ready(status: status)

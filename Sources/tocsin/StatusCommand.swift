@@ -45,6 +45,12 @@ struct StatusCommand: AsyncParsableCommand {
         } else {
             add("Next", "nothing scheduled")
         }
+        if let wake = string("wake") { add("Wake", wake) }
+        if let next = instant("wake_next") {
+            let armed = instant("wake_armed").map { "armed for \(display.absolute($0))" } ?? "not armed"
+            add("Wake next", "\(display.moment(next)): \(string("wake_next_key") ?? "?") (\(armed))")
+        }
+        if let sleep = string("sleep") { add("Sleep", sleep) }
         let backends = d["backends"]?.stringPairs ?? []
         if backends.isEmpty { add("Backends", "none configured") }
         for (i, (name, health)) in backends.enumerated() {

@@ -37,7 +37,8 @@ struct DaemonInProcessTests {
 
     static func start(bus: PrivateBus, state: String, clock: VirtualClock, config: String = Self.config,
                       extra: [any BackendFactory] = [], reloaded: @escaping @Sendable () -> Void = {},
-                      log: WaitableState<[String]>? = nil) async throws -> Running {
+                      log: WaitableState<[String]>? = nil,
+                      configure: (inout DaemonSetup) -> Void = { _ in }) async throws -> Running {
         let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let address = bus.address
         let logger = Logger(label: "test") { _ -> any LogHandler in
@@ -45,12 +46,13 @@ struct DaemonInProcessTests {
             return SwiftLogNoOpLogHandler()
         }
         let factories: [any BackendFactory] = extra
-        let setup = DaemonSetup(
+        var setup = DaemonSetup(
             config: loaded, reloadConfig: { reloaded(); return .success(loaded) },
             registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())] + factories) },
             stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
             busDescription: "the test bus", clock: clock, makeTimer: { clock },
             logger: logger, environment: [:])
+        configure(&setup)
         let daemon = try await TocsinDaemon.start(setup)
         let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
         let task = Task { await daemon.run(controls: controls) }

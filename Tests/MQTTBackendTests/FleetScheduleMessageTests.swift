@@ -45,6 +45,18 @@ struct FleetScheduleMessageTests {
         #expect(spec.timezone == "UTC")
     }
 
+    @Test("wake crosses when set, and a message without it (an older machine's) reads as false")
+    func wake() throws {
+        var n = TocsinCore.Notification(key: "up", title: "Up", trigger: .at(Self.due))
+        n.wake = true
+        let m = FleetMessage(kind: .scheduled, key: n.key, occurrence: 0, due: 42, origin: "a", notification: FleetNotification(n))
+        #expect(try FleetMessage.decode(m.encoded()).get().notification?.spec(key: "up").get().wake == true)
+        n.wake = false
+        let plain = FleetMessage(kind: .scheduled, key: n.key, occurrence: 0, due: 42, origin: "a", notification: FleetNotification(n))
+        #expect(!String(decoding: plain.encoded(), as: UTF8.self).contains("wake"), "not sent when false")
+        #expect(try FleetMessage.decode(plain.encoded()).get().notification?.spec(key: "up").get().wake == false)
+    }
+
     @Test("a snooze carries its until; a cancel needs nothing else")
     func snoozeAndCancel() throws {
         let s = FleetMessage(kind: .snoozed, key: "wake", occurrence: 1, due: 5, snooze: 1, origin: "a", until: 95_000_000)

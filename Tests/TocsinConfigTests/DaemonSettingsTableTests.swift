@@ -49,6 +49,8 @@ struct DaemonSettingsTableTests {
             expected: ["2:23: 'history_max_entries' must be between 0 and 10000000, found -1"]),
         Row(name: "min_period above 1d", toml: "min_period = \"25h\"",
             expected: ["2:14: 'min_period' is 1d 1h; it must be between 1ms and 1d"]),
+        Row(name: "wake_alarms not a boolean", toml: "wake_alarms = \"yes\"",
+            expected: ["2:15: 'wake_alarms' in [daemon] must be a boolean, found string"]),
         Row(name: "every key at a bound is accepted",
             toml: "max_pending = 1\nmax_pending_per_client = 100000000\nmax_message_size = 134217728\nhistory_max_entries = 0\nmin_period = \"1ms\"",
             expected: []),
@@ -71,6 +73,7 @@ struct DaemonSettingsTableTests {
         #expect(summary["history_max_age"] == "History drops events older than this (default 30d).")
         #expect(summary["max_message_size"] == "Largest D-Bus message the daemon sends, in bytes (default: 134217728 on the session bus, else 33554432).")
         #expect(DaemonSettings.keys.map(\.type) == ["string", "string", "string", "duration", "integer", "integer", "string",
-                                                   "duration", "integer", "integer", "duration"])
+                                                   "duration", "integer", "integer", "duration", "boolean"])
+        #expect(summary["wake_alarms"] == "Arm a CLOCK_REALTIME_ALARM timer so notifications with wake = true bring the machine out of suspend (default true).")
     }
 }

@@ -11,6 +11,22 @@ int tocsin_timerfd_disarm(int fd);
 /* Returns expirations (>0), 0 for EAGAIN, -1 for a clock change (ECANCELED), -2 other error. */
 int64_t tocsin_timerfd_read(int fd);
 
+/* Wake alarms: an absolute timer on CLOCK_REALTIME_ALARM, which brings the machine out of
+ * suspend when it expires. Returns the descriptor, or -errno (-EPERM without CAP_WAKE_ALARM,
+ * -EINVAL/-EOPNOTSUPP/-ENODEV without an RTC that can wake). Nobody reads it: its expiry only
+ * wakes the machine, and the alarm itself fires from the CLOCK_REALTIME timer. */
+int tocsin_timerfd_create_alarm(void);
+/* Arms it at an absolute CLOCK_REALTIME instant (TFD_TIMER_ABSTIME); 0 or -errno. */
+int tocsin_timerfd_arm_alarm(int fd, int64_t unix_usec);
+/* When the timer expires, as a CLOCK_REALTIME instant in microseconds read back from the
+ * kernel (timerfd_gettime plus the clock now); 0 when disarmed, -errno on error. */
+int64_t tocsin_timerfd_armed_usec(int fd);
+/* The errno values the wake-alarm fallback reports. */
+#define TOCSIN_EPERM 1
+#define TOCSIN_ENODEV 19
+#define TOCSIN_EINVAL 22
+#define TOCSIN_EOPNOTSUPP 95
+
 int tocsin_eventfd_create(void);
 int tocsin_eventfd_signal(int fd);
 int tocsin_eventfd_drain(int fd);

@@ -76,6 +76,12 @@ extension DaemonKey where Value == TimeSpan {
     }
 }
 
+extension DaemonKey where Value == Bool {
+    static func boolean(_ name: String, default d: Bool, doc: String) -> Self {
+        Self(name: name, type: "boolean", defaultValue: d, doc: fill(doc, default: "\(d)")) { r in r.bool(name) }
+    }
+}
+
 extension DaemonKey where Value == TimeSpan? {
     /// A positive span with no default.
     static func duration(_ name: String, doc: String) -> Self {
@@ -130,6 +136,9 @@ public enum DaemonKeys: Sendable {
         doc: "History keeps the newest this many events (default {default}; 0 records none).")
     public static let historyMaxAge = DaemonKey<TimeSpan>.duration(
         "history_max_age", default: .hours(30 * 24), doc: "History drops events older than this (default {default}).")
+    public static let wakeAlarms = DaemonKey<Bool>.boolean(
+        "wake_alarms", default: true,
+        doc: "Arm a CLOCK_REALTIME_ALARM timer so notifications with wake = true bring the machine out of suspend (default {default}).")
 
     /// Not a `[daemon]` key, but a default of the same engine: `Snooze` without a duration.
     public static let snooze = TimeSpan.minutes(5)
@@ -164,6 +173,9 @@ public struct DaemonSettings: Hashable, Sendable {
     public var historyMaxEntries = DaemonKeys.historyMaxEntries.defaultValue
     /// ... and none older than this. Bounded so the state file does not grow without end.
     public var historyMaxAge = DaemonKeys.historyMaxAge.defaultValue
+    /// Whether `wake = true` arms the wake-alarm timer; false keeps the machine asleep (the
+    /// notifications still fire once it wakes).
+    public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
     public init() {}
 
     /// A key bound to the field it sets.
@@ -189,6 +201,7 @@ public struct DaemonSettings: Hashable, Sendable {
         Binding(DaemonKeys.maxMessageSize) { $0.maxMessageSize = $1 },
         Binding(DaemonKeys.historyMaxEntries) { $0.historyMaxEntries = $1 },
         Binding(DaemonKeys.historyMaxAge) { $0.historyMaxAge = $1 },
+        Binding(DaemonKeys.wakeAlarms) { $0.wakeAlarms = $1 },
     ]
 
     public static let keys: [NotificationFields.Field] = table.map(\.field)

@@ -76,6 +76,9 @@ public struct NotificationSpec: Hashable, Sendable {
     /// Scheduled (replaced, cancelled) on every machine of the `[fleet]` too. Run time only
     /// (D-Bus, CLI): a config file is each machine's own, so a shared entry is written in each.
     public var fleet: Bool = false
+    /// Bring the machine out of suspend for its firings (a `CLOCK_REALTIME_ALARM` timer), where
+    /// `[daemon] wake_alarms` and the system allow it; it fires as usual either way.
+    public var wake: Bool = false
     /// Where the table starts, and where the trigger key was written, for later errors.
     public var location = SourceLocation(line: 1, column: 1)
     public var triggerLocation = SourceLocation(line: 1, column: 1)
@@ -136,6 +139,7 @@ public enum NotificationFields: Sendable {
         Field(name: "user_info", type: "table of strings", summary: "Handed back with every firing and action."),
         Field(name: "missed", type: "string", summary: "skip, fire-once or fire-all (default: [daemon] missed)."),
         Field(name: "max_late", type: "duration", summary: "A missed firing later than this is skipped."),
+        Field(name: "wake", type: "boolean", summary: "Wake the machine from suspend for its firings (default false; needs CAP_WAKE_ALARM, see [daemon] wake_alarms)."),
         Field(name: "fleet", type: "boolean", summary: "Schedule (replace, cancel) it on every machine of the [fleet] too (default false; D-Bus and CLI only)."),
     ]
 
@@ -199,6 +203,7 @@ public enum NotificationFields: Sendable {
             } else { spec.timezone = tz }
         }
         if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
+        if let wake = r.bool("wake") { spec.wake = wake }
         if let fleet = r.bool("fleet") {
             // Refused in a config file: every machine reads its own, so publishing it would make
             // each machine's copy replace the others' (and a reload fight the fleet).

@@ -61,6 +61,7 @@ extension TocsinCenter {
         }
         committing = false
         rearm()
+        releaseSettleWaiters()
     }
 
     private func runBatch(_ work: [Work]) async {
@@ -150,6 +151,9 @@ extension TocsinCenter {
                 switch result {
                 case .success:
                     machine.endRecording()
+                    // Before anyone is answered: a caller that hears back finds the wake alarm
+                    // already armed for what it changed (`Status` reads the kernel's timer).
+                    armWake()
                     if let swapTo { await setBackends(swapTo) }
                     for (c, result, actions) in calls {
                         perform(actions, contents: fresh)

@@ -15,6 +15,8 @@ public struct CenterOptions: Sendable {
     public var limits = SpecLimits()
     /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
     public var history = HistoryRetention()
+    /// `[daemon] wake_alarms`: whether the daemon arms a wake-alarm timer for `wake = true`.
+    public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
 
     public init(defaultZone: TimeZoneRules, zones: ZoneInfoDirectory = ZoneInfoDirectory()) {
         self.defaultZone = defaultZone
@@ -34,6 +36,7 @@ extension CenterOptions {
         defaultMaxLate = d.maxLate
         limits.minPeriod = d.minPeriod
         history = HistoryRetention(maxEntries: d.historyMaxEntries, maxAge: d.historyMaxAge)
+        wakeAlarms = d.wakeAlarms
     }
 }
 

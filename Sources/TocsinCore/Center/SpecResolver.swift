@@ -75,12 +75,14 @@ struct SpecResolver: Sendable {
         if let late = spec.maxLate, !TimeLimit.fits(late) {
             throw CenterError(.invalidTrigger, TimeLimit.pastLatest(field: "max_late", value: "\(late)"), field: "max_late")
         }
-        return Notification(
+        var n = Notification(
             key: spec.key ?? Self.generatedKey(), title: spec.title, body: spec.body, trigger: trigger,
             backends: spec.backends, urgency: spec.urgency, icon: spec.icon, category: spec.category, sound: spec.sound,
             actions: spec.actions, userInfo: spec.userInfo, missed: spec.missed ?? defaultMissed,
             maxLate: spec.maxLate ?? defaultMaxLate, timezone: zone.identifier, source: source,
             fingerprint: source == .config ? Self.fingerprint(spec) : "")
+        n.wake = spec.wake
+        return n
     }
 
     /// A random (version 4) UUID: unique across restarts and machines without any state.
@@ -113,6 +115,8 @@ struct SpecResolver: Sendable {
         if case .onCalendar(let c) = s.trigger, c.dstGap != .skip || c.dstFold != .first {
             parts.append("dst_gap=\(c.dstGap.rawValue);dst_fold=\(c.dstFold.rawValue)")
         }
+        // Likewise `wake`: only when set, so a definition written before it existed is unchanged.
+        if s.wake { parts.append("wake") }
         parts = parts.map { "\($0.utf8.count):\($0)" }
         var h: UInt64 = 0xcbf2_9ce4_8422_2325
         for b in parts.joined().utf8 {

@@ -14,6 +14,8 @@ public actor TocsinCenter {
     public let options: CenterOptions
     let clock: any TocsinClock
     private let timer: (any WakeupTimer)?
+    /// Armed for the machine's `nextWake` whenever the ordinary timer is re-armed (`rearm`).
+    let wakeAlarm: (any WakeAlarm)?
     let store: any NotificationStore
     let resolver: SpecResolver
     var logger: Logger
@@ -46,22 +48,25 @@ public actor TocsinCenter {
     var quietNext: Instant?
     /// Quiet writes in call order: a hold is never overtaken by the release that deletes it.
     var quietWrites: Task<Void, Never>?
+    /// Who waits for the batches queued now to be committed (`settle`).
+    var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Opens the SQLite state in `stateDirectory`; throws when it cannot be opened or is damaged.
     public init(options: CenterOptions, stateDirectory: String, clock: any TocsinClock,
-                timer: (any WakeupTimer)?, logger: Logger) throws(CenterError) {
+                timer: (any WakeupTimer)?, wakeAlarm: (any WakeAlarm)? = nil, logger: Logger) throws(CenterError) {
         let store: SQLiteStore
         do { store = try SQLiteStore(directory: stateDirectory, zones: options.zones) } catch {
             throw CenterError(.storage, error.message)
         }
-        self.init(options: options, store: store, clock: clock, timer: timer, logger: logger)
+        self.init(options: options, store: store, clock: clock, timer: timer, wakeAlarm: wakeAlarm, logger: logger)
     }
 
     public init(options: CenterOptions, store: any NotificationStore, clock: any TocsinClock,
-                timer: (any WakeupTimer)?, logger: Logger) {
+                timer: (any WakeupTimer)?, wakeAlarm: (any WakeAlarm)? = nil, logger: Logger) {
         self.options = options
         self.clock = clock
         self.timer = timer
+        self.wakeAlarm = wakeAlarm
         self.logger = logger
         self.store = store
         machine.minPeriod = options.limits.minPeriod
@@ -348,7 +353,11 @@ public actor TocsinCenter {
     func rearm() {
         let deadlines = [machine.nextDeadline(), quietNext].compactMap { $0 }
         timer?.arm(at: deadlines.min())
+        armWake()
     }
+
+    /// The wake alarm for the earliest wake notification; an unchanged instant costs no syscall.
+    func armWake() { wakeAlarm?.arm(at: machine.nextWake()?.instant) }
 
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {

@@ -37,13 +37,13 @@ extension NotificationMachine {
 
     mutating func makeEntry(_ n: Notification) -> Entry {
         makeEntry(key: n.key, trigger: n.trigger, maxLate: n.maxLate, backends: n.backends, missed: n.missed,
-                  isConfig: n.source == .config)
+                  isConfig: n.source == .config, wake: n.wake)
     }
 
     mutating func makeEntry(key: String, trigger: Trigger, maxLate: TimeSpan?, backends: [String]?, missed: MissedPolicy,
-                            isConfig: Bool) -> Entry {
+                            isConfig: Bool, wake: Bool) -> Entry {
         Entry(key: key, trigger: triggers.compact(trigger), maxLate: maxLate?.microseconds ?? .min,
-              route: route(for: backends), missed: missed, isConfig: isConfig)
+              route: route(for: backends), missed: missed, isConfig: isConfig, wake: wake)
     }
 
     /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
@@ -211,7 +211,7 @@ extension NotificationMachine {
     /// say, so the notification is kept rather than lost).
     public mutating func restore(_ row: RestoredRow, now: Instant) {
         var e = makeEntry(key: row.key, trigger: row.trigger, maxLate: row.maxLate, backends: row.backends,
-                          missed: row.missed, isConfig: row.isConfig)
+                          missed: row.missed, isConfig: row.isConfig, wake: row.wake)
         e.last = PackedOccurrence(row.last)
         e.alert = row.alert
         e.cancelled = row.cancelled

@@ -31,6 +31,8 @@ public struct NotificationMachine: Sendable {
         var route: Int32 = -1
         var missed = DaemonKeys.missed.defaultValue
         var isConfig = false
+        /// `wake = true`: its deadlines also go into `wakeQueue`, for the wake-alarm timer.
+        var wake = false
         var cancelled = false
         var generation: UInt32 = 0
         /// Row in `owners` of the client that scheduled it (per-client quota); -1: none.
@@ -65,6 +67,9 @@ public struct NotificationMachine: Sendable {
     private var freeSlots: [Int32] = []
     private var index: [String: Int32] = [:]
     private var queue = Heap<QueueItem>()
+    /// The same deadlines for the entries that ask to wake the machine, kept as `queue` is (stale
+    /// items dropped lazily), so the wake alarm's instant costs what the next timer's does.
+    private var wakeQueue = Heap<QueueItem>()
     /// Between `beginRestore` and `endRestore`: no queue upkeep per entry.
     private var restoring = false
     private var generation: UInt32 = 0
@@ -126,7 +131,10 @@ public struct NotificationMachine: Sendable {
             if e.owner >= 0 { ownerActive[Int(e.owner)] += 1 }
         }
         guard !restoring else { return }
-        if let t = wakeAt(e) { queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
+        if let t = wakeAt(e) {
+            queue.insert(QueueItem(instant: t, slot: slot, generation: e.generation))
+            if e.wake { wakeQueue.insert(QueueItem(instant: t, slot: slot, generation: e.generation)) }
+        }
         compactQueueIfNeeded()
     }
 
@@ -336,6 +344,16 @@ public struct NotificationMachine: Sendable {
         live[Int(item.slot)] && slots[Int(item.slot)].generation == item.generation
     }
 
+    /// The earliest deadline of a notification with `wake = true`, and its key: the instant the
+    /// wake-alarm timer is armed for. It moves with the schedule as `nextDeadline` does.
+    public mutating func nextWake() -> (key: String, instant: Instant)? {
+        while let top = wakeQueue.min {
+            if isCurrent(top) { return (slots[Int(top.slot)].key, Instant(microseconds: top.instant)) }
+            _ = wakeQueue.popMin()
+        }
+        return nil
+    }
+
     /// Pops every current queue item due at `now`, as keys in (instant, key) order.
     mutating func popDue(_ now: Instant) -> [String] {
         var due: [(Int64, String)] = []
@@ -350,16 +368,22 @@ public struct NotificationMachine: Sendable {
     /// Stale queue items (from replaced or removed entries) are dropped in one rebuild when they
     /// outnumber live ones, keeping memory proportional to what is scheduled.
     private mutating func compactQueueIfNeeded() {
-        guard queue.count > 2 * index.count + 1024 else { return }
+        guard queue.count > 2 * index.count + 1024 || wakeQueue.count > 2 * index.count + 1024 else { return }
         rebuildQueue()
     }
 
     private mutating func rebuildQueue() {
         var items: [QueueItem] = []
+        var wakes: [QueueItem] = []
         items.reserveCapacity(index.count)
         for (i, e) in slots.enumerated() where live[i] {
-            if let t = wakeAt(e) { items.append(QueueItem(instant: t, slot: Int32(i), generation: e.generation)) }
+            if let t = wakeAt(e) {
+                let item = QueueItem(instant: t, slot: Int32(i), generation: e.generation)
+                items.append(item)
+                if e.wake { wakes.append(item) }
+            }
         }
         queue = Heap(items)
+        wakeQueue = Heap(wakes)
     }
 }

@@ -69,12 +69,14 @@ public struct RestoredRow: Hashable, Sendable {
     public var alert: AlertState
     public var cancelled: Bool
     public var pending: PendingDelivery?
+    public var wake: Bool
 
     public init(key: String, trigger: Trigger, base: Instant?, backends: [String]?, missed: MissedPolicy, maxLate: TimeSpan?,
-                isConfig: Bool, fingerprint: String, last: Occurrence?, alert: AlertState, cancelled: Bool, pending: PendingDelivery?) {
+                isConfig: Bool, fingerprint: String, last: Occurrence?, alert: AlertState, cancelled: Bool, pending: PendingDelivery?,
+                wake: Bool = false) {
         self.key = key; self.trigger = trigger; self.base = base; self.backends = backends; self.missed = missed
         self.maxLate = maxLate; self.isConfig = isConfig; self.fingerprint = fingerprint; self.last = last
-        self.alert = alert; self.cancelled = cancelled; self.pending = pending
+        self.alert = alert; self.cancelled = cancelled; self.pending = pending; self.wake = wake
     }
 
     /// What start-up reads of a full row (stores that keep rows whole, and tests).
@@ -82,7 +84,7 @@ public struct RestoredRow: Hashable, Sendable {
         let n = row.notification
         self.init(key: n.key, trigger: n.trigger, base: row.base, backends: n.backends, missed: n.missed, maxLate: n.maxLate,
                   isConfig: n.source == .config, fingerprint: n.source == .config ? n.fingerprint : "", last: row.last,
-                  alert: row.alert, cancelled: row.cancelled, pending: row.pending)
+                  alert: row.alert, cancelled: row.cancelled, pending: row.pending, wake: n.wake)
     }
 }
 

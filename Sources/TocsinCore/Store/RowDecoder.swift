@@ -19,14 +19,14 @@ struct RowDecoder {
         key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
         trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
         last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake
         """
     /// The same positions with the content left out: what start-up needs, and no more.
     static let scheduleColumns = """
         key, source, fingerprint, NULL, NULL, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
         trigger_text, zone, backends, NULL, NULL, NULL, NULL, NULL, NULL, missed, max_late,
         last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake
         """
 
     /// The full row of `columns`, content included.
@@ -46,6 +46,7 @@ struct RowDecoder {
         n.icon = q.text(14); n.category = q.text(15); n.sound = q.text(16)
         n.actions = Self.pairs(q.text(17) ?? "").map { NotificationAction(id: $0.0, label: $0.1) }
         for (k, v) in Self.pairs(q.text(18) ?? "") { n.userInfo[k] = v }
+        n.wake = q.int64(33) == 1
         return .success(StoredNotification(notification: n, last: Self.last(q), alert: Self.alert(q), cancelled: q.int64(27) == 1,
                                            pending: Self.pending(q), base: Self.base(q, kind: kind)))
     }
@@ -63,7 +64,7 @@ struct RowDecoder {
         out.rows.append(RestoredRow(
             key: key, trigger: trigger, base: Self.base(q, kind: kind), backends: backends(q), missed: missed(q),
             maxLate: Self.maxLate(q), isConfig: isConfig, fingerprint: isConfig ? q.text(2) ?? "" : "", last: Self.last(q),
-            alert: Self.alert(q), cancelled: q.int64(27) == 1, pending: Self.pending(q)))
+            alert: Self.alert(q), cancelled: q.int64(27) == 1, pending: Self.pending(q), wake: q.int64(33) == 1))
     }
 
     static func pairs(_ text: String) -> [(String, String)] {

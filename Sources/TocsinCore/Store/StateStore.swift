@@ -32,7 +32,8 @@ final class StateStore {
     let zones: ZoneCache
 
     /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
-    static let schemaVersion = 2
+    /// 3: the `wake` column.
+    static let schemaVersion = 3
     /// How many finished notifications' user_info is kept for late popup clicks.
     static let recentLimit = 1024
 
@@ -94,9 +95,9 @@ final class StateStore {
             INSERT OR REPLACE INTO notification(key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b,
               trigger_c, trigger_d, trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info,
               missed, max_late, last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-              pending_backends, pending_number, pending_instant, pending_offset, pending_due)
+              pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-              ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
+              ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)
             """)
         progressStmt = try db.prepare("""
             UPDATE notification SET last_number=?2, last_instant=?3, last_offset=?4, alert=?5, alert_a=?6, alert_b=?7,
@@ -163,7 +164,8 @@ final class StateStore {
               last_number INTEGER, last_instant INTEGER, last_offset INTEGER,
               alert INTEGER NOT NULL DEFAULT 0, alert_a INTEGER, alert_b INTEGER,
               cancelled INTEGER NOT NULL DEFAULT 0,
-              pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER
+              pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER,
+              wake INTEGER NOT NULL DEFAULT 0
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS recent(key TEXT PRIMARY KEY, user_info TEXT NOT NULL, seq INTEGER);
             \(StateStore.quietSchema)
@@ -175,7 +177,8 @@ final class StateStore {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version")
         }
         q.reset()
-        if v == 1 {
+        var version = v
+        if version == 1 {
             // Version 1 stored urgency and the missed policy as indexes into their cases as then
             // declared (low, normal, critical; skip, fire-once, fire-all); names survive reordering.
             try db.exec("""
@@ -186,7 +189,19 @@ final class StateStore {
                 UPDATE meta SET value = '2' WHERE name = 'schema_version';
                 COMMIT;
                 """)
-        } else if v != schemaVersion {
+            version = 2
+        }
+        if version == 2 {
+            // Version 2 had no `wake` column: every stored notification keeps wake = false.
+            try db.exec("""
+                BEGIN IMMEDIATE;
+                ALTER TABLE notification ADD COLUMN wake INTEGER NOT NULL DEFAULT 0;
+                UPDATE meta SET value = '3' WHERE name = 'schema_version';
+                COMMIT;
+                """)
+            version = 3
+        }
+        if version != schemaVersion {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version \(v)")
         }
     }
@@ -237,6 +252,7 @@ final class StateStore {
         s.bind(25, a.kind); s.bind(26, a.a); s.bind(27, a.b)
         s.bind(28, e.cancelled ? 1 : 0)
         bindPending(s, from: 29, pending)
+        s.bind(34, n.wake ? 1 : 0)
         try s.run()
     }
 

@@ -57,3 +57,12 @@ struct BusService: Service {
         }
     }
 }
+
+/// Follows logind's sleep announcements on the system bus until shutdown (`SleepWatch`).
+struct SleepService: Service {
+    let watch: SleepWatch
+    let connect: (@Sendable () async throws -> DBusConnection)?
+    func run() async {
+        await cancelWhenGracefulShutdown { await watch.run(connect: connect) }
+    }
+}

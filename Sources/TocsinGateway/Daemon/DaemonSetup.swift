@@ -30,6 +30,11 @@ public struct DaemonSetup: Sendable {
     public static let unconfiguredBusLimit = DaemonKeys.unconfiguredBusMessageLimit
     /// Told when the daemon is ready, reloading or stopping (systemd's sd_notify).
     public var notify: @Sendable (DaemonState) -> Void = { _ in }
+    /// Reaches the system bus, where logind announces sleep (`SleepWatch`); nil: sleep is not
+    /// watched. `tocsin daemon` connects where `DBUS_SYSTEM_BUS_ADDRESS` says, as libdbus does.
+    public var connectSystem: (@Sendable () async throws -> DBusConnection)?
+    /// The wake-alarm timer, given `[daemon] wake_alarms`: a `CLOCK_REALTIME_ALARM` timerfd.
+    public var makeWakeAlarm: @Sendable (_ allowed: Bool) -> (any WakeAlarm)? = { AlarmTimerFD(allowed: $0) }
 
     public init(config: LoadedConfig, reloadConfig: @escaping @Sendable () -> Result<LoadedConfig, ConfigLoadError>,
                 registry: @escaping @Sendable (BusLink) -> BackendRegistry, stateDirectory: String?,

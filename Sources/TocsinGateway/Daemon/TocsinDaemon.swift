@@ -20,6 +20,8 @@ public final class TocsinDaemon: Sendable {
     public let center: TocsinCenter
     public let gateway: GatewayService
     public let link: BusLink
+    /// logind's sleep announcements (`Status`, tests).
+    public let sleep: SleepWatch
     private let setup: DaemonSetup
     private let registry: BackendRegistry
     private let firstConnection: DBusConnection?
@@ -27,9 +29,9 @@ public final class TocsinDaemon: Sendable {
     /// The latest reload asked for; the next one waits for it.
     private let reloads = Mutex<Task<String?, Never>?>(nil)
 
-    private init(setup: DaemonSetup, center: TocsinCenter, gateway: GatewayService, link: BusLink, registry: BackendRegistry,
-                 firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
-        self.setup = setup; self.center = center; self.gateway = gateway; self.link = link
+    private init(setup: DaemonSetup, center: TocsinCenter, gateway: GatewayService, link: BusLink, sleep: SleepWatch,
+                 registry: BackendRegistry, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
+        self.setup = setup; self.center = center; self.gateway = gateway; self.link = link; self.sleep = sleep
         self.registry = registry; self.firstConnection = firstConnection; self.events = events
     }
 
@@ -49,9 +51,15 @@ public final class TocsinDaemon: Sendable {
         let backends = try makeBackends(setup.config, registry: registry, setup: setup, stateDirectory: stateDirectory)
         let timer: any WakeupTimer
         do { timer = try setup.makeTimer() } catch { throw DaemonError(.setup, "\(error)") }
+        let wakeAlarm = setup.makeWakeAlarm(options.wakeAlarms)
+        if let status = wakeAlarm?.status, case .unavailable(let why) = status.availability {
+            // Said once: notifications with wake = true still fire, once the machine is awake.
+            logger.notice("wake alarms unavailable: \(why); notifications with wake = true fire when the machine is awake")
+        }
         let center: TocsinCenter
         do {
-            center = try TocsinCenter(options: options, stateDirectory: stateDirectory, clock: setup.clock, timer: timer, logger: logger)
+            center = try TocsinCenter(options: options, stateDirectory: stateDirectory, clock: setup.clock, timer: timer,
+                                      wakeAlarm: wakeAlarm, logger: logger)
         } catch {
             timer.close()
             throw DaemonError(.storage, error.message)
@@ -63,10 +71,12 @@ public final class TocsinDaemon: Sendable {
         }
         // Set before the gateway answers its first call (`startEnded`), so a Reload finds it.
         let started = Mutex<TocsinDaemon?>(nil)
+        let sleep = SleepWatch(center: center, logger: logger)
+        var info = DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory, started: setup.clock.now())
+        info.sleep = sleep
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
-                                     info: DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory,
-                                                      started: setup.clock.now()),
+                                     info: info,
                                      servedBeforeStart: true) {
             guard let daemon = started.withLock({ $0 }) else { return "the daemon is not running" }
             return await daemon.reload()
@@ -99,7 +109,7 @@ public final class TocsinDaemon: Sendable {
             await center.shutdown()
             throw DaemonError(.storage, error.message)
         }
-        let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, registry: registry,
+        let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, sleep: sleep, registry: registry,
                                   firstConnection: first, events: events)
         started.withLock { $0 = daemon }
         gateway.startEnded(ok: true)
@@ -117,6 +127,8 @@ public final class TocsinDaemon: Sendable {
             .init(service: EventForwardingService(gateway: gateway, events: events)),
             .init(service: FiringService(center: center)),
             .init(service: BusService(gateway: gateway, setup: setup, first: firstConnection)),
+            // Returns at once when sleep is not watched; that must not stop the others.
+            .init(service: SleepService(watch: sleep, connect: setup.connectSystem), successTerminationBehavior: .ignore),
         ], logger: logger))
         setup.notify(.ready(status: firstConnection == nil ? "running without a bus connection" : "serving \(Gateway.busName)"))
         await withTaskGroup(of: Void.self) { tasks in

@@ -67,6 +67,14 @@ def test_replace_false_keeps_the_existing_notification(harness: Harness) -> None
     harness.run(body)
 
 
+def test_wake_is_kept_and_listed(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        await c.add(Request(Content("Up"), After("1h"), key="up", wake=True))
+        await c.add(Request(Content("Tea"), After("2h"), key="tea"))
+        assert [(p.key, p.wake) for p in await c.pending()] == [("up", True), ("tea", False)]
+    harness.run(body)
+
+
 def test_post_delivers_now(harness: Harness) -> None:
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -132,6 +140,8 @@ def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harne
     ("a NUL in user_info", lambda now: Request(Content("x", user_info={"k": "a\0b"}), After(5)),
      tocsin.InvalidArgumentError, "user_info"),
     ("a naive datetime", lambda now: Request(Content("x"), At(datetime(2030, 1, 1))), tocsin.InvalidArgumentError, "at"),
+    ("a wake that is not a boolean", lambda now: Request(Content("x"), After(5), wake="yes"),  # type: ignore[arg-type]
+     tocsin.InvalidArgumentError, "wake"),
 ], ids=lambda row: row[0])
 def test_refusals_name_the_field(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
     name, make, error, field = row

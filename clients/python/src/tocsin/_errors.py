@@ -10,7 +10,7 @@ import re
 FIELDS = frozenset({
     "key", "title", "body", "at", "after", "every", "count", "starting", "until", "on_calendar",
     "remind_before", "timezone", "dst_gap", "dst_fold", "backends", "urgency", "icon", "category",
-    "sound", "actions", "user_info", "missed", "max_late", "fleet", "replace", "for", "duration",
+    "sound", "actions", "user_info", "missed", "max_late", "fleet", "wake", "replace", "for", "duration",
     "since", "limit", "after_key", "max_pending", "max_pending_per_client",
 })
 

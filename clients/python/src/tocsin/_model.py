@@ -67,7 +67,9 @@ class Content:
 @dataclass(frozen=True)
 class Request:
     """A notification to schedule: UNNotificationRequest's identifier, content and trigger. Without
-    a key the daemon makes one. `replace=False` keeps an existing notification with the same key."""
+    a key the daemon makes one. `replace=False` keeps an existing notification with the same key.
+    `wake=True` brings the machine out of suspend for its firings where the daemon can arm wake
+    alarms (CAP_WAKE_ALARM); it fires as usual either way."""
 
     content: Content
     trigger: Trigger
@@ -75,6 +77,7 @@ class Request:
     replace: bool = True
     missed: Missed | str | None = None
     max_late: Duration | None = None
+    wake: bool = False
 
     def fields(self) -> dict[str, SpecValue]:
         """The spec fields, each string checked, as the daemon reads them."""
@@ -92,6 +95,10 @@ class Request:
             out["missed"] = text("missed", self.missed.value if isinstance(self.missed, Missed) else self.missed)
         if self.max_late is not None:
             out["max_late"] = duration("max_late", self.max_late)
+        if not isinstance(self.wake, bool):
+            raise client_error("wake", "'wake' must be a boolean")
+        if self.wake:
+            out["wake"] = True
         return out
 
 
@@ -118,6 +125,7 @@ class PendingNotification:
     urgency: str = "normal"
     backends: tuple[str, ...] = ()
     user_info: Mapping[str, str] = field(default_factory=dict)
+    wake: bool = False
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> PendingNotification:
@@ -130,6 +138,7 @@ class PendingNotification:
             last_fire=_time(d, "last_fire"), snoozed_until=_time(d, "snoozed_until"),
             rings=int(d["rings"]) if "rings" in d else None, urgency=str(d.get("urgency", "normal")),
             backends=tuple(d.get("backends", ())), user_info=dict(d.get("user_info", {})),
+            wake=bool(d.get("wake", False)),
         )
 
 
@@ -174,6 +183,11 @@ class Status:
     state_directory: str = ""
     next_key: str | None = None
     next_fire: datetime | None = None
+    wake: str = ""
+    wake_next_key: str | None = None
+    wake_next: datetime | None = None
+    wake_armed: datetime | None = None
+    sleep: str = ""
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> Status:
@@ -183,6 +197,8 @@ class Status:
             backends=dict(d.get("backends", {})), started=_time(d, "started"), config=str(d.get("config", "")),
             state_directory=str(d.get("state_directory", "")),
             next_key=str(d["next_key"]) if "next_key" in d else None, next_fire=_time(d, "next_fire"),
+            wake=str(d.get("wake", "")), wake_next_key=str(d["wake_next_key"]) if "wake_next_key" in d else None,
+            wake_next=_time(d, "wake_next"), wake_armed=_time(d, "wake_armed"), sleep=str(d.get("sleep", "")),
         )
 
 

@@ -53,7 +53,7 @@ class _Entry:
             trigger=self.schedule.description, state=self.state, source="runtime", next_fire=self.next_fire,
             last_fire=self.last_fire, snoozed_until=self.snoozed_until, rings=self.rings if self.alarm and self.rings else None,
             urgency=str(self.fields.get("urgency", "normal")), backends=self.backends,
-            user_info=dict(_map(self.fields.get("user_info"))),
+            user_info=dict(_map(self.fields.get("user_info"))), wake=bool(self.fields.get("wake", False)),
         )
 
 
