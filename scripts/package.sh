@@ -78,6 +78,15 @@ if grep -qF "$root" "$pkg/usr/bin/tocsin"; then
 fi
 sed 's|/usr/local/bin/|/usr/bin/|g; s|^# Tocsin as a systemd user service.*|# Tocsin as a systemd user service.|' \
   contrib/systemd/tocsin.service > "$pkg/usr/lib/systemd/user/tocsin.service"
+# The wake-alarm drop-in only where systemd passes CAP_WAKE_ALARM on (254, 256 and later; 255 and
+# older fail the unit), as scripts/install.sh decides; the package is for this machine's release.
+systemd_version="$( (systemctl --version 2>/dev/null || true) | awk 'NR == 1 { print $2 }')"
+if [ -n "$systemd_version" ] && { [ "$systemd_version" = 254 ] || [ "$systemd_version" -ge 256 ] 2>/dev/null; }; then
+  install -d "$pkg/usr/lib/systemd/user/tocsin.service.d"
+  install -m 0644 contrib/systemd/tocsin.service.d/wake-alarm.conf "$pkg/usr/lib/systemd/user/tocsin.service.d/"
+else
+  say "systemd ${systemd_version:-not found}: no wake-alarm drop-in (README, Sleep and wake)"
+fi
 sed 's|/usr/local/bin/|/usr/bin/|g' contrib/dbus/io.github.tocsin.Gateway.service \
   > "$pkg/usr/share/dbus-1/services/io.github.tocsin.Gateway.service"
 install -m 0644 contrib/io.github.tocsin.Gateway1.xml contrib/io.github.tocsin.Backend1.xml "$pkg/usr/share/dbus-1/interfaces/"
