@@ -129,7 +129,7 @@ if [ -z "$depends" ]; then say "dpkg-shlibdeps found no dependencies"; exit 1; f
 needed="$(readelf -d "$built" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p')"
 for soname in $(grep -a -o -E 'lib[A-Za-z0-9_+-]+(-[0-9.]+)?\.so\.[0-9]+' "$pkg/usr/bin/tocsin" | sort -u); do
   grep -qxF "$soname" <<<"$needed" && continue
-  owner="$(dpkg-query -S "*/$soname" 2>/dev/null | sed -n "s/^\([^:]*\):$arch: .*/\1/p;T;q")"
+  owner="$( (dpkg-query -S "*/$soname" 2>/dev/null || true) | sed -n "s/^\([^:]*\):$arch: .*/\1/p;T;q")"
   if [ -z "$owner" ]; then say "the binary names $soname (for dlopen), which no installed $arch package ships"; exit 1; fi
   if grep -qE "(^|, )$owner( |,|$)" <<<"$depends"; then continue; fi
   shlibs="$(dpkg-query --control-path "$owner:$arch" shlibs)" dep=""
