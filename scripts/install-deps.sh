@@ -34,6 +34,11 @@ PACKAGES=(
   tmux
   e2fsprogs
   util-linux
+  # Packaging (scripts/package.sh) and its proof in a clean Debian root (scripts/test-package.sh).
+  dpkg-dev
+  binutils
+  lintian
+  mmdebstrap
 )
 
 missing=()

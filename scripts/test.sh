@@ -21,6 +21,11 @@ swift test --skip-build --filter "$phase_load"
 bash scripts/test-python-client.sh
 bash scripts/test-swift-client-app.sh
 
+# The Debian package as users get it: scripts/package.sh builds it (static Swift runtime, lintian
+# clean), and scripts/test-package.sh installs it in a clean Debian 12 root with no Swift there,
+# runs the daemon and watches a firing, then purges it.
+bash scripts/test-package.sh
+
 # Proof under stress, short versions (docs/RELIABILITY.md has the long runs and how to rerun):
 # each fuzz target for a minute from its seed corpus, then the suites under AddressSanitizer and
 # under ThreadSanitizer (scripts/sanitize.sh says which). Each has its own scratch path, so none

@@ -5,7 +5,6 @@ public enum Gateway: Sendable {
     public static let busName: BusName = "io.github.tocsin.Gateway"
     public static let objectPath: ObjectPath = "/io/github/tocsin/Gateway"
     public static let interface: InterfaceName = "io.github.tocsin.Gateway1"
-    public static let version = "0.1.0"
 
     /// Error names of the API; standard D-Bus errors are used where one fits.
     public enum ErrorName: Sendable {

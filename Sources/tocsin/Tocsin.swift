@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import TocsinCore
+import TocsinGateway
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
 /// exists and the main thread drives it (`LoopExecutor.runMain`) instead of parking in
@@ -11,6 +12,7 @@ struct Tocsin: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tocsin",
         abstract: "A notification gateway: schedule notifications, alarms and reminders.",
+        version: Gateway.version,
         subcommands: [
             DaemonCommand.self, ScheduleCommand.self, PostCommand.self, ListCommand.self, CancelCommand.self,
             AckCommand.self, SnoozeCommand.self, ReloadCommand.self, WatchCommand.self, NextCommand.self, CheckCommand.self, StatusCommand.self,
