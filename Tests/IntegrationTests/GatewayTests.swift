@@ -179,6 +179,32 @@ struct GatewayTests {
         }
     }
 
+    /// Regression: two daemons starting together on a new state directory both made its database,
+    /// and the loser died with "disk I/O error"; two on different buses both fired every notification.
+    @Test("a second daemon on the same state directory exits naming the first, on another bus or started at the same moment")
+    func sameStateDirectory() async throws {
+        let first = try DaemonUnderTest(config: "[backend.log]\ntype = \"log\"\n")
+        try await PrivateBus.with { busA in
+            try await PrivateBus.with { busB in
+                let a = try first.start(["--bus", busA.address])
+                let b = try first.start(["--bus", busB.address])
+                // One of the two holds the directory; the other exits at once, naming it.
+                let loser = try await withThrowingTaskGroup(of: TestProcess.self) { group in
+                    for p in [a, b] { group.addTask { _ = try await p.waitForExit(timeout: .seconds(30)); return p } }
+                    defer { group.cancelAll() }
+                    return try #require(await group.next())
+                }
+                let winner = loser === a ? b : a
+                #expect(try await loser.waitForExit(timeout: .seconds(20)) == .exited(1))
+                #expect(loser.stderr.contains("another Tocsin daemon (pid \(winner.pid)) is using the state directory \(first.stateDirectory)"), "\(loser.stderr)")
+                #expect(!loser.stderr.contains("disk I/O error"), "\(loser.stderr)")
+                try await winner.waitForStderr(containing: "started", timeout: .seconds(30))
+                #expect(winner.status == nil, "the first daemon keeps running")
+                _ = try await winner.kill()
+            }
+        }
+    }
+
     @Test("Reload with a broken config answers with its diagnostics and keeps the old config")
     func reloadBroken() async throws {
         let config = GatewayFixture.defaultConfig + "\n[[notification]]\nkey = \"cfg\"\ntitle = \"From config\"\nafter = \"1h\"\n"

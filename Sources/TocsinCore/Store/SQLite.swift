@@ -14,6 +14,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             case readOnly = "read-only"
             case full = "disk-full"
             case unsafeDirectory = "unsafe-directory"
+            case inUse = "in-use"
             case failed
         }
 
@@ -30,6 +31,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let readOnly = Code(.readOnly)
         public static let full = Code(.full)
         public static let unsafeDirectory = Code(.unsafeDirectory)
+        /// Another process holds the state directory (`StateDirectoryLock`).
+        public static let inUse = Code(.inUse)
         public static let failed = Code(.failed)
     }
     public var code: Code

@@ -14,6 +14,7 @@ final class StateStore {
     /// Internal so the quiet-hours tables (`QuietStore.swift`) share the connection and its transactions.
     let db: SQLiteDatabase
     let path: String
+    private let lock: StateDirectoryLock
     private var upsertStmt: SQLiteStatement
     private var progressStmt: SQLiteStatement
     private var alertStmt: SQLiteStatement
@@ -66,6 +67,7 @@ final class StateStore {
         self.zones = zones
         decoder = RowDecoder(zones: zones)
         try StateStore.prepareDirectory(directory)
+        lock = try StateDirectoryLock(directory: directory)
         path = directory + "/state.sqlite3"
         // A new database is made under another name and renamed into place once its schema is
         // durable, so `state.sqlite3` is never empty unless something truncated it. An empty one
