@@ -41,9 +41,10 @@ struct WakeTimerTests {
 
     /// The kernel's armed instant against the one asked for: read back as the remaining time plus
     /// the clock, so they agree to the time between those two reads.
-    static func armed(_ s: [String: Any], near expected: Int64) -> Bool {
+    /// The kernel's timer goes off 30 s before the firing (`TocsinCenter.wakeMargin`): resuming takes seconds.
+    static func armed(_ s: [String: Any], near firing: Int64) -> Bool {
         guard let armed = (s["wake_armed"] as? NSNumber)?.int64Value else { return false }
-        return abs(armed - expected * 1_000_000) < 1_000_000
+        return abs(armed - (firing - 30) * 1_000_000) < 1_000_000
     }
 
     /// A private bus and the daemon under `row.prefix`, its log in stderr.

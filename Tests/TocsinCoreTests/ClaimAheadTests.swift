@@ -37,6 +37,60 @@ struct ClaimAheadTests {
         #expect(got.first?.reason == .scheduled)
         let history = try await h.center.history(HistoryQuery(key: "tick"))
         #expect(!history.contains { $0.kind == .interrupted }, "\(history)")
+        #expect(history.filter { $0.kind == .fired }.count == 1, "held again at start-up, recorded once: \(history)")
+    }
+
+    @Test("a claim whose instant lies further ahead than the lead was made before the clock was set back: reported, not held again")
+    func clockSetBackAcrossACrash() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        h.clock.jump(to: t0)
+        try await h.restart()
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        #expect(await h.settled().isEmpty)
+        let history = try await h.center.history(HistoryQuery(key: "tea"))
+        #expect(history.filter { $0.kind == .interrupted }.count == 1, "\(history)")
+    }
+
+    /// Regression: the held firing of the replaced notification matched the new claim (same key,
+    /// same instant, occurrence 1) and both went out, the old content too.
+    @Test("replaced with the same instant between the claim and the instant: only the new content goes out, once")
+    func replacedWithTheSameInstant() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        try await h.center.schedule(spec("tea", at(10), title: "Replaced"))
+        await h.center.tick()  // the loop wakes at once for the new claim: its lead has begun
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        #expect(await h.settled().map(\.notification.title) == ["Replaced"])
+    }
+
+    @Test("CancelAll between the claim and the instant counts the claimed one-shot and nothing goes out")
+    func cancelAllInTheLead() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        try await h.center.schedule(spec("later", at(100)))
+        _ = try await wake(h)
+        #expect(try await h.center.cancelAll() == 2)
+        h.clock.advance(to: t0 + .seconds(100))
+        await h.center.tick()
+        #expect(await h.settled().isEmpty)
+    }
+
+    @Test("held across a suspend that began in its lead: it goes out late, and says so")
+    func heldAcrossASuspend() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        h.clock.jump(to: t0 + .hours(1))
+        await h.center.tick(.clockChanged)
+        let got = await h.settled()
+        #expect(got.map(\.key) == ["tea"])
+        #expect(got.first?.reason == .late)
+        #expect(got.first?.due == t0 + .seconds(10))
     }
 
     @Test("a crash after the claim and a start after the instant: reported interrupted, never delivered")

@@ -22,6 +22,9 @@ private func wakeSpec(_ key: String, _ trigger: TriggerSpec, wake: Bool = true) 
     return s
 }
 
+/// How early the wake alarm goes off before its firing (`TocsinCenter.wakeMargin`).
+private let margin = TimeSpan.seconds(30)
+
 @Suite("Wake alarms in the engine")
 struct WakeAlarmTests {
     let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -33,6 +36,18 @@ struct WakeAlarmTests {
         return c
     }
 
+    @Test("once the margin has begun, the alarm is armed for the firing itself, so sleeping again before it still wakes for it")
+    func withinTheMargin() async throws {
+        let dir = TempDir(), clock = VirtualClock(now: t0), alarm = RecordedWakeAlarm(), spy = RecordingBackend(name: "spy")
+        let c = try await center(dir, clock, alarm, spy)
+        try await c.schedule(wakeSpec("late", at(100)))
+        #expect(alarm.armed == t0 + .seconds(100) - margin)
+        clock.advance(to: t0 + .seconds(80))
+        await c.settle()
+        #expect(alarm.armed == t0 + .seconds(100))
+        await c.shutdown()
+    }
+
     @Test("the wake alarm is armed for the earliest wake notification, and moves when it is scheduled earlier, cancelled or fired")
     func followsTheSchedule() async throws {
         let dir = TempDir(), clock = VirtualClock(now: t0), alarm = RecordedWakeAlarm(), spy = RecordingBackend(name: "spy")
@@ -40,14 +55,14 @@ struct WakeAlarmTests {
         try await c.schedule(wakeSpec("plain", at(10), wake: false))
         #expect(alarm.armed == nil, "a notification without wake arms nothing")
         try await c.schedule(wakeSpec("late", at(100)))
-        #expect(alarm.armed == t0 + .seconds(100))
+        #expect(alarm.armed == t0 + .seconds(100) - margin, "the margin before the firing: resuming takes seconds")
         #expect(clock.armedAt == t0 + .seconds(10) - CenterOptions(defaultZone: .utc).claimAhead,
                 "the ordinary timer still follows every notification (waking to claim it ahead)")
         try await c.schedule(wakeSpec("early", at(50)))
-        #expect(alarm.armed == t0 + .seconds(50))
+        #expect(alarm.armed == t0 + .seconds(50) - margin)
         #expect(await c.nextWake()?.key == "early")
         try await c.cancel("early")
-        #expect(alarm.armed == t0 + .seconds(100), "cancelling the earliest moves the alarm to the next")
+        #expect(alarm.armed == t0 + .seconds(100) - margin, "cancelling the earliest moves the alarm to the next")
         try await c.schedule(wakeSpec("late", at(200), wake: false))
         #expect(alarm.armed == nil, "replacing it without wake disarms")
         try await c.schedule(wakeSpec("late", at(100)))
@@ -68,7 +83,7 @@ struct WakeAlarmTests {
         await c.shutdown()
         let alarm = RecordedWakeAlarm()
         c = try await center(dir, clock, alarm, RecordingBackend(name: "spy"))
-        #expect(alarm.armed == t0 + .hours(1))
+        #expect(alarm.armed == t0 + .hours(1) - margin)
         let listed = await c.list()
         #expect(listed.map { "\($0.notification.key):\($0.wake)" } == ["quiet:false", "alarm:true"])
         await c.shutdown()
@@ -110,7 +125,7 @@ struct WakeAlarmTests {
         #expect(version.stdoutText == "3\n")
         c = try await center(dir, clock, alarm, RecordingBackend(name: "spy"))
         #expect(await c.lookup("new")?.wake == true)
-        #expect(alarm.armed == t0 + .seconds(60))
+        #expect(alarm.armed == t0 + .seconds(60) - margin)
         await c.shutdown()
     }
 

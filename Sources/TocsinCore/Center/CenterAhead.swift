@@ -21,16 +21,31 @@ extension TocsinCenter {
     var claimLead: TimeSpan { staged.count < Self.aheadLimit ? options.claimAhead : .zero }
 
     func stage(_ d: PlannedDelivery, _ n: Notification) {
+        // One open claim per key: a held firing of this key from an earlier claim is dead.
+        staged.removeAll { $0.delivery.key == d.key }
         let i = staged.firstIndex { $0.delivery.fired > d.fired } ?? staged.endIndex
         staged.insert((d, n), at: i)
     }
 
-    /// Emits and dispatches what is due by `now`, if its claim still stands.
+    /// Forgets held firings whose claim a request dropped (cancel, replace, reload), once those
+    /// requests are durable: a new claim of the same key and instant, made by a later batch,
+    /// would otherwise make the old one look live again and both would go out.
+    func pruneStaged() {
+        staged.removeAll { machine.inDelivery[$0.delivery.key]?.occurrence != $0.delivery.occurrence }
+    }
+
+    /// Emits and dispatches what is due by `now`, if its claim still stands. One held across a
+    /// suspend or a frozen process that began in its last milliseconds goes out late, and says so.
     func releaseStaged(now: Instant) {
         guard let first = staged.first, first.delivery.fired <= now else { return }
         let count = staged.firstIndex { $0.delivery.fired > now } ?? staged.endIndex
         var firings: [Firing] = []
-        for (d, n) in staged[..<count] where machine.inDelivery[d.key]?.occurrence == d.occurrence {
+        for (held, n) in staged[..<count] where machine.inDelivery[held.key]?.occurrence == held.occurrence {
+            var d = held
+            if now - d.fired > NotificationMachine.lateTolerance {
+                d.reason = .late
+                d.fired = now
+            }
             let f = firing(d, n)
             emit(.fired(f, backends: d.targets))
             firings.append(f)

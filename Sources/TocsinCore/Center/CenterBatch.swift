@@ -80,7 +80,7 @@ extension TocsinCenter {
                 machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts)
             case .closeInterrupted:
                 let held = Set(quiet.held.map { "\($0.firing.key)\u{0}\($0.firing.occurrence.number)\u{0}\($0.backend)" })
-                machine.closeInterrupted(now: now, held: { held.contains("\($0)\u{0}\($1)\u{0}\($2)") }, into: &facts)
+                machine.closeInterrupted(now: now, lead: options.claimAhead, held: { held.contains("\($0)\u{0}\($1)\u{0}\($2)") }, into: &facts)
             case .call: break
             }
         }
@@ -154,6 +154,7 @@ extension TocsinCenter {
                 switch result {
                 case .success:
                     machine.endRecording()
+                    if !calls.isEmpty { pruneStaged() }
                     // Before anyone is answered: a caller that hears back finds the wake alarm
                     // already armed for what it changed (`Status` reads the kernel's timer).
                     armWake()
@@ -269,7 +270,7 @@ extension TocsinCenter {
             fresh[n.key] = n
             return .key(key)
         case .cancel(let key): return .bool(machine.cancel(key, now: now, into: &out))
-        case .cancelAll: return .count(machine.cancelAll(into: &out))
+        case .cancelAll: return .count(machine.cancelAll(now: now, into: &out))
         case .acknowledge(let key): return .bool(try machine.acknowledge(key, into: &out))
         case .snooze(let key, let d): return .instant(try machine.snooze(key, for: d, now: now, into: &out))
         case .snoozeUntil(let key, let until):

@@ -363,7 +363,20 @@ public actor TocsinCenter {
     }
 
     /// The wake alarm for the earliest wake notification; an unchanged instant costs no syscall.
-    func armWake() { wakeAlarm?.arm(at: machine.nextWake()?.instant) }
+    /// The wake alarm goes off `wakeMargin` before the firing: resuming takes seconds, and a
+    /// firing handled more than `lateTolerance` after its instant takes the missed path. Once that
+    /// early instant has passed (the machine is awake, or the alarm woke it), the alarm is armed
+    /// for the firing itself, so a machine that sleeps again before then still wakes for it.
+    func armWake() {
+        guard let at = machine.nextWake()?.instant else {
+            wakeAlarm?.arm(at: nil)
+            return
+        }
+        let early = at - Self.wakeMargin
+        wakeAlarm?.arm(at: early > clock.now() ? early : at)
+    }
+
+    static let wakeMargin = TimeSpan.seconds(30)
 
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {

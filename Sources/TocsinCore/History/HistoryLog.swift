@@ -25,7 +25,7 @@ struct HistoryLog: Sendable {
                 out.append(op)
             case .deliver(let d):
                 // An alarm's later rings are the same firing ringing again, not new firings.
-                guard on, d.ring == 1 else { continue }
+                guard on, d.ring == 1, !d.recorded else { continue }
                 let late = d.reason == .late
                 out.append(.record(HistoryEvent(kind: .fired, time: d.fired, key: d.key, backends: d.targets, due: d.due,
                                                 occurrence: d.occurrence.number, late: late)))

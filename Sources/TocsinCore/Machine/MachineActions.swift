@@ -39,6 +39,8 @@ public struct PlannedDelivery: Hashable, Sendable {
     public var targets: [String]
     public var isAlarm: Bool
     public var ring: UInt32 = 1
+    /// Already in the history: a claim made ahead and held again at start-up (`closeInterrupted`).
+    public var recorded = false
 }
 
 /// A configured backend as the machine sees it: its name, and how it rings if it is an alarm.

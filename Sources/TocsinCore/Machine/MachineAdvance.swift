@@ -166,13 +166,19 @@ extension NotificationMachine {
     /// A claim made ahead of its instant (`claimAhead`) whose instant is still to come was never
     /// handed to a backend (nothing is delivered before its instant): it stays open and is
     /// delivered at its instant, once.
-    public mutating func closeInterrupted(now: Instant, held: (_ key: String, _ occurrence: UInt32, _ backend: String) -> Bool = { _, _, _ in false },
+    ///
+    /// Only a claim due within `lead` can have been made ahead: one due later was made before the
+    /// wall clock was set back, and may have gone out already.
+    public mutating func closeInterrupted(now: Instant, lead: TimeSpan = .zero,
+                                          held: (_ key: String, _ occurrence: UInt32, _ backend: String) -> Bool = { _, _, _ in false },
                                           into out: inout [MachineAction]) {
         for key in inDelivery.keys.sorted() {
             guard let p = inDelivery[key] else { continue }
-            if p.due > now, let e = entry(key), ringPolicy(e) == nil {
-                out.append(.deliver(PlannedDelivery(key: key, occurrence: p.occurrence, due: p.due, fired: p.due,
-                                                    reason: .scheduled, targets: p.remaining, isAlarm: false)))
+            if p.due > now, p.due - now <= lead, let e = entry(key), ringPolicy(e) == nil {
+                var d = PlannedDelivery(key: key, occurrence: p.occurrence, due: p.due, fired: p.due,
+                                        reason: .scheduled, targets: p.remaining, isAlarm: false)
+                d.recorded = true
+                out.append(.deliver(d))
                 continue
             }
             setInDelivery(key, nil)

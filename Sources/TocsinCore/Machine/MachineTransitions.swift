@@ -96,8 +96,7 @@ extension NotificationMachine {
     /// A firing claimed ahead of its instant (`claimAhead`) that is still to come counts as
     /// pending: cancelling it before its instant means it never goes out.
     public mutating func cancel(_ key: String, now: Instant? = nil, into out: inout [MachineAction]) -> Bool {
-        let claimedAhead = now.map { now in inDelivery[key].map { $0.due > now } ?? false } ?? false
-        guard var e = entry(key), e.isActive || claimedAhead else { return false }
+        guard var e = entry(key), e.isActive || claimedAhead(key, now: now) else { return false }
         if e.isConfig {
             out.append(.persist(.markCancelled(key: key)))
             e.cancelled = true
@@ -113,14 +112,20 @@ extension NotificationMachine {
         return true
     }
 
-    public mutating func cancelAll(into out: inout [MachineAction]) -> Int {
+    /// A firing claimed ahead of its instant that is still to come (`claimAhead`).
+    private func claimedAhead(_ key: String, now: Instant?) -> Bool {
+        guard let now, let p = inDelivery[key] else { return false }
+        return p.due > now
+    }
+
+    public mutating func cancelAll(now: Instant? = nil, into out: inout [MachineAction]) -> Int {
         var keys: [String] = []
-        for (i, e) in slots.enumerated() where live[i] && e.isActive {
+        for (i, e) in slots.enumerated() where live[i] && (e.isActive || claimedAhead(e.key, now: now)) {
             keys.append(e.key)
         }
         keys.sort()
         var n = 0
-        for k in keys where cancel(k, into: &out) { n += 1 }
+        for k in keys where cancel(k, now: now, into: &out) { n += 1 }
         out.append(.emit(.cancelledAll(count: n)))
         return n
     }

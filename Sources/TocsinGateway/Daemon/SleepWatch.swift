@@ -44,6 +44,8 @@ public final class SleepWatch: Sendable {
     private let logger: Logger
     private let inhibitor = Mutex<Int32>(-1)
     private let current = Mutex<SleepWatchState>(.off("not started"))
+    /// The last announcement was `PrepareForSleep(true)`.
+    private let asleep = Mutex(false)
 
     public init(center: TocsinCenter, logger: Logger) {
         self.center = center
@@ -61,7 +63,7 @@ public final class SleepWatch: Sendable {
         }
         let bus: DBusConnection
         do { bus = try await connect() } catch {
-            off("no system bus (\(error))")
+            off("no system bus (\(Self.plain(error)))")
             return
         }
         defer { bus.close(); release() }
@@ -71,7 +73,7 @@ public final class SleepWatch: Sendable {
                                                         member: "PrepareForSleep", path: Self.path))
             try await inhibit(bus)
         } catch {
-            off("logind is not reachable on the system bus (\(error))")
+            off("logind is not reachable on the system bus (\(Self.plain(error)))")
             return
         }
         logger.info("watching logind for sleep", metadata: ["inhibitor": "delay"])
@@ -85,7 +87,19 @@ public final class SleepWatch: Sendable {
         }
         // The system bus went away (it restarts only with the machine): sleep is no longer
         // followed, the inhibitor is gone with the connection, and firing goes on as without logind.
+        // A player paused for a sleep whose end will never be announced goes on now.
+        if asleep.withLock({ $0 }) {
+            asleep.withLock { $0 = false }
+            await center.systemSleep(false)
+        }
         if !Task.isCancelled { off("the system bus connection ended") }
+    }
+
+    /// libdbus's text without the D-Bus error name: this is said on every machine without
+    /// logind, and `org.freedesktop.DBus.Error.FileNotFound` reads as a fault to a user.
+    static func plain(_ error: any Error) -> String {
+        guard let e = error as? DBusError, !e.message.isEmpty else { return "\(error)" }
+        return e.message
     }
 
     private func off(_ why: String) {
@@ -94,6 +108,7 @@ public final class SleepWatch: Sendable {
     }
 
     private func beforeSleep() async {
+        asleep.withLock { $0 = true }
         await center.settle()
         await center.systemSleep(true)
         let wake = await center.nextWake()
@@ -106,6 +121,7 @@ public final class SleepWatch: Sendable {
         do { try await inhibit(bus) } catch {
             logger.warning("could not take the sleep inhibitor again after resume: \(error)")
         }
+        asleep.withLock { $0 = false }
         logger.info("system resumed; catching up on what fell due")
         await center.systemSleep(false)
         await center.tick(.clockChanged)
