@@ -26,7 +26,9 @@ let package = Package(
         .executable(name: "tocsin", targets: ["tocsin"]),
         .executable(name: "toml-test-decoder", targets: ["toml-test-decoder"]),
         .library(name: "TocsinTime", targets: ["TocsinTime"]),
+        .library(name: "TocsinModel", targets: ["TocsinModel"]),
         .library(name: "TocsinConfig", targets: ["TocsinConfig"]),
+        .library(name: "TocsinSystem", targets: ["TocsinSystem"]),
         .library(name: "TocsinCore", targets: ["TocsinCore"]),
         .library(name: "TocsinTesting", targets: ["TocsinTesting"]),
         .library(name: "DBus", targets: ["DBus"]),
@@ -56,44 +58,62 @@ let package = Package(
         // the executable does not link them and the CLI commands do not load them.
         .target(name: "CLibNotify", path: "Sources/CLibNotify"),
 
-        // MARK: Pure layers
+        // MARK: The model: what a notification, a policy, a limit and a setting are. No I/O.
         .target(name: "TocsinTime", swiftSettings: strict),
-        .target(name: "TocsinConfig", dependencies: ["TocsinTime"], swiftSettings: strict),
+        .target(name: "TocsinModel", dependencies: ["TocsinTime"], swiftSettings: strict),
 
-        // MARK: The engine
+        // MARK: The system: the executor loop, threads, processes, timers and the SQLite wrapper.
+        .target(
+            name: "TocsinSystem",
+            dependencies: ["TocsinTime", "CSQLite", "CTocsinSystem", .product(name: "HeapModule", package: "swift-collections")],
+            swiftSettings: strict
+        ),
+
+        // MARK: The engine: the notification machine, the center, the store and backend protocols.
+        // It knows the model, never the file the model came from (no TOML parser here).
         .target(
             name: "TocsinCore",
             dependencies: [
-                "TocsinTime", "TocsinConfig", "CSQLite", "CTocsinSystem",
+                "TocsinTime", "TocsinModel", "TocsinSystem", "CTocsinSystem",
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
-        .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
-        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
-                swiftSettings: strict),
 
+        // MARK: The config file: our TOML parser and the reading of a file into the model.
+        .target(name: "TocsinConfig", dependencies: ["TocsinTime", "TocsinModel", "TocsinSystem"], swiftSettings: strict),
+
+        // MARK: D-Bus: our libdbus layer (the daemon and the client library share it).
+        .target(name: "DBus", dependencies: ["CDBus", "CTocsinSystem"], swiftSettings: strict),
+
+        // MARK: The daemon: the D-Bus service, the config plan, backend tables, lifecycle.
         .target(
             name: "TocsinGateway",
             dependencies: [
-                "DBus", "TocsinCore", "TocsinConfig", "TocsinTime", "CTocsinSystem", .product(name: "Logging", package: "swift-log"),
+                "DBus", "TocsinCore", "TocsinModel", "TocsinSystem", "TocsinConfig", "TocsinTime", "CTocsinSystem",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
 
+        // MARK: Test kit: spies, virtual clock, private buses, conformance suites.
+        .target(name: "TocsinTesting", dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinConfig", "TocsinTime",
+                                                     .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+
         // MARK: Delivery backends, one target each
         .target(
             name: "TocsinLogBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Log",
             swiftSettings: strict
         ),
         .target(
             name: "TocsinExecBackend",
             dependencies: [
-                "TocsinCore", "TocsinConfig", "TocsinTime",
+                "TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime",
             ],
             path: "Plugins/Exec",
             swiftSettings: strict
@@ -101,7 +121,7 @@ let package = Package(
 
         .target(
             name: "TocsinDBusSignalBackend",
-            dependencies: ["TocsinCore", "TocsinConfig"],
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem"],
             path: "Plugins/DBusSignal",
             swiftSettings: strict
         ),
@@ -109,21 +129,21 @@ let package = Package(
         // Talks to the daemon's bus connection through the DBus module: out-of-process backends.
         .target(
             name: "TocsinDBusServiceBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "DBus", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", "DBus", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/DBusService",
             swiftSettings: strict
         ),
 
         .target(
             name: "TocsinDesktopBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Desktop",
             swiftSettings: strict
         ),
         .target(
             name: "TocsinSoundBackend",
             dependencies: [
-                "TocsinCore", "TocsinConfig", "TocsinTime",
+                "TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/Sound",
@@ -132,7 +152,7 @@ let package = Package(
 
         .target(
             name: "TocsinMQTTBackend",
-            dependencies: ["TocsinCore", "TocsinConfig", "TocsinTime", "CMosquitto", "CSQLite",
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", "CMosquitto",
                            .product(name: "Logging", package: "swift-log")],
             path: "Plugins/MQTT",
             swiftSettings: strict
@@ -148,39 +168,39 @@ let package = Package(
         .executableTarget(
             name: "tocsin",
             dependencies: [
-                "CTocsinSystem", "TocsinCore", "TocsinConfig", "TocsinTime",
+                "CTocsinSystem", "TocsinCore", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime",
                 "TocsinLogBackend", "TocsinExecBackend", "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinMQTTBackend", "TocsinGateway", "DBus",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
-        .executableTarget(name: "toml-test-decoder", dependencies: ["TocsinConfig"], swiftSettings: strict),
+        .executableTarget(name: "toml-test-decoder", dependencies: ["TocsinConfig", "TocsinModel"], swiftSettings: strict),
 
         // MARK: Tests
         .testTarget(name: "TocsinTimeTests", dependencies: ["TocsinTime", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinTime", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig",
+        .testTarget(name: "TocsinConfigTests", dependencies: ["TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime", "TocsinTesting"], swiftSettings: strict),
+        .testTarget(name: "TocsinCoreTests", dependencies: ["TocsinCore", "TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinModel", "TocsinSystem",
                                                            .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "TocsinTesting"], swiftSettings: strict),
-        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "TocsinDBusSignalBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "PluginTests", dependencies: ["TocsinLogBackend", "TocsinExecBackend", "TocsinDBusServiceBackend", "TocsinDBusSignalBackend", "DBus", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime",
                                                        .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "DesktopBackendTests", dependencies: ["TocsinGateway", "TocsinDesktopBackend", "TocsinCore", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime",
                                                                .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinSoundBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "SoundBackendTests", dependencies: ["TocsinGateway", "TocsinSoundBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime",
                                                              .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
-        .testTarget(name: "MQTTBackendTests", dependencies: ["TocsinMQTTBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinTime",
+        .testTarget(name: "MQTTBackendTests", dependencies: ["TocsinGateway", "TocsinMQTTBackend", "TocsinTesting", "TocsinCore", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinTime",
                                                             .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
         // One conformance suite for the client and its double; the client against the built daemon.
         .testTarget(name: "TocsinClientTests", dependencies: ["TocsinClient", "TocsinClientTesting", "TocsinTesting", "DBus"],
                     swiftSettings: strict),
         // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
-        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinCore", "TocsinGateway", "DBus",
+        .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinCore", "TocsinGateway", "DBus",
                                                           "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
     ]

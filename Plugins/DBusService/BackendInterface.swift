@@ -1,7 +1,7 @@
 public import DBus
 public import TocsinCore
-import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// The `io.github.tocsin.Backend1` interface a `dbus-service` backend talks to
 /// (`contrib/io.github.tocsin.Backend1.xml`): what Tocsin calls and what it listens for, in one

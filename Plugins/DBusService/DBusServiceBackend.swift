@@ -1,7 +1,7 @@
 public import DBus
 public import Logging
-public import TocsinConfig
 public import TocsinCore
+public import TocsinModel
 
 /// The daemon's bus as a backend sees it: the connection of the moment (nil while the bus is
 /// away) and every connection as it comes (the current one first), so listeners can subscribe

@@ -1,5 +1,5 @@
-public import TocsinConfig
 public import TocsinCore
+public import TocsinModel
 
 /// `type = "dbus-signal"`: emits the gateway's `Fired` signal for each firing routed here, so
 /// any program can subscribe instead of polling. The daemon hands the factory the function that

@@ -1,9 +1,9 @@
 import CLibNotify
 import Logging
 import Synchronization
-public import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinModel
 
 /// `type = "libnotify"`: desktop popups through libnotify, one per key, with buttons that act on
 /// the center (Dismiss acknowledges, Snooze snoozes, anything else is reported as `ActionInvoked`).

@@ -1,6 +1,7 @@
 import CLibNotify
 import Glibc
 import Synchronization
+import TocsinSystem
 
 /// A GLib main loop on a thread of its own, and the one door into it.
 ///
@@ -38,18 +39,14 @@ final class GLibLoop: Sendable {
     func start() -> Bool {
         thread.withLock { t in
             if t != nil { return true }
-            var tid = pthread_t()
-            let arg = Unmanaged.passRetained(self).toOpaque()
-            guard pthread_create(&tid, nil, glibLoopThreadMain, arg) == 0 else {
-                Unmanaged<GLibLoop>.fromOpaque(arg).release()
-                return false
-            }
+            // The thread holds the loop for as long as it runs (the process's lifetime).
+            guard case .success(let tid) = WorkerThread.startJoinable({ [self] in run() }) else { return false }
             t = tid
             return true
         }
     }
 
-    fileprivate func run() {
+    private func run() {
         g_main_context_push_thread_default(handles.context)
         g_main_loop_run(handles.loop)
         g_main_context_pop_thread_default(handles.context)
@@ -134,12 +131,6 @@ private final class JobBox: Sendable {
             return j
         }
     }
-}
-
-private func glibLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    Unmanaged<GLibLoop>.fromOpaque(arg).takeRetainedValue().run()
-    return nil
 }
 
 private func glibRunJob(_ data: gpointer?) -> gboolean {

@@ -1,9 +1,9 @@
 import CLibNotify
 import Logging
 import Synchronization
-import TocsinConfig
 import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// Identifies one popup: a key, within one backend instance (several `libnotify` instances share
 /// the process's one libnotify).

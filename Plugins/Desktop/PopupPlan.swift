@@ -1,6 +1,6 @@
-public import TocsinConfig
 public import TocsinCore
 public import TocsinTime
+public import TocsinModel
 
 /// How long a popup stays up, as the notification spec's `expire_timeout` understands it.
 public enum PopupTimeout: Hashable, Sendable {

@@ -1,6 +1,7 @@
-public import TocsinConfig
 public import TocsinCore
 public import TocsinTime
+public import TocsinModel
+import TocsinSystem
 
 /// `type = "exec"`: runs a program for each firing.
 ///

@@ -1,9 +1,9 @@
 import Logging
-public import TocsinConfig
 public import TocsinCore
 import TocsinTime
 #if canImport(Glibc)
 import Glibc
+public import TocsinModel
 #endif
 
 /// `type = "log"`: one line per firing on standard output (the journal, under systemd), so a

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import TocsinConfig
+import TocsinModel
 
 /// One message on `<prefix>/<kind>`: what one machine of the fleet tells the others.
 ///

@@ -1,6 +1,6 @@
-public import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinModel
 
 /// A `fleet = true` notification as it crosses the fleet (the `notification` of a `scheduled`
 /// message): its fields, and its trigger in the resolved, absolute form, so `after 1h` or an

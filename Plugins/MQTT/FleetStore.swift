@@ -1,6 +1,6 @@
-import CSQLite
 import Glibc
 import Synchronization
+import TocsinSystem
 
 /// The mqtt backend's durable state, in SQLite next to the daemon's:
 /// - `mqtt_seen`: the idempotency ids this daemon has acted on, so a message the broker
@@ -15,138 +15,129 @@ import Synchronization
 ///   than the one in force (a late or replayed message) is not applied.
 ///
 /// The backend's own file (`mqtt-NAME.sqlite` in the state directory) keeps the core's schema free of
-/// a plugin's table; like the state store it is durable before we act (synchronous=FULL).
+/// a plugin's table; like the state store it is durable before we act (synchronous=FULL). It
+/// uses the same SQLite wrapper as the state store (TocsinSystem), behind a mutex: the backend's
+/// callbacks come from mosquitto's thread and from the center's tasks.
+///
+/// Every read and write is best effort: a failed write is reported as "new" or ignored, since
+/// acting twice on an acknowledge is harmless and losing one is not.
 final class FleetStore: Sendable {
-    private let db: Mutex<OpaquePointer?>
+    private let db: Mutex<Statements?>
 
     struct OpenError: Error, CustomStringConvertible { var description: String }
+
+    /// The connection and its statements, prepared once.
+    private final class Statements {
+        let db: SQLiteDatabase
+        let insertSeen, containsSeen, recordDelivered, lastDelivered: SQLiteStatement
+        let enqueue, dequeue, outbox, seenWithPrefix, recordFleet, fleetKeys: SQLiteStatement
+        init(_ db: SQLiteDatabase) throws(StoreError) {
+            self.db = db
+            insertSeen = try db.prepare("INSERT OR IGNORE INTO mqtt_seen (id, kind, seen_at) VALUES (?1, ?2, ?3)")
+            containsSeen = try db.prepare("SELECT 1 FROM mqtt_seen WHERE id = ?1")
+            recordDelivered = try db.prepare("INSERT OR REPLACE INTO mqtt_delivered (key, occurrence, due) VALUES (?1, ?2, ?3)")
+            lastDelivered = try db.prepare("SELECT occurrence, due FROM mqtt_delivered WHERE key = ?1")
+            enqueue = try db.prepare("INSERT OR REPLACE INTO mqtt_outbox (id, topic, payload, created) VALUES (?1, ?2, ?3, ?4)")
+            dequeue = try db.prepare("DELETE FROM mqtt_outbox WHERE id = ?1")
+            outbox = try db.prepare("SELECT id, topic, payload FROM mqtt_outbox ORDER BY created, rowid")
+            seenWithPrefix = try db.prepare("SELECT id FROM mqtt_seen WHERE substr(id, 1, length(?1)) = ?1")
+            recordFleet = try db.prepare("INSERT OR REPLACE INTO mqtt_fleet (key, shared, changed) VALUES (?1, ?2, ?3)")
+            fleetKeys = try db.prepare("SELECT key, shared, changed FROM mqtt_fleet")
+        }
+    }
 
     init(path: String) throws(OpenError) {
         // Like the state store: readable by its owner only (SQLite gives -wal and -shm the same mode).
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw OpenError(description: "cannot create \(path): errno \(errno)") }
         close(fd)
-        var h: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        guard rc == SQLITE_OK, let h else {
-            let why = h.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close_v2(h)
-            throw OpenError(description: "cannot open \(path): \(why)")
-        }
-        for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA busy_timeout=5000",
-                    "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)",
-                    "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)",
-                    "CREATE TABLE IF NOT EXISTS mqtt_fleet (key TEXT PRIMARY KEY, shared INTEGER NOT NULL, changed INTEGER NOT NULL)",
-                    "CREATE TABLE IF NOT EXISTS mqtt_outbox (id TEXT PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, created INTEGER NOT NULL)"] {
-            guard sqlite3_exec(h, sql, nil, nil, nil) == SQLITE_OK else {
-                let why = String(cString: sqlite3_errmsg(h))
-                sqlite3_close_v2(h)
-                throw OpenError(description: "cannot prepare \(path): \(why)")
+        do throws(StoreError) {
+            let db = try SQLiteDatabase(path: path)
+            for sql in ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                        "CREATE TABLE IF NOT EXISTS mqtt_seen (id TEXT PRIMARY KEY, kind TEXT NOT NULL, seen_at INTEGER NOT NULL)",
+                        "CREATE TABLE IF NOT EXISTS mqtt_delivered (key TEXT PRIMARY KEY, occurrence INTEGER NOT NULL, due INTEGER NOT NULL)",
+                        "CREATE TABLE IF NOT EXISTS mqtt_fleet (key TEXT PRIMARY KEY, shared INTEGER NOT NULL, changed INTEGER NOT NULL)",
+                        "CREATE TABLE IF NOT EXISTS mqtt_outbox (id TEXT PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, created INTEGER NOT NULL)"] {
+                try db.exec(sql)
             }
+            // Ids are kept for 30 days: far beyond any redelivery (a broker queues for a client that
+            // is away, it does not hold messages for a month), and the table stays small.
+            try? db.exec("DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)")
+            self.db = Mutex(try Statements(db))
+        } catch {
+            throw OpenError(description: "cannot open \(path): \(error.message)")
         }
-        // Ids are kept for 30 days: far beyond any redelivery (a broker queues for a client that
-        // is away, it does not hold messages for a month), and the table stays small.
-        sqlite3_exec(h, "DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)", nil, nil, nil)
-        db = Mutex(h)
     }
 
     static let keepSeenSeconds: Int64 = 30 * 86_400
 
-    deinit { db.withLock { sqlite3_close_v2($0); $0 = nil } }
-
     /// Records `id`; true when it was new (act on it), false when seen before (drop it).
     /// A write that fails counts as new: acting twice on an acknowledge is harmless, losing one is not.
     func insert(_ id: String, kind: String, at unixSeconds: Int64) -> Bool {
-        db.withLock { h in
-            guard let h else { return true }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "INSERT OR IGNORE INTO mqtt_seen (id, kind, seen_at) VALUES (?1, ?2, ?3)", -1, &stmt, nil) == SQLITE_OK else { return true }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
-            sqlite3_bind_text(stmt, 2, kind, -1, tocsin_sqlite_transient())
-            sqlite3_bind_int64(stmt, 3, unixSeconds)
-            guard sqlite3_step(stmt) == SQLITE_DONE else { return true }
-            return sqlite3_changes(h) == 1
+        db.withLock { s in
+            guard let s else { return true }
+            let st = s.insertSeen
+            st.bind(1, id); st.bind(2, kind); st.bind(3, unixSeconds)
+            guard (try? st.run()) != nil else { return true }
+            return s.db.changes == 1
         }
     }
 
     func contains(_ id: String) -> Bool {
-        db.withLock { h in
-            guard let h else { return false }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "SELECT 1 FROM mqtt_seen WHERE id = ?1", -1, &stmt, nil) == SQLITE_OK else { return false }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
-            return sqlite3_step(stmt) == SQLITE_ROW
+        db.withLock { s in
+            guard let st = s?.containsSeen else { return false }
+            defer { st.reset() }
+            st.bind(1, id)
+            return (try? st.step()) == true
         }
     }
 
     /// Remembers the occurrence just delivered for `key`. Best effort: losing it only makes a later
     /// acknowledge's id differ from the other machines', which they then act on (harmlessly) again.
     func recordDelivered(key: String, occurrence: UInt64, due: Int64) {
-        db.withLock { h in
-            guard let h else { return }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_delivered (key, occurrence, due) VALUES (?1, ?2, ?3)", -1, &stmt, nil) == SQLITE_OK else { return }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
-            sqlite3_bind_int64(stmt, 2, Int64(bitPattern: occurrence))
-            sqlite3_bind_int64(stmt, 3, due)
-            _ = sqlite3_step(stmt)
+        db.withLock { s in
+            guard let st = s?.recordDelivered else { return }
+            st.bind(1, key); st.bind(2, Int64(bitPattern: occurrence)); st.bind(3, due)
+            try? st.run()
         }
     }
 
     func lastDelivered(key: String) -> (occurrence: UInt64, due: Int64)? {
-        db.withLock { h in
-            guard let h else { return nil }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "SELECT occurrence, due FROM mqtt_delivered WHERE key = ?1", -1, &stmt, nil) == SQLITE_OK else { return nil }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
-            guard sqlite3_step(stmt) == SQLITE_ROW else { return nil }
-            return (UInt64(bitPattern: sqlite3_column_int64(stmt, 0)), sqlite3_column_int64(stmt, 1))
+        db.withLock { s in
+            guard let st = s?.lastDelivered else { return nil }
+            defer { st.reset() }
+            st.bind(1, key)
+            guard (try? st.step()) == true else { return nil }
+            return (UInt64(bitPattern: st.int64(0)), st.int64(1))
         }
     }
 
     /// Keeps an answer until the broker has it; durable before it is published.
     func enqueue(id: String, topic: String, payload: [UInt8], at unixSeconds: Int64) {
-        db.withLock { h in
-            guard let h else { return }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_outbox (id, topic, payload, created) VALUES (?1, ?2, ?3, ?4)", -1, &stmt, nil) == SQLITE_OK else { return }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
-            sqlite3_bind_text(stmt, 2, topic, -1, tocsin_sqlite_transient())
-            payload.withUnsafeBytes { _ = sqlite3_bind_blob(stmt, 3, $0.baseAddress, Int32($0.count), tocsin_sqlite_transient()) }
-            sqlite3_bind_int64(stmt, 4, unixSeconds)
-            _ = sqlite3_step(stmt)
+        db.withLock { s in
+            guard let st = s?.enqueue else { return }
+            st.bind(1, id); st.bind(2, topic); st.bind(3, bytes: payload); st.bind(4, unixSeconds)
+            try? st.run()
         }
     }
 
     func removeFromOutbox(id: String) {
-        db.withLock { h in
-            guard let h else { return }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "DELETE FROM mqtt_outbox WHERE id = ?1", -1, &stmt, nil) == SQLITE_OK else { return }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, id, -1, tocsin_sqlite_transient())
-            _ = sqlite3_step(stmt)
+        db.withLock { s in
+            guard let st = s?.dequeue else { return }
+            st.bind(1, id)
+            try? st.run()
         }
     }
 
     /// What an earlier run owed the broker, oldest first.
     func outbox() -> [(id: String, topic: String, payload: [UInt8])] {
-        db.withLock { h in
-            guard let h else { return [] }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "SELECT id, topic, payload FROM mqtt_outbox ORDER BY created, rowid", -1, &stmt, nil) == SQLITE_OK else { return [] }
-            defer { sqlite3_finalize(stmt) }
+        db.withLock { s in
+            guard let st = s?.outbox else { return [] }
+            defer { st.reset() }
             var out: [(id: String, topic: String, payload: [UInt8])] = []
-            while sqlite3_step(stmt) == SQLITE_ROW {
-                guard let id = sqlite3_column_text(stmt, 0), let topic = sqlite3_column_text(stmt, 1) else { continue }
-                let n = Int(sqlite3_column_bytes(stmt, 2))
-                let bytes = sqlite3_column_blob(stmt, 2).map { Array(UnsafeRawBufferPointer(start: $0, count: n)) } ?? []
-                out.append((String(cString: id), String(cString: topic), bytes))
+            while (try? st.step()) == true {
+                guard let id = st.text(0), let topic = st.text(1) else { continue }
+                out.append((id, topic, st.blob(2)))
             }
             return out
         }
@@ -155,16 +146,13 @@ final class FleetStore: Sendable {
     /// The highest snooze number recorded under `prefix` (`snoozed/<key>/<due>/<occurrence>/`),
     /// sent or received; 0 when none. Compared as a prefix, not with LIKE, since keys may hold `%`.
     func lastSnooze(prefix: String) -> Int {
-        db.withLock { h in
-            guard let h else { return 0 }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "SELECT id FROM mqtt_seen WHERE substr(id, 1, length(?1)) = ?1", -1, &stmt, nil) == SQLITE_OK else { return 0 }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, prefix, -1, tocsin_sqlite_transient())
+        db.withLock { s in
+            guard let st = s?.seenWithPrefix else { return 0 }
+            defer { st.reset() }
+            st.bind(1, prefix)
             var best = 0
-            while sqlite3_step(stmt) == SQLITE_ROW {
-                guard let text = sqlite3_column_text(stmt, 0) else { continue }
-                let id = String(cString: text)
+            while (try? st.step()) == true {
+                guard let id = st.text(0) else { continue }
                 if let n = Int(id.dropFirst(prefix.count)) { best = max(best, n) }
             }
             return best
@@ -174,29 +162,22 @@ final class FleetStore: Sendable {
     /// Records a change of a fleet notification (`shared`: scheduled and shared, false: cancelled
     /// or now this machine's own) made at `changed` (unix microseconds).
     func recordFleet(key: String, shared: Bool, changed: Int64) {
-        db.withLock { h in
-            guard let h else { return }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "INSERT OR REPLACE INTO mqtt_fleet (key, shared, changed) VALUES (?1, ?2, ?3)", -1, &stmt, nil) == SQLITE_OK else { return }
-            defer { sqlite3_finalize(stmt) }
-            sqlite3_bind_text(stmt, 1, key, -1, tocsin_sqlite_transient())
-            sqlite3_bind_int(stmt, 2, shared ? 1 : 0)
-            sqlite3_bind_int64(stmt, 3, changed)
-            _ = sqlite3_step(stmt)
+        db.withLock { s in
+            guard let st = s?.recordFleet else { return }
+            st.bind(1, key); st.bind(2, Int64(shared ? 1 : 0)); st.bind(3, changed)
+            try? st.run()
         }
     }
 
     /// Every key's fleet state, for the start.
     func fleetKeys() -> [String: (shared: Bool, changed: Int64)] {
-        db.withLock { h in
-            guard let h else { return [:] }
-            var stmt: OpaquePointer?
-            guard sqlite3_prepare_v2(h, "SELECT key, shared, changed FROM mqtt_fleet", -1, &stmt, nil) == SQLITE_OK else { return [:] }
-            defer { sqlite3_finalize(stmt) }
+        db.withLock { s in
+            guard let st = s?.fleetKeys else { return [:] }
+            defer { st.reset() }
             var out: [String: (shared: Bool, changed: Int64)] = [:]
-            while sqlite3_step(stmt) == SQLITE_ROW {
-                guard let k = sqlite3_column_text(stmt, 0) else { continue }
-                out[String(cString: k)] = (sqlite3_column_int(stmt, 1) != 0, sqlite3_column_int64(stmt, 2))
+            while (try? st.step()) == true {
+                guard let k = st.text(0) else { continue }
+                out[k] = (st.int64(1) != 0, st.int64(2))
             }
             return out
         }

@@ -1,9 +1,9 @@
 import FoundationEssentials
-import TocsinConfig
 import Logging
 import Synchronization
 public import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// `fleet = true`: the `[fleet]` backend shares run-time notifications with the other machines
 /// (a `scheduled` message with the resolved notification, a `cancelled` one), and schedules or

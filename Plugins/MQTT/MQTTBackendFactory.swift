@@ -1,7 +1,8 @@
 import FoundationEssentials
-public import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinModel
+import TocsinSystem
 
 /// Reads `[backend.NAME] type = "mqtt"`.
 public struct MQTTBackendFactory: BackendFactory {

@@ -1,9 +1,10 @@
 import Glibc
 public import Logging
 import Synchronization
-public import TocsinConfig
 public import TocsinCore
 public import TocsinTime
+public import TocsinModel
+public import TocsinSystem
 
 /// What a sound backend instance plays and how, as read from `[backend.NAME]`.
 public struct SoundSettings: Hashable, Sendable {

@@ -1,8 +1,9 @@
 import Glibc
 import Logging
-public import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinModel
+import TocsinSystem
 
 /// Builds `type = "sound"` backends from `[backend.NAME]`:
 ///

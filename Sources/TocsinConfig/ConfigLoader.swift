@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+public import TocsinModel
+import TocsinSystem
 #endif
 
 /// Reads, parses and decodes a config file, keeping the source so diagnostics can quote it.

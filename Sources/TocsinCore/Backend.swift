@@ -1,6 +1,7 @@
 public import Logging
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+public import TocsinSystem
 
 /// Why a backend failed to deliver; the center logs it and retries with backoff.
 public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -36,6 +37,11 @@ public struct DeliveryError: Error, Hashable, Sendable, CustomStringConvertible 
 
 public enum WithdrawReason: String, Hashable, Sendable {
     case cancelled, acknowledged, snoozed, replaced, unanswered, shutdown
+}
+
+extension ChildStopCause {
+    /// A child stopped because its notification was withdrawn, for this reason.
+    public static func withdrawn(_ reason: WithdrawReason) -> Self { .withdrawn(reason: reason.rawValue) }
 }
 
 /// Something a backend hears from a person and hands back to the center: a popup button, a
@@ -196,34 +202,8 @@ public struct BackendRegistry: Sendable {
 
     public var typeNames: [String] { factories.keys.sorted() }
 
-    /// Builds every declared backend, or reports every problem with its position.
-    public func makeBackends(for config: TocsinConfiguration, file: String,
-                             environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
-        var out: [any DeliveryBackend] = []
-        var diags: [Diagnostic] = []
-        var environment = environment
-        environment.fleetBackend = config.fleet?.backend
-        for decl in config.backends {
-            guard let factory = factories[decl.type] else {
-                var message = "unknown backend type '\(Echo.capped(decl.type))' in [backend.\(decl.name)]"
-                if let s = Suggestion.closest(to: decl.type, among: typeNames) {
-                    message += "; did you mean '\(s)'?"
-                } else {
-                    message += "; known types: \(typeNames.joined(separator: ", "))"
-                }
-                diags.append(Diagnostic(file: file, location: decl.typeLocation, message: message))
-                continue
-            }
-            var reader = TableReader(decl.table, context: "[backend.\(decl.name)]")
-            reader.accept("type")
-            let backend = factory.make(name: decl.name, reading: &reader, environment: environment)
-            reader.finish(known: ["type"] + factory.optionKeys)
-            diags += reader.issues.map { Diagnostic(file: file, location: $0.location, message: $0.message) }
-            if let backend, reader.issues.isEmpty { out.append(backend) }
-        }
-        if diags.isEmpty { return .success(out) }
-        return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
-    }
+    /// The factory for `type = "..."`; nil when the binary links none.
+    public func factory(forType name: String) -> (any BackendFactory)? { factories[name] }
 }
 
 /// A backend whose delivery is a non-blocking hand-off (a signal queued on the bus, a log line).

@@ -1,4 +1,5 @@
-import TocsinConfig
+import TocsinModel
+import TocsinSystem
 
 /// Errors of the notification center. Each code maps to one D-Bus error name and one CLI exit message.
 public struct CenterError: Error, Hashable, Sendable, CustomStringConvertible {

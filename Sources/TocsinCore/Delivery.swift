@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 public import TocsinTime
+import TocsinSystem
 
 /// Timeouts and retries of deliveries. Each (firing, backend) pair runs in its own task, so a slow
 /// or hanging backend delays nobody else, and an attempt that outlives its timeout is abandoned.

@@ -1,4 +1,5 @@
 public import TocsinTime
+import TocsinSystem
 
 /// What the center tells its observers (the D-Bus service turns these into signals).
 public enum CenterEvent: Hashable, Sendable {

@@ -1,4 +1,5 @@
-import TocsinConfig
+import TocsinModel
+import TocsinSystem
 
 /// What the center tells the `[fleet]` backend about notifications scheduled at run time, so it
 /// can share those asked for with `fleet = true` with the other machines.

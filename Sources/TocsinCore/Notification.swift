@@ -1,5 +1,6 @@
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 public enum NotificationSource: String, Hashable, Sendable {
     /// Defined in the config file: replaced as a whole on reload.

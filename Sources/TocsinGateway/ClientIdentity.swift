@@ -1,4 +1,4 @@
-public import DBus
+import DBus
 import Glibc
 import Synchronization
 

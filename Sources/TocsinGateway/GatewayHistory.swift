@@ -2,6 +2,7 @@ import DBus
 import TocsinConfig
 import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// `History(a{sv} filter) -> aa{sv}`: the recorded events, newest first, as `tocsin history` shows them.
 extension GatewayService {

@@ -1,10 +1,12 @@
 public import DBus
-public import Logging
+import Logging
 import Glibc
 import Synchronization
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
 public import TocsinTime
+public import TocsinModel
+import TocsinSystem
 
 /// The `io.github.tocsin.Gateway1` object: maps method calls onto the center and the center's
 /// events onto signals. It outlives bus connections: after a reconnect the daemon attaches the

@@ -1,7 +1,8 @@
 public import DBus
-public import TocsinConfig
+import TocsinConfig
 import TocsinCore
 import TocsinTime
+public import TocsinModel
 
 /// Turns a `Schedule`/`PostNow` `a{sv}` into a `NotificationSpec` through the same field table
 /// and messages as the config file (`NotificationFields`), read straight from the D-Bus values:

@@ -2,6 +2,7 @@ import Synchronization
 import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinSystem
 
 /// A `NotificationStore` in memory, for tests of what the center does with its store: commits
 /// can be held (to see which requests share a batch) and made to fail (to see that a failed

@@ -1,6 +1,7 @@
 import Foundation
-public import TocsinCore
+import TocsinCore
 import Synchronization
+public import TocsinSystem
 
 /// An `ExecutorLoop` driven by a thread of its own until `stop()`.
 ///

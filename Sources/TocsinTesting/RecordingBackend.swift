@@ -1,7 +1,8 @@
 import Synchronization
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
 import TocsinTime
+public import TocsinModel
 
 /// A spy backend: records every delivery and withdrawal, and can be told to fail or hang.
 /// Tests wait on what it recorded with a deadline instead of sleeping.

@@ -1,5 +1,6 @@
 import Glibc
 import TocsinCore
+import TocsinSystem
 
 /// The output of a finished child process.
 public struct CapturedRun: Sendable {

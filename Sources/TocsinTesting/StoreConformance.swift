@@ -1,7 +1,8 @@
 import Synchronization
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
 public import TocsinTime
+import TocsinModel
 
 /// What one conformance case found wrong, as sentences naming the operation and the values.
 ///

@@ -1,6 +1,7 @@
 public import TocsinCore
 import TocsinConfig
 import TocsinTime
+import TocsinSystem
 
 extension StoreConformance {
     static func event(_ kind: HistoryEvent.Kind, _ seconds: Int64, _ key: String, backends: [String]? = nil) -> StoreOp {

@@ -4,6 +4,7 @@ import CDispatch
 import Glibc
 import Synchronization
 import TocsinCore
+import TocsinSystem
 
 /// How a child process ended.
 public enum ExitStatus: Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,7 @@
 import Synchronization
-public import TocsinCore
+import TocsinCore
 public import TocsinTime
+public import TocsinSystem
 
 /// A clock that moves only when a test moves it. It is both the center's clock (timeouts, backoff)
 /// and its wake-up timer, so a test sees exactly what production would see at each instant

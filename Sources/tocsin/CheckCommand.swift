@@ -5,6 +5,8 @@ import TocsinConfig
 import TocsinGateway
 import TocsinCore
 import TocsinTime
+import TocsinSystem
+import TocsinModel
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import FoundationEssentials
 import TocsinGateway
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// The one way a command reports failure: thrown out of `run()`, printed on stderr by
 /// `Tocsin.main` and turned into exit status 1. Commands never print an error and exit themselves,

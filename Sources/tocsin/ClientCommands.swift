@@ -4,6 +4,7 @@ import FoundationEssentials
 import TocsinConfig
 import TocsinGateway
 import TocsinTime
+import TocsinModel
 
 /// The notification fields as flags, mirroring the `Schedule` spec (and the config file's keys).
 struct NotificationFlags: ParsableArguments {

@@ -9,6 +9,8 @@ import TocsinTime
 import DBus
 import TocsinDBusSignalBackend
 import TocsinGateway
+import TocsinSystem
+import TocsinModel
 
 struct DaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

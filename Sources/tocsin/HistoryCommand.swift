@@ -3,6 +3,7 @@ import DBus
 import FoundationEssentials
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// `tocsin history`: what happened to notifications (fired, acknowledged, snoozed, cancelled,
 /// missed, unanswered), newest first, from the daemon's `History` method.

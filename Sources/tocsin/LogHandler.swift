@@ -2,6 +2,7 @@ import Logging
 import TocsinConfig
 #if canImport(Glibc)
 import Glibc
+import TocsinModel
 #endif
 
 /// Log lines on stderr. Under systemd (JOURNAL_STREAM set) each line starts with its syslog

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 // Owned by the time helper: `tocsin next`.
 struct NextCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
 import TocsinCore
+import TocsinSystem
 
 /// Progress on stderr for a command that can take long (`tocsin check` on a huge config): nothing
 /// for the first second, so quick runs print exactly what they always did, then one line a

@@ -4,6 +4,7 @@ import FoundationEssentials
 import TocsinConfig
 import TocsinGateway
 import TocsinTime
+import TocsinModel
 
 /// `tocsin quiet [on|off]`: do-not-disturb from the command line, through the same D-Bus
 /// methods any client uses (`QuietOn`, `QuietOff`, `QuietStatus`).

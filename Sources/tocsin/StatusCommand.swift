@@ -4,6 +4,7 @@ import FoundationEssentials
 import TocsinConfig
 import TocsinGateway
 import TocsinTime
+import TocsinModel
 
 /// `tocsin status`: one answer to "is it running, what does it hold, what happens next, which
 /// backends work", so a newcomer never has to read the daemon's log to learn that popups are off.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// How the CLI shows instants to people: local time to the second with its zone abbreviation,
 /// and how far away it is, as `systemctl list-timers` does. Machine-readable output (`--json`)

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import TocsinCore
 import TocsinGateway
+import TocsinSystem
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
 /// exists and the main thread drives it (`LoopExecutor.runMain`) instead of parking in

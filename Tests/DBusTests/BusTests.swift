@@ -2,6 +2,7 @@ import Glibc
 import Testing
 import DBus
 import TocsinTesting
+import TocsinModel
 
 /// Each test gets its own private dbus-daemon (started from contrib/test/dbus-session.conf and
 /// reaped at the end) with our test object exported on it, and drives it with clients we did

@@ -1,6 +1,7 @@
 import DBus
 import Synchronization
 import TocsinTesting
+import TocsinModel
 
 let testName: BusName = "org.tocsin.Test"
 let testPath: ObjectPath = "/org/tocsin/Test"

@@ -1,5 +1,6 @@
 import Testing
 @testable import DBus
+import TocsinModel
 
 /// Every type the layer can carry, nested the ways real APIs nest them.
 let everyType: [DBusValue] = [

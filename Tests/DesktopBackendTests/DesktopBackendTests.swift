@@ -4,6 +4,8 @@ import TocsinConfig
 import TocsinCore
 import TocsinDesktopBackend
 import TocsinTime
+import TocsinModel
+import TocsinGateway
 
 private let t0 = Instant(seconds: 1_772_442_000)
 

@@ -7,6 +7,7 @@ import TocsinCore
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// A trailing zone word (`daily CET`, `12:00 CEST`, `... Europe/Berlin`) means the same on every
 /// surface: `tocsin next`, the config file, a D-Bus `Schedule`, and the state store after a restart

@@ -7,6 +7,7 @@ import TocsinDBusSignalBackend
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// The whole daemon (`TocsinDaemon`, what `tocsin daemon` runs) in the test's own process, on a
 /// private bus and a virtual clock, driven by clients we did not write (gdbus, dbus-python).

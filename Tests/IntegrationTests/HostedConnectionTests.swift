@@ -4,6 +4,8 @@ import Testing
 import TocsinCore
 import TocsinGateway
 import TocsinTesting
+import TocsinModel
+import TocsinSystem
 
 /// A connection hosted on an executor loop (what the daemon does with its bus connection): it
 /// answers clients we did not write, makes calls whose libdbus timeout must fire from the loop's

@@ -5,6 +5,7 @@ import TocsinCore
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
+import TocsinSystem
 
 /// python3-dbusmock's `logind` template on a private bus that plays the system bus
 /// (`contrib/test/dbus-system.conf`): it hands out inhibitor descriptors, lists the ones still

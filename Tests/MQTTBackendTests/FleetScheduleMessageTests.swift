@@ -4,6 +4,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinMQTTBackend
 import TocsinTime
+import TocsinModel
 
 /// `scheduled` and `cancelled` messages, and a snooze's `until`.
 @Suite("FleetMessage: scheduled, cancelled, snooze until")

@@ -4,6 +4,8 @@ import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinMQTTBackend
+import TocsinGateway
+import TocsinModel
 
 /// One config and the diagnostics it must produce, exactly (`line:column: message`).
 struct MQTTConfigRow: Sendable, CustomTestStringConvertible {

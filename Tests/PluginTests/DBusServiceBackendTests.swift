@@ -5,6 +5,7 @@ import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// The `dbus-service` backend's pure parts: its table, the `Deliver` payload, how call errors
 /// are retried, and which service signals become center events. The bus side is tested in

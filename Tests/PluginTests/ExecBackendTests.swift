@@ -3,6 +3,7 @@ import Logging
 import Testing
 @testable import TocsinExecBackend
 import TocsinConfig
+import TocsinModel
 import TocsinCore
 import TocsinTesting
 import TocsinTime

@@ -6,6 +6,8 @@ import TocsinCore
 import TocsinSoundBackend
 import TocsinTesting
 import TocsinTime
+import TocsinModel
+import TocsinSystem
 
 let t0 = Instant(seconds: 1_772_442_000)
 

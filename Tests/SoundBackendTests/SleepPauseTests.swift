@@ -3,6 +3,7 @@ import Testing
 import TocsinCore
 import TocsinSoundBackend
 import TocsinTesting
+import TocsinSystem
 
 /// Blocks (on a thread of its own) until the child `pid` stops or continues, as `waitid` reports
 /// it; `WNOWAIT` leaves the state for the backend's own reaping.

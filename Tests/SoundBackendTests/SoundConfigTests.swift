@@ -6,6 +6,8 @@ import TocsinCore
 import TocsinSoundBackend
 import TocsinTesting
 import TocsinTime
+import TocsinGateway
+import TocsinModel
 
 /// A directory with sounds and fake players, for building backends from config text.
 final class SoundWorkspace: Sendable {

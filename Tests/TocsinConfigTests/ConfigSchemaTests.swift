@@ -1,6 +1,7 @@
 import Testing
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// One bad config and the diagnostics it must produce, exactly.
 struct SchemaRow: Sendable, CustomTestStringConvertible {

@@ -1,6 +1,7 @@
 import Testing
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// `dst_gap` and `dst_fold` in `[[notification]]` (the same reader serves D-Bus `Schedule`).
 @Suite("DST policy config")

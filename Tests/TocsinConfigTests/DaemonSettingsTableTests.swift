@@ -1,6 +1,7 @@
 import Testing
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// `[daemon]` is read through one table (`DaemonKeys`): each key's default, range and doc are
 /// declared once, and the reader, the defaults and the docs all come from there.

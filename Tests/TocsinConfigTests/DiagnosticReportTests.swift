@@ -1,5 +1,6 @@
 import Testing
 import TocsinConfig
+import TocsinModel
 
 /// Rendering diagnostics: one pass over the file however many there are, and a report that
 /// shows the first 100 and counts the rest.

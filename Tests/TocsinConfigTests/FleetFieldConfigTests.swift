@@ -1,5 +1,6 @@
 import Testing
 import TocsinConfig
+import TocsinModel
 
 /// The `fleet` notification field in the config file: run time only.
 @Suite("fleet field in the config file")

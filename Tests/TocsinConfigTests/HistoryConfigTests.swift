@@ -1,6 +1,7 @@
 import Testing
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 /// `[daemon] history_max_entries` and `history_max_age`.
 @Suite("History config")

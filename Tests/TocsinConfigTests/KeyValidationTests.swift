@@ -1,5 +1,6 @@
 import Testing
 import TocsinConfig
+import TocsinModel
 
 @Suite("Notification keys: printable, no spaces")
 struct KeyValidationTests {

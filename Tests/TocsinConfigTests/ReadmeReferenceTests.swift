@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TocsinConfig
+import TocsinModel
 
 /// The configuration reference (docs/CONFIG.md) is checked against the schema, and every TOML
 /// example in the README and the reference docs is loaded, so the documents cannot drift.

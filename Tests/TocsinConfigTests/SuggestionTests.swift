@@ -1,5 +1,6 @@
 import Testing
 @testable import TocsinConfig
+@testable import TocsinModel
 
 /// One word and the suggestion it must get.
 struct SuggestionRow: Sendable, CustomTestStringConvertible {

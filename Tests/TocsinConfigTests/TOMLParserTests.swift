@@ -1,5 +1,6 @@
 import Testing
 import TocsinConfig
+import TocsinModel
 
 private func parse(_ text: String) throws(DiagnosticError) -> TOMLTable {
     try TOML.parse(text, file: "config.toml")
@@ -25,7 +26,7 @@ private func value(_ table: TOMLTable, _ path: String...) -> TOMLValue? {
     return path.last.flatMap { t[$0]?.value }
 }
 
-private func loc(_ line: Int, _ column: Int) -> TocsinConfig.SourceLocation { TocsinConfig.SourceLocation(line: line, column: column) }
+private func loc(_ line: Int, _ column: Int) -> TocsinModel.SourceLocation { TocsinModel.SourceLocation(line: line, column: column) }
 
 @Suite struct TOMLDiagnosticTests {
     /// One row per message form: the source and the exact first diagnostic.

@@ -1,6 +1,7 @@
 import Testing
 import TocsinConfig
 import TocsinTime
+import TocsinModel
 
 private func diagnostics(_ toml: String) -> [String] {
     switch ConfigLoader.load(bytes: Array(toml.utf8), file: "c.toml") {

@@ -1,5 +1,6 @@
 import Testing
 import TocsinConfig
+import TocsinModel
 
 /// The `wake` notification field in the config file: a boolean, false when absent.
 @Suite("wake field in the config file")

@@ -5,6 +5,7 @@ import TocsinConfig
 @testable import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// The `[fleet]` backend's side of the center, as a spy: what it is told to share.
 final class FleetSpy: DeliveryBackend, FleetLink, Sendable {

@@ -2,6 +2,7 @@ import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// `CenterOptions` is derived from `[daemon]`: its defaults are the settings table's, and every
 /// setting the engine uses reaches it.

@@ -3,6 +3,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 @Suite("Notification center")
 struct CenterTests {

@@ -3,6 +3,8 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
+import TocsinSystem
 
 /// A firing's claim is committed `claimAhead` before its instant, so at the instant only the emit
 /// is left; nothing reaches a backend before it, and a crash in between loses nothing.

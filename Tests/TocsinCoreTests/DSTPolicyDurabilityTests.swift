@@ -3,6 +3,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// The DST policies are part of the stored trigger: a restart must not fall back to systemd's defaults.
 @Suite("DST policy durability")

@@ -4,6 +4,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// Two days of a busy schedule compressed through the virtual clock: an every-minute reminder,
 /// calendar rules, an alarm that rings and is once acknowledged, a snooze, and a config reload at

@@ -5,6 +5,8 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
+import TocsinSystem
 
 @Suite("Durable state and missed firings")
 struct DurabilityTests {

@@ -3,6 +3,7 @@ import TocsinConfig
 @testable import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// History: what `HistoryLog` adds to a transaction (as operations), and what the center and the
 /// SQLite store make of it (virtual clock, spy backends, a real state file).

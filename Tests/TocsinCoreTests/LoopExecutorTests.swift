@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TocsinCore
 import TocsinTesting
+import TocsinSystem
 
 /// The executor loop's machinery without the runtime hooks: this process already runs on
 /// libdispatch's executor (swift-testing started it), so each test drives its own `ExecutorLoop`

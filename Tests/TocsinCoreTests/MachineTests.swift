@@ -2,6 +2,7 @@ import Testing
 import TocsinConfig
 @testable import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// The notification machine alone: inputs and chosen instants in, actions out. No clock, no
 /// store, no tasks: every transition is asserted as the actions it returns.

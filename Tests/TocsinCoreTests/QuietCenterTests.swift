@@ -4,6 +4,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// Quiet hours through the center: virtual clock, spy backends, the real SQLite store.
 @Suite("Quiet hours: the center")

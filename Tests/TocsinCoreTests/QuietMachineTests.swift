@@ -2,6 +2,7 @@ import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinTime
+import TocsinModel
 
 /// The pure quiet-hours machine: windows, the manual switch, routing and release, as actions.
 @Suite("Quiet hours: the machine")

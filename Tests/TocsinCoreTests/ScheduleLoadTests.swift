@@ -4,6 +4,8 @@ import TocsinConfig
 @testable import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinSystem
+import TocsinModel
 
 /// Start-up's scan of the state table, on one thread and split over two (what a large table
 /// gets): every row arrives once, decoded the same either way.

@@ -4,6 +4,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// 2026-03-02T09:00:00Z: a Monday, far from DST changes, so tests read naturally.
 let t0 = Instant(seconds: 1_772_442_000)

@@ -3,6 +3,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// One request that reaches past the latest instant Tocsin schedules, with the field it must name.
 struct TimeLimitRow: Sendable, CustomTestStringConvertible {

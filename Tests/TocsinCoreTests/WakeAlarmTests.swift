@@ -6,6 +6,8 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
+import TocsinSystem
 
 /// A wake alarm that records what it was armed for, in order.
 final class RecordedWakeAlarm: WakeAlarm, Sendable {

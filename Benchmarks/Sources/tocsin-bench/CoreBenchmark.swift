@@ -5,6 +5,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// The engine's costs: trigger evaluation, durable schedule/cancel, memory per pending
 /// notification, and start-up with a large persisted state.

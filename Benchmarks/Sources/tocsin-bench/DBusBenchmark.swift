@@ -9,6 +9,8 @@ import TocsinDBusSignalBackend
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
+import TocsinModel
+import TocsinSystem
 
 /// D-Bus throughput against the bus's own limit, and fire latency from due time to a
 /// subscriber's receipt of `Fired`, on a private dbus-daemon with the gateway in this process.

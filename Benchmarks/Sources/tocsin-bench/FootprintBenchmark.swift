@@ -3,6 +3,7 @@ import DBus
 import Foundation
 import Glibc
 import TocsinGateway
+import TocsinSystem
 
 /// What a desktop user meets every day, against the C programs Tocsin sits beside, in one
 /// invocation: the idle daemon's resident memory against dunst's (under Xvfb, nothing shown), and

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TocsinSystem
 
 /// Child processes for `footprint`, all started with `posix_spawn` (no shell, no Foundation
 /// `Process`): short commands timed with the monotonic clock from spawn to reaped, and long-lived

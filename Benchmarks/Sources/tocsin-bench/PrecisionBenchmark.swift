@@ -8,6 +8,7 @@ import TocsinTime
 
 #if canImport(Glibc)
 import Glibc
+import TocsinSystem
 #endif
 
 /// How close to its instant a notification due alone reaches a subscriber, over `pending`

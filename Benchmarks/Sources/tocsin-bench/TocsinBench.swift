@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TocsinCore
+import TocsinSystem
 
 /// Entry point. Each benchmark is a subcommand in its own file; add new ones (schedule, dbus, ...)
 /// to `subcommands` below.

@@ -2,6 +2,7 @@ import DBus
 import FuzzSupport
 import TocsinConfig
 import TocsinGateway
+import TocsinModel
 
 let fieldNames = (NotificationFields.all + NotificationFields.dbusOnly).map(\.name)
 

@@ -1,4 +1,5 @@
 import TocsinTime
+public import TocsinModel
 
 /// `[backend.NAME]`: an instance of a backend type. Its own keys are read by the type's factory,
 /// which the core's registry owns; the config layer only knows `type`.
@@ -65,7 +66,7 @@ public struct TocsinConfiguration: Sendable {
                                                  message: "'backend.\(e.key)' must be a table ([backend.\(e.key)]), found \(e.node.value.typeName)"))
                         continue
                     }
-                    if let problem = validateBackendName(e.key) {
+                    if let problem = BackendNames.validate(e.key) {
                         issues.append(FieldIssue(field: "backend", location: bt.location, message: problem))
                         continue
                     }
@@ -91,7 +92,7 @@ public struct TocsinConfiguration: Sendable {
                         }
                     } else {
                         let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
-                        r.report("backend", unknownBackend(name, in: "[fleet]", among: mqtt,
+                        r.report("backend", BackendNames.unknown(name, in: "[fleet]", among: mqtt,
                                                            otherwise: mqtt.isEmpty ? "declare one with [backend.NAME] type = \"mqtt\"" : nil))
                     }
                 }
@@ -152,7 +153,7 @@ public struct TocsinConfiguration: Sendable {
                 guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
                 for b in list {
                     guard case .string(let name) = b.value, !names.contains(name) else { continue }
-                    let message = unknownBackend(name, in: "[[notification]] #\(i + 1)", among: Array(names),
+                    let message = BackendNames.unknown(name, in: "[[notification]] #\(i + 1)", among: Array(names),
                                                  otherwise: names.isEmpty ? "no [backend.NAME] is configured" : nil)
                     issues.append(FieldIssue(field: "backends", location: b.location, message: message))
                 }
@@ -160,7 +161,7 @@ public struct TocsinConfiguration: Sendable {
         }
 
         for (name, location) in config.quiet.backendLocations where !names.contains(name) {
-            let message = unknownBackend(name, in: "[quiet] backends", among: Array(names))
+            let message = BackendNames.unknown(name, in: "[quiet] backends", among: Array(names))
             issues.append(FieldIssue(field: "backends", location: location, message: message))
         }
 
@@ -168,23 +169,5 @@ public struct TocsinConfiguration: Sendable {
             Diagnostic(file: file, location: $0.location, message: $0.message)
         }
         return (config, diags)
-    }
-
-    /// The one wording of "no backend of that name", for the config file (`[[notification]]`,
-    /// `[quiet]`, `[fleet]`) and `Schedule`: the name as given (capped), where it was written, and
-    /// the closest of `known`, else `hint`.
-    public static func unknownBackend(_ name: String, in place: String? = nil, among known: [String],
-                                      otherwise hint: String? = nil) -> String {
-        var message = "unknown backend '\(Echo.capped(name))'" + (place.map { " in \($0)" } ?? "")
-        if let s = Suggestion.closest(to: name, among: known) { message += "; did you mean '\(s)'?" }
-        else if let hint { message += "; \(hint)" }
-        return message
-    }
-
-    public static func validateBackendName(_ name: String) -> String? {
-        let ok = !name.isEmpty && name.utf8.count <= 64 && name.unicodeScalars.allSatisfy {
-            ($0 >= "a" && $0 <= "z") || ($0 >= "A" && $0 <= "Z") || ($0 >= "0" && $0 <= "9") || $0 == "-" || $0 == "_"
-        }
-        return ok ? nil : "backend name '\(name)' must be 1-64 letters, digits, '-' or '_'"
     }
 }

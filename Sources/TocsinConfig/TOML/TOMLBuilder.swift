@@ -1,3 +1,4 @@
+import TocsinModel
 /// The document under construction. TOML's redefinition rules depend on *how* a table came to
 /// exist (header, dotted key, implicit parent of a header), which the public `TOMLTable` does not
 /// record, and a tree of nested values would be copied on every deep mutation. So tables are

@@ -1,3 +1,4 @@
+import TocsinModel
 extension TOMLParser {
     // MARK: Keys
 

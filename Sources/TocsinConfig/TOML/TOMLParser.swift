@@ -1,3 +1,4 @@
+import TocsinModel
 /// Unwinds the current statement after its diagnostic has been recorded. Typed and payload-free so
 /// throwing costs no allocation.
 struct TOMLAbort: Error {}

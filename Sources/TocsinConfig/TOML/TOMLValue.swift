@@ -1,3 +1,4 @@
+public import TocsinModel
 // CONTRACT FILE written by the lead before the TOML helper starts. The config decoder is written
 // against these shapes; the parser may add API but must keep these.
 

@@ -1,4 +1,5 @@
 import TocsinTime
+import TocsinSystem
 
 /// Firings claimed ahead of their instant (`NotificationMachine.claimAhead`), held until it.
 ///

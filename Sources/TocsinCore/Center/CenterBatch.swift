@@ -1,6 +1,7 @@
 import Logging
-import TocsinConfig
+import TocsinModel
 import TocsinTime
+import TocsinSystem
 
 /// Group commit: how requests, ticks and finished deliveries become batches.
 extension TocsinCenter {

@@ -1,5 +1,6 @@
 import Logging
 import TocsinTime
+import TocsinSystem
 
 /// Handing firings and withdrawals to backends, and recording when they are done.
 ///

@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 import TocsinTime
+import TocsinSystem
 
 /// `fleet = true`: what the center tells the `[fleet]` backend (`FleetLink`), and what arrives
 /// from the other machines of the fleet.

@@ -1,4 +1,5 @@
 import TocsinTime
+import TocsinSystem
 
 extension TocsinCenter {
     /// Recorded events matching `query`, newest first. Read on the store thread after every

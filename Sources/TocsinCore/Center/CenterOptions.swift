@@ -1,5 +1,6 @@
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// Settings of the center that come from `[daemon]` and the command line. Each default is its
 /// `[daemon]` key's (`DaemonKeys`); `CenterOptions(settings:environment:)` reads a whole section.

@@ -1,6 +1,7 @@
 import Logging
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// Quiet hours in the center: the shell around `QuietMachine`. The machine decides which
 /// backends hold, drop or deliver a firing and what happens when quiet changes; this file makes

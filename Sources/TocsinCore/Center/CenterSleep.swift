@@ -1,4 +1,5 @@
 public import TocsinTime
+public import TocsinSystem
 
 /// Sleep and wake: the wake-alarm timer and what logind's announcements ask of the center
 /// (`SleepWatch` in the gateway calls these).

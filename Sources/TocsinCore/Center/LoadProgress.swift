@@ -1,3 +1,4 @@
+import TocsinSystem
 /// Progress lines for a start-up that loads many persisted notifications: silent for the first
 /// second (a normal start-up logs nothing extra), then at most one line a second, and a closing
 /// line only when some progress was shown. Measured on the monotonic clock, not the center's

@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 import TocsinTime
+import TocsinSystem
 
 /// Turns a request (`NotificationSpec`, from the config file or D-Bus) into a `Notification`:
 /// the zone looked up, relative and local times made absolute, the backends checked. The one
@@ -68,7 +69,7 @@ struct SpecResolver: Sendable {
         }
         if let names = spec.backends {
             for b in names where !known.contains(b) {
-                let message = TocsinConfiguration.unknownBackend(b, among: known) + " (configured: \(known.joined(separator: ", ")))"
+                let message = BackendNames.unknown(b, among: known) + " (configured: \(known.joined(separator: ", ")))"
                 throw CenterError(.unknownBackend, message, field: "backends")
             }
         }

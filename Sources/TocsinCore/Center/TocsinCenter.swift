@@ -1,7 +1,8 @@
 public import Logging
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
 import Synchronization
+public import TocsinSystem
 
 /// The keyed notification center: the I/O shell that executes what `NotificationMachine` decides.
 ///

@@ -1,5 +1,6 @@
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// One entry of the history: something that happened to a notification, as `tocsin history` and
 /// the D-Bus `History` method show it.

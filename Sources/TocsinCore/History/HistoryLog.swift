@@ -1,4 +1,5 @@
 import TocsinTime
+import TocsinSystem
 
 /// Turns the machine's actions into the store operations of one transaction, with a history
 /// entry beside each firing, acknowledgement, snooze, cancellation, missed and unanswered event.

@@ -1,4 +1,5 @@
 import TocsinTime
+import TocsinSystem
 
 /// A trigger in four machine words. A million pending notifications are mostly `at` and `every`,
 /// whose state fits in the words themselves; the rare large parts (a calendar expression with its

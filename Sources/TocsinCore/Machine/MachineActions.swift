@@ -1,4 +1,5 @@
 public import TocsinTime
+import TocsinSystem
 
 /// What the center must do after an input, in order. The machine decides; the center performs.
 public enum MachineAction: Hashable, Sendable {

@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// Time passing, and deliveries finishing: the transitions the clock and the backends drive.
 extension NotificationMachine {

@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// What a config reload did.
 public struct ReloadReport: Hashable, Sendable {

@@ -1,6 +1,7 @@
 import HeapModule
-import TocsinConfig
+import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// The notification machine: every transition of every notification, as a pure function of
 /// its inputs and the instant it is given. It reads no clock, does no I/O and keeps no content

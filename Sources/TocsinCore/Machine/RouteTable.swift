@@ -1,3 +1,4 @@
+import TocsinSystem
 /// The distinct `backends` lists that notifications name, interned: a million notifications
 /// routed to three backend sets hold three lists, and each entry keeps a 4-byte row. What firing
 /// needs of a route (its targets, whether and how it rings) is worked out once per route and

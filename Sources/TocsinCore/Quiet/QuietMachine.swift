@@ -1,5 +1,6 @@
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+import TocsinSystem
 
 /// A quiet window with its zone resolved: quiet from each elapse of `spec` for `duration`.
 public struct QuietWindow: Hashable, Sendable {

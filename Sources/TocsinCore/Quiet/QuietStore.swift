@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 import TocsinTime
+public import TocsinSystem
 
 /// One change to the durable quiet state.
 public enum QuietStoreOp: Hashable, Sendable {

@@ -1,4 +1,5 @@
 import TocsinTime
+import TocsinSystem
 
 /// The `history` table: entries appended inside the transactions of the changes they describe,
 /// read newest first, pruned a bounded batch at a time. Confined to the store thread, like `StateStore`.

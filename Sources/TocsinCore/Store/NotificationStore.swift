@@ -1,5 +1,6 @@
-public import TocsinConfig
+public import TocsinModel
 public import TocsinTime
+public import TocsinSystem
 
 /// A delivery that was claimed (its occurrence recorded as fired) but not yet confirmed by every
 /// backend. Persisted so a crash in between re-delivers instead of losing it.

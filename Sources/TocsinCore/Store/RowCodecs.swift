@@ -1,7 +1,8 @@
-import TocsinConfig
+import TocsinModel
 import TocsinTime
 #if canImport(Glibc)
 import Glibc
+import TocsinSystem
 #endif
 
 // How values are laid out in the state database's columns: the one place that decides it, so

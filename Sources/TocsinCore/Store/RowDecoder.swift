@@ -1,5 +1,6 @@
-import TocsinConfig
+import TocsinModel
 import TocsinTime
+import TocsinSystem
 
 /// Turns rows of the notification table back into values.
 ///

@@ -3,6 +3,7 @@ import Synchronization
 public import TocsinTime
 #if canImport(Glibc)
 import Glibc
+public import TocsinSystem
 #endif
 
 /// The SQLite store, run on a thread of its own.
@@ -123,14 +124,11 @@ final class StoreThread: @unchecked Sendable {
         self.store = store
         wakeFD = tocsin_eventfd_create()
         guard wakeFD >= 0 else { throw StartError(description: String(cString: strerror(errno))) }
-        let box = Unmanaged.passRetained(self)
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, storeThreadMain, box.toOpaque())
-        guard rc == 0 else {
-            box.release()
-            throw StartError(description: "pthread_create: \(rc)")
+        // The thread holds the worker until `main` returns, as the store must outlive its jobs.
+        switch WorkerThread.startJoinable({ [self] in main() }) {
+        case .success(let t): thread.withLock { $0 = t }
+        case .failure(let e): throw StartError(description: e.description)
         }
-        thread.withLock { $0 = t }
     }
 
     deinit { Glibc.close(wakeFD) }
@@ -172,7 +170,7 @@ final class StoreThread: @unchecked Sendable {
         if pthread_equal(t, pthread_self()) != 0 { pthread_detach(t) } else { pthread_join(t, nil) }
     }
 
-    fileprivate func main() {
+    private func main() {
         var pfd = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
         while true {
             let (batch, stopped) = jobs.withLock { j -> ([Job], Bool) in
@@ -190,11 +188,4 @@ final class StoreThread: @unchecked Sendable {
             if poll(&pfd, 1, -1) > 0 { _ = tocsin_eventfd_drain(wakeFD) }
         }
     }
-}
-
-private func storeThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    let worker = Unmanaged<StoreThread>.fromOpaque(arg).takeRetainedValue()
-    worker.main()
-    return nil
 }

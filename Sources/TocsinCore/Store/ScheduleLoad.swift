@@ -1,6 +1,7 @@
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import TocsinSystem
 #endif
 
 extension StateStore {

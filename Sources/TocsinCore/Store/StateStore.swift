@@ -1,9 +1,9 @@
-import CSQLite
 import Synchronization
-import TocsinConfig
+import TocsinModel
 import TocsinTime
 #if canImport(Glibc)
 import Glibc
+import TocsinSystem
 #endif
 
 /// The durable state: one row per notification, written with O(log n) single-row statements.

@@ -3,6 +3,8 @@ public import Logging
 public import TocsinConfig
 public import TocsinCore
 import TocsinTime
+import TocsinModel
+public import TocsinSystem
 
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.

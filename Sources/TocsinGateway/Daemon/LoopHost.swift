@@ -1,5 +1,6 @@
 public import DBus
-public import TocsinCore
+import TocsinCore
+public import TocsinSystem
 
 /// Tocsin's executor loop as the host of the daemon's bus connection: method calls are read,
 /// handled and answered on the one thread that runs the center, with no hand-over between

@@ -4,6 +4,7 @@ public import Logging
 import Synchronization
 public import TocsinCore
 import TocsinTime
+import TocsinSystem
 
 /// What the daemon knows about logind: whether it watches sleep, and whether it holds its
 /// inhibitor now (`Status`).

@@ -5,6 +5,8 @@ import Synchronization
 import TocsinConfig
 public import TocsinCore
 import TocsinTime
+import TocsinSystem
+import TocsinModel
 
 /// The whole daemon as a library: the composition root that `tocsin daemon` runs, and that tests
 /// run in-process on a private bus.

@@ -110,6 +110,7 @@ public enum NotificationFields: Sendable {
         public var name: String
         public var type: String
         public var summary: String
+        public init(name: String, type: String, summary: String) { self.name = name; self.type = type; self.summary = summary }
     }
 
     public static let triggerKeys = ["at", "after", "every", "on_calendar", "remind_before"]
@@ -147,14 +148,6 @@ public enum NotificationFields: Sendable {
     public static let dbusOnly: [Field] = [
         Field(name: "replace", type: "boolean", summary: "false keeps an existing notification with the same key (default true)."),
     ]
-
-    /// Reads one notification. `allowReplace` enables the D-Bus-only `replace` field.
-    /// `allowFleet`: false for the config file, where `fleet = true` is refused.
-    public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
-                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
-        var r = TableReader(table, context: context)
-        return decode(&r, limits: limits, allowReplace: allowReplace, allowFleet: allowFleet, requireTrigger: requireTrigger)
-    }
 
     /// Reads one notification from any surface; every rule and message of the fields is here.
     public static func decode<R: FieldReader>(_ r: inout R, limits: SpecLimits = SpecLimits(),

@@ -17,7 +17,7 @@ public struct DaemonKey<Value: Sendable>: Sendable {
     public let defaultValue: Value
     public let doc: String
     /// Reads the key as written, reporting what is refused (type, range); nil when absent or refused.
-    let read: @Sendable (inout TableReader) -> Value?
+    let read: @Sendable (inout any FieldReader) -> Value?
 
     public var field: NotificationFields.Field { .init(name: name, type: type, summary: doc) }
 }
@@ -181,7 +181,7 @@ public struct DaemonSettings: Hashable, Sendable {
     /// A key bound to the field it sets.
     struct Binding: Sendable {
         let field: NotificationFields.Field
-        let apply: @Sendable (inout TableReader, inout DaemonSettings) -> Void
+        let apply: @Sendable (inout any FieldReader, inout DaemonSettings) -> Void
         init<V>(_ key: DaemonKey<V>, _ set: @escaping @Sendable (inout DaemonSettings, V) -> Void) {
             field = key.field
             apply = { r, s in if let v = key.read(&r) { set(&s, v) } }
@@ -206,13 +206,12 @@ public struct DaemonSettings: Hashable, Sendable {
 
     public static let keys: [NotificationFields.Field] = table.map(\.field)
 
-    /// Reads `[daemon]`: every key through its table entry, then the unknown ones reported.
-    static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> DaemonSettings {
-        var r = TableReader(t, context: "[daemon]")
+    /// Reads `[daemon]` from any surface: every key through its table entry, then the unknown
+    /// ones reported. The file's reader (TocsinConfig) hands it a TOML table's reader.
+    public static func read(from r: inout any FieldReader) -> DaemonSettings {
         var settings = DaemonSettings()
         for b in table { b.apply(&r, &settings) }
         r.finish(known: keys.map(\.name))
-        issues += r.issues
         return settings
     }
 }

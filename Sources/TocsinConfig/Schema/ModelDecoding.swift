@@ -1,58 +1,30 @@
-public import TocsinTime
+public import TocsinModel
+import TocsinTime
 
-/// What a backend does with a firing while quiet hours are on.
-public enum QuietMode: String, Hashable, Sendable, CaseIterable {
-    /// Keep it (durably) and deliver it when quiet ends.
-    case hold
-    /// Never deliver it.
-    case drop
-    /// Deliver it as usual.
-    case deliver
-}
+// The TOML side of the model's readers: each builds a `TableReader` over the file's table and
+// hands it to the surface-independent reader in TocsinModel, where every rule and message lives.
 
-/// One scheduled quiet period: it begins at each elapse of a calendar expression and lasts
-/// `duration`. A start plus a length, rather than a start and an end expression, because "is it
-/// quiet at t" is then one forward search (the first elapse after t - duration) and needs no
-/// search backwards in time, which the calendar engine does not have.
-public struct QuietWindowSpec: Hashable, Sendable {
-    public var onCalendar: CalendarSpec
-    public var duration: TimeSpan
-    /// IANA zone; nil: `[daemon] timezone`, else `$TZ`, else the system zone.
-    public var timezone: String?
-    /// Where `on_calendar` and `timezone` are written, for the zone checks made after loading.
-    public var calendarLocation: SourceLocation
-    public var timezoneLocation: SourceLocation
-    public init(onCalendar: CalendarSpec, duration: TimeSpan, timezone: String? = nil,
-                calendarLocation: SourceLocation = SourceLocation(line: 1, column: 1),
-                timezoneLocation: SourceLocation = SourceLocation(line: 1, column: 1)) {
-        self.onCalendar = onCalendar; self.duration = duration; self.timezone = timezone
-        self.calendarLocation = calendarLocation; self.timezoneLocation = timezoneLocation
+extension NotificationFields {
+    /// Reads one notification. `allowReplace` enables the D-Bus-only `replace` field.
+    /// `allowFleet`: false for the config file, where `fleet = true` is refused.
+    public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
+                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
+        var r = TableReader(table, context: context)
+        return decode(&r, limits: limits, allowReplace: allowReplace, allowFleet: allowFleet, requireTrigger: requireTrigger)
     }
 }
 
-/// `[quiet]`: do-not-disturb hours.
-public struct QuietSettings: Hashable, Sendable {
-    public var windows: [QuietWindowSpec] = []
-    /// Per backend instance; a backend not named keeps its type's default
-    /// (`hold` for popups and sound, `deliver` for the rest).
-    public var backends: [String: QuietMode] = [:]
-    /// Where each named backend was written, to report an unknown name at its position.
-    public var backendLocations: [String: SourceLocation] = [:]
-    /// `urgency = "critical"` notifications go through quiet hours.
-    public var criticalPasses = true
-    /// Alarms (firings that go to a ringing backend) go through quiet hours: an alarm clock set
-    /// inside the quiet hours must still ring.
-    public var alarmsPass = true
-    public init() {}
+extension DaemonSettings {
+    /// Reads `[daemon]`; every problem is appended to `issues` with its position.
+    static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> DaemonSettings {
+        var r: any FieldReader = TableReader(t, context: "[daemon]")
+        let settings = read(from: &r)
+        issues += r.issues
+        return settings
+    }
+}
 
-    public static let keys: [NotificationFields.Field] = [
-        .init(name: "window", type: "array of tables", summary: "[[quiet.window]]: on_calendar (when quiet starts), duration (how long), timezone."),
-        .init(name: "backends", type: "table", summary: "Per backend instance: hold, drop or deliver (default: hold for libnotify and sound, deliver otherwise)."),
-        .init(name: "critical", type: "boolean", summary: "urgency = \"critical\" goes through quiet hours (default true)."),
-        .init(name: "alarms", type: "boolean", summary: "Alarms go through quiet hours (default true)."),
-    ]
-    public static let windowKeys = ["on_calendar", "duration", "timezone"]
-
+extension QuietSettings {
     /// Reads `[quiet]`; every problem is appended to `issues` with its position.
     public static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> QuietSettings {
         var out = QuietSettings()

@@ -42,11 +42,11 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One SQLite connection. Not thread-safe by itself: owned by one actor.
-final class SQLiteDatabase {
-    let handle: OpaquePointer
-    let path: String
+package final class SQLiteDatabase {
+    package let handle: OpaquePointer
+    package let path: String
 
-    init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -65,7 +65,7 @@ final class SQLiteDatabase {
 
     deinit { sqlite3_close_v2(handle) }
 
-    func error(_ rc: Int32, _ what: String) -> StoreError {
+    package func error(_ rc: Int32, _ what: String) -> StoreError {
         var msg = String(cString: sqlite3_errmsg(handle))
         // "disk I/O error" alone does not tell a file system turned read-only (what the kernel
         // does to a failing disk) from anything else, and SQLite's saved errno is often 0 by
@@ -97,12 +97,15 @@ final class SQLiteDatabase {
         return StoreError(code, "\(what) (\(path)): \(msg)")
     }
 
-    func exec(_ sql: String) throws(StoreError) {
+    package func exec(_ sql: String) throws(StoreError) {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, "SQL failed") }
     }
 
-    func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
+    /// Rows the last finished INSERT, UPDATE or DELETE on this connection changed.
+    package var changes: Int { Int(sqlite3_changes(handle)) }
+
+    package func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw error(rc, "cannot prepare statement") }
@@ -111,23 +114,23 @@ final class SQLiteDatabase {
 }
 
 /// A prepared statement, reset and reused: the hot paths never re-parse SQL.
-final class SQLiteStatement {
-    let stmt: OpaquePointer
+package final class SQLiteStatement {
+    package let stmt: OpaquePointer
     unowned let db: SQLiteDatabase
 
-    init(_ stmt: OpaquePointer, db: SQLiteDatabase) { self.stmt = stmt; self.db = db }
+    package init(_ stmt: OpaquePointer, db: SQLiteDatabase) { self.stmt = stmt; self.db = db }
     deinit { sqlite3_finalize(stmt) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(stmt)
         sqlite3_clear_bindings(stmt)
     }
 
-    func bind(_ i: Int32, _ v: Int64?) {
+    package func bind(_ i: Int32, _ v: Int64?) {
         if let v { sqlite3_bind_int64(stmt, i, v) } else { sqlite3_bind_null(stmt, i) }
     }
 
-    func bind(_ i: Int32, _ v: String?) {
+    package func bind(_ i: Int32, _ v: String?) {
         guard let v else { sqlite3_bind_null(stmt, i); return }
         // withCString copies once; SQLITE_TRANSIENT makes SQLite copy, so the buffer may go away after.
         _ = v.withCString { p in
@@ -135,37 +138,46 @@ final class SQLiteStatement {
         }
     }
 
+    package func bind(_ i: Int32, bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(stmt, i, $0.baseAddress, Int32($0.count), tocsin_sqlite_transient()) }
+    }
+
     /// Runs a statement that returns no rows.
-    func run() throws(StoreError) {
+    package func run() throws(StoreError) {
         defer { reset() }
         let rc = sqlite3_step(stmt)
         guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw db.error(rc, "write failed") }
     }
 
     /// Steps once: true while there is a row.
-    func step() throws(StoreError) -> Bool {
+    package func step() throws(StoreError) -> Bool {
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
         throw db.error(rc, "read failed")
     }
 
-    func int(_ col: Int32) -> Int64? {
+    package func int(_ col: Int32) -> Int64? {
         sqlite3_column_type(stmt, col) == SQLITE_NULL ? nil : sqlite3_column_int64(stmt, col)
     }
 
     /// A NOT NULL column: no type check first.
-    func int64(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
+    package func int64(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
 
     /// The text's bytes, valid only inside `body`: for comparing without making a `String`.
-    func withText<R>(_ col: Int32, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+    package func withText<R>(_ col: Int32, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
         guard sqlite3_column_type(stmt, col) != SQLITE_NULL, let p = sqlite3_column_text(stmt, col) else { return body(nil) }
         return body(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, col))))
     }
 
-    func text(_ col: Int32) -> String? {
+    package func text(_ col: Int32) -> String? {
         guard sqlite3_column_type(stmt, col) != SQLITE_NULL, let p = sqlite3_column_text(stmt, col) else { return nil }
         let n = Int(sqlite3_column_bytes(stmt, col))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    package func blob(_ col: Int32) -> [UInt8] {
+        let n = Int(sqlite3_column_bytes(stmt, col))
+        return sqlite3_column_blob(stmt, col).map { Array(UnsafeRawBufferPointer(start: $0, count: n)) } ?? []
     }
 }

@@ -16,13 +16,15 @@ public enum ChildStatus: Hashable, Sendable, CustomStringConvertible {
 
 /// Why we stopped a child, if we did.
 public enum ChildStopCause: Hashable, Sendable, CustomStringConvertible {
-    /// `withdraw` (acknowledged, snoozed, cancelled, unanswered), a newer ring (`.replaced`) or shutdown.
-    case withdrawn(WithdrawReason)
+    /// `withdraw` (acknowledged, snoozed, cancelled, unanswered), a newer ring (`.replaced`) or
+    /// shutdown, as the engine's `WithdrawReason` spells it: a word here, so the system layer
+    /// need not know the engine's types (TocsinCore adds `.withdrawn(_: WithdrawReason)`).
+    case withdrawn(reason: String)
     /// Still running at its cap (a sound's length limit, a hook's timeout).
     case capped
     public var description: String {
         switch self {
-        case .withdrawn(let r): r.rawValue
+        case .withdrawn(let r): r
         case .capped: "length cap"
         }
     }

@@ -9,10 +9,10 @@ import Glibc
 /// A POSIX record lock (`fcntl`), not `flock`: it belongs to the process, so it goes with the
 /// process however it ends (`kill -9` included), and a second store opened on the same directory
 /// by the same process (the tests' simulated restart) is not refused.
-final class StateDirectoryLock {
+package final class StateDirectoryLock {
     private let fd: Int32
 
-    init(directory: String) throws(StoreError) {
+    package init(directory: String) throws(StoreError) {
         let path = directory + "/lock"
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
