@@ -179,10 +179,45 @@ extension BackendFactory {
         guard let options = options(from: &reader, environment: environment), reader.issues.count == before else { return nil }
         return make(name: name, options: options, environment: environment)
     }
+
+    /// The second step for options another instance of this type read: nil when they are not
+    /// this type's options. Opening the existential here is what lets a plan checked with one
+    /// registry be built with another of the same types.
+    fileprivate func make(_ planned: PlannedBackend, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+        guard let options = planned.options as? Options else { return nil }
+        return make(name: planned.name, options: options, environment: environment)
+    }
+}
+
+/// One `[backend.NAME]` table read into its factory's typed options: checked, not built.
+/// Options are plain data while the factory holds the live wiring (the daemon's bus link), so
+/// `tocsin check` and the daemon's own start-up check a config with a registry that has no bus,
+/// and the daemon then builds it with the registry that has one.
+public struct PlannedBackend: Sendable {
+    /// The instance name, `NAME` in `[backend.NAME]`.
+    public let name: String
+    /// The `type = "..."` the options were read for.
+    public let typeName: String
+    /// Where the table's type was written, for a diagnostic at build time.
+    public let location: SourceLocation
+    /// The factory's `Options`, type-erased so one list holds every backend type.
+    let options: any Sendable
+}
+
+/// Every backend table of a config, checked. What `BackendRegistry.make` needs besides the
+/// tables: the backend `[fleet]` names, which only its factory's `make` is told.
+public struct BackendPlan: Sendable {
+    public let file: String
+    public let backends: [PlannedBackend]
+    public let fleetBackend: String?
 }
 
 /// Maps backend type names to factories. A value passed to whoever builds backends, never a global:
 /// tests build registries with spies, the daemon with the plugins it links.
+///
+/// Checking and building are separate calls (`plan`, then `make`) so that validating a config
+/// (`tocsin check`, every reload before it is applied) never constructs a backend: a backend may
+/// open sockets, start threads or read its state when made.
 public struct BackendRegistry: Sendable {
     private var factories: [String: any BackendFactory] = [:]
 
@@ -196,33 +231,72 @@ public struct BackendRegistry: Sendable {
 
     public var typeNames: [String] { factories.keys.sorted() }
 
-    /// Builds every declared backend, or reports every problem with its position.
-    public func makeBackends(for config: TocsinConfiguration, file: String,
-                             environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
-        var out: [any DeliveryBackend] = []
-        var diags: [Diagnostic] = []
+    /// Reads and checks every declared backend table into its factory's options, or reports
+    /// every problem with its position. Constructs nothing.
+    public func plan(for config: TocsinConfiguration, file: String,
+                     environment: BackendEnvironment) -> Result<BackendPlan, DiagnosticError> {
         var environment = environment
         environment.fleetBackend = config.fleet?.backend
+        var out: [PlannedBackend] = []
+        var diags: [Diagnostic] = []
         for decl in config.backends {
             guard let factory = factories[decl.type] else {
-                var message = "unknown backend type '\(Echo.capped(decl.type))' in [backend.\(decl.name)]"
-                if let s = Suggestion.closest(to: decl.type, among: typeNames) {
-                    message += "; did you mean '\(s)'?"
-                } else {
-                    message += "; known types: \(typeNames.joined(separator: ", "))"
-                }
-                diags.append(Diagnostic(file: file, location: decl.typeLocation, message: message))
+                diags.append(Diagnostic(file: file, location: decl.typeLocation, message: unknownType(decl.type, in: decl.name)))
                 continue
             }
             var reader = TableReader(decl.table, context: "[backend.\(decl.name)]")
             reader.accept("type")
-            let backend = factory.make(name: decl.name, reading: &reader, environment: environment)
+            let options = Self.options(of: factory, reading: &reader, environment: environment)
             reader.finish(known: ["type"] + factory.optionKeys)
             diags += reader.issues.map { Diagnostic(file: file, location: $0.location, message: $0.message) }
-            if let backend, reader.issues.isEmpty { out.append(backend) }
+            if let options, reader.issues.isEmpty {
+                out.append(PlannedBackend(name: decl.name, typeName: decl.type, location: decl.typeLocation, options: options))
+            }
+        }
+        if diags.isEmpty { return .success(BackendPlan(file: file, backends: out, fleetBackend: environment.fleetBackend)) }
+        return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
+    }
+
+    /// Builds each planned backend once, with this registry's factories. Fails only when this
+    /// registry does not link a planned type (a plan checked with another registry).
+    public func make(_ plan: BackendPlan, environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
+        var environment = environment
+        environment.fleetBackend = plan.fleetBackend
+        var out: [any DeliveryBackend] = []
+        var diags: [Diagnostic] = []
+        for planned in plan.backends {
+            guard let backend = factories[planned.typeName]?.make(planned, environment: environment) else {
+                diags.append(Diagnostic(file: plan.file, location: planned.location,
+                                        message: unknownType(planned.typeName, in: planned.name)))
+                continue
+            }
+            out.append(backend)
         }
         if diags.isEmpty { return .success(out) }
-        return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
+        return .failure(DiagnosticError(diags))
+    }
+
+    /// Both steps at once, for tests and tools that build backends straight from a config.
+    public func makeBackends(for config: TocsinConfiguration, file: String,
+                             environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
+        plan(for: config, file: file, environment: environment).flatMap { make($0, environment: environment) }
+    }
+
+    private static func options<F: BackendFactory>(of factory: F, reading reader: inout TableReader,
+                                                   environment: BackendEnvironment) -> (any Sendable)? {
+        let before = reader.issues.count
+        guard let options = factory.options(from: &reader, environment: environment), reader.issues.count == before else { return nil }
+        return options
+    }
+
+    private func unknownType(_ type: String, in name: String) -> String {
+        var message = "unknown backend type '\(Echo.capped(type))' in [backend.\(name)]"
+        if let s = Suggestion.closest(to: type, among: typeNames) {
+            message += "; did you mean '\(s)'?"
+        } else {
+            message += "; known types: \(typeNames.joined(separator: ", "))"
+        }
+        return message
     }
 }
 
