@@ -257,17 +257,22 @@ public struct BackendRegistry: Sendable {
         return .failure(DiagnosticError(diags.sorted { $0.location < $1.location }))
     }
 
-    /// Builds each planned backend once, with this registry's factories. Fails only when this
-    /// registry does not link a planned type (a plan checked with another registry).
+    /// Builds each planned backend once, with this registry's factories. Fails only for a plan
+    /// checked with a registry that links other types, or other implementations of a type.
     public func make(_ plan: BackendPlan, environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
         var environment = environment
         environment.fleetBackend = plan.fleetBackend
         var out: [any DeliveryBackend] = []
         var diags: [Diagnostic] = []
         for planned in plan.backends {
-            guard let backend = factories[planned.typeName]?.make(planned, environment: environment) else {
+            guard let factory = factories[planned.typeName] else {
                 diags.append(Diagnostic(file: plan.file, location: planned.location,
                                         message: unknownType(planned.typeName, in: planned.name)))
+                continue
+            }
+            guard let backend = factory.make(planned, environment: environment) else {
+                diags.append(Diagnostic(file: plan.file, location: planned.location, message:
+                    "backend type '\(planned.typeName)' in [backend.\(planned.name)] was checked by another implementation of the type"))
                 continue
             }
             out.append(backend)

@@ -1,3 +1,4 @@
+import Logging
 import Testing
 import TocsinConfig
 import TocsinCore
@@ -39,6 +40,20 @@ struct ReloadPlanTests {
         guard case .failure(let e) = bad.validate() else { Issue.record("an unknown zone must be refused"); return }
         #expect(e.rendered.contains("Mars/Base"), "\(e.rendered)")
         #expect(counting.counts.value.made.isEmpty, "a refused config constructs nothing either")
+    }
+
+    @Test("a plan built with a registry that links other implementations is refused with the tables' positions, and builds nothing")
+    func builtByAnotherRegistry() throws {
+        let checking = CountingFactory()
+        let source = ConfigSource.text("[daemon]\ntimezone = \"UTC\"" + Self.backends, name: "check.toml")
+        let validated = try ConfigPlan(source: source, registry: BackendRegistry([checking]), environment: [:]).validate().get()
+        let other = ConfigPlan(source: source, registry: BackendRegistry([OtherCounting()]), environment: [:])
+        guard case .failure(let e) = other.build(validated, logger: Logger(label: "test"), stateDirectory: "/nonexistent") else {
+            Issue.record("options of another type must not be built"); return
+        }
+        #expect(e.diagnostics.map(\.location.line) == [5, 8], "\(e.rendered)")
+        #expect(e.rendered.contains("in [backend.a] was checked by another implementation"), "\(e.rendered)")
+        #expect(checking.counts.value.made.isEmpty)
     }
 
     @Test("start-up constructs each backend once, a reload once more, and a refused reload none")
@@ -113,5 +128,16 @@ final class CountingFactory: BackendFactory, Sendable {
     struct Counted: DeliveryBackend {
         let name: String
         func deliver(_ firing: Firing) async throws(DeliveryError) {}
+    }
+}
+
+/// A `counting` type whose options are not `CountingFactory`'s.
+private struct OtherCounting: BackendFactory {
+    struct Options: Sendable {}
+    var typeName: String { "counting" }
+    var optionKeys: [String] { [] }
+    func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
+    func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
+        CountingFactory.Counted(name: name)
     }
 }
