@@ -107,11 +107,8 @@ final class CountingFactory: BackendFactory, Sendable {
     }
     struct Options: Sendable { var name: String }
     let counts = WaitableState(Counts())
-    let typeName: String
+    var typeName: String { "counting" }
     var optionKeys: [String] { [] }
-
-    init(typeName: String = "counting") { self.typeName = typeName }
-
 
     func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
         // The table's context is "[backend.NAME]": the name is what the count is kept by.
