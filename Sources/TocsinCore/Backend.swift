@@ -185,10 +185,53 @@ extension BackendFactory {
         guard let options = options(from: &reader, environment: environment), reader.issues.count == before else { return nil }
         return make(name: name, options: options, environment: environment)
     }
+
+    /// The second step for options another instance of this type read: nil when they are not
+    /// this type's options. Opening the existential here is what lets a plan checked with one
+    /// registry be built with another of the same types.
+    fileprivate func make(_ planned: PlannedBackend, environment: BackendEnvironment) -> (any DeliveryBackend)? {
+        guard let options = planned.options as? Options else { return nil }
+        return make(name: planned.name, options: options, environment: environment)
+    }
+}
+
+/// One `[backend.NAME]` table read into its factory's typed options: checked, not built.
+/// Options are plain data while the factory holds the live wiring (the daemon's bus link), so
+/// `tocsin check` and the daemon's own start-up check a config with a registry that has no bus,
+/// and the daemon then builds it with the registry that has one.
+public struct PlannedBackend: Sendable {
+    /// The instance name, `NAME` in `[backend.NAME]`.
+    public let name: String
+    /// The `type = "..."` the options were read for.
+    public let typeName: String
+    /// Where the table's type was written, for a diagnostic at build time.
+    public let location: SourceLocation
+    /// The factory's `Options`, type-erased so one list holds every backend type.
+    let options: any Sendable
+
+    public init(name: String, typeName: String, location: SourceLocation, options: any Sendable) {
+        self.name = name; self.typeName = typeName; self.location = location; self.options = options
+    }
+}
+
+/// Every backend table of a config, checked. What `BackendRegistry.make` needs besides the
+/// tables: the backend `[fleet]` names, which only its factory's `make` is told.
+public struct BackendPlan: Sendable {
+    public let file: String
+    public let backends: [PlannedBackend]
+    public let fleetBackend: String?
+
+    public init(file: String, backends: [PlannedBackend], fleetBackend: String?) {
+        self.file = file; self.backends = backends; self.fleetBackend = fleetBackend
+    }
 }
 
 /// Maps backend type names to factories. A value passed to whoever builds backends, never a global:
 /// tests build registries with spies, the daemon with the plugins it links.
+///
+/// Checking and building are separate calls (`plan`, then `make`) so that validating a config
+/// (`tocsin check`, every reload before it is applied) never constructs a backend: a backend may
+/// open sockets, start threads or read its state when made.
 public struct BackendRegistry: Sendable {
     private var factories: [String: any BackendFactory] = [:]
 
@@ -204,6 +247,50 @@ public struct BackendRegistry: Sendable {
 
     /// The factory for `type = "..."`; nil when the binary links none.
     public func factory(forType name: String) -> (any BackendFactory)? { factories[name] }
+
+    /// Builds each planned backend once, with this registry's factories. Fails only for a plan
+    /// checked with a registry that links other types, or other implementations of a type.
+    public func make(_ plan: BackendPlan, environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
+        var environment = environment
+        environment.fleetBackend = plan.fleetBackend
+        var out: [any DeliveryBackend] = []
+        var diags: [Diagnostic] = []
+        for planned in plan.backends {
+            guard let factory = factories[planned.typeName] else {
+                diags.append(Diagnostic(file: plan.file, location: planned.location,
+                                        message: unknownType(planned.typeName, in: planned.name)))
+                continue
+            }
+            guard let backend = factory.make(planned, environment: environment) else {
+                diags.append(Diagnostic(file: plan.file, location: planned.location, message:
+                    "backend type '\(planned.typeName)' in [backend.\(planned.name)] was checked by another implementation of the type"))
+                continue
+            }
+            out.append(backend)
+        }
+        if diags.isEmpty { return .success(out) }
+        return .failure(DiagnosticError(diags))
+    }
+
+    /// The first step for one table, type-erased: the factory's options, or nil when the table
+    /// had a problem (recorded in `reader`). The daemon layer calls it for each `[backend.NAME]`.
+    public static func options<F: BackendFactory>(of factory: F, reading reader: inout some FieldReader,
+                                                   environment: BackendEnvironment) -> (any Sendable)? {
+        let before = reader.issues.count
+        guard let options = factory.options(from: &reader, environment: environment), reader.issues.count == before else { return nil }
+        return options
+    }
+
+    /// "unknown backend type", with the closest known type or the list of them.
+    public func unknownType(_ type: String, in name: String) -> String {
+        var message = "unknown backend type '\(Echo.capped(type))' in [backend.\(name)]"
+        if let s = Suggestion.closest(to: type, among: typeNames) {
+            message += "; did you mean '\(s)'?"
+        } else {
+            message += "; known types: \(typeNames.joined(separator: ", "))"
+        }
+        return message
+    }
 }
 
 /// A backend whose delivery is a non-blocking hand-off (a signal queued on the bus, a log line).

@@ -26,11 +26,13 @@ struct CheckCommand: ParsableCommand {
         let env = ProcessInfo.processInfo.environment
         let path = file ?? ConfigLoader.defaultPath(environment: env)
         let progress = ProgressReporter(phase: "checking \(path): reading and decoding")
-        let result = Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion) { progress.enter("checking \(path): \($0)") }
+        // The daemon's own plan, stopped after validation: no backend is constructed.
+        let plan = ConfigPlan(source: .file(path, tomlVersion: tomlVersion), registry: Plugins.registry(), environment: env)
+        let result = plan.validate { progress.enter("checking \(path): \($0)") }
         progress.finish()
         switch result {
-        case .success(let loaded):
-            let c = loaded.configuration
+        case .success(let validated):
+            let c = validated.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
             // Only worth a line when something asks to wake: said, never refused (it still fires awake).
             let waking = c.notifications.filter(\.wake).count
@@ -44,33 +46,11 @@ struct CheckCommand: ParsableCommand {
     }
 }
 
-/// Config loading shared by `check` and `daemon`: parse, decode, then what only the runtime
-/// knows (backend options through the registry, zone names), all reported with positions.
+/// What `check` and `daemon` share besides the `ConfigPlan` (`Sources/TocsinGateway/Daemon/ConfigPlan.swift`).
 enum Configs {
-    static func registry() -> BackendRegistry { Plugins.registry() }
-
     /// `--toml-version 1.0|1.1` of `check` and `daemon`.
     static func tomlVersion(_ text: String) throws -> TOMLVersion {
         guard let version = TOMLVersion(text) else { throw ValidationError("expected 1.0 or 1.1, found '\(text)'") }
         return version
-    }
-
-    /// `phase` hears when the load moves on to the checks only the runtime can make.
-    static func loadChecked(path: String, environment: [String: String], tomlVersion: TOMLVersion = .default,
-                            phase: (String) -> Void = { _ in }) -> Result<LoadedConfig, ConfigLoadError> {
-        switch ConfigLoader.load(file: path, tomlVersion: tomlVersion) {
-        case .success(let l):
-            phase("checking backends, zones and \(l.configuration.notifications.count) notifications")
-            return validate(l, environment: environment)
-        case .failure(let e):
-            guard let partial = e.partial else { return .failure(e) }
-            phase("checking backends, zones and \(partial.configuration.notifications.count) notifications")
-            return validate(partial, environment: environment, earlier: e.diagnostics)
-        }
-    }
-
-    static func validate(_ loaded: LoadedConfig, environment: [String: String],
-                         earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
-        ConfigValidation.validate(loaded, registry: registry(), environment: environment, earlier: earlier)
     }
 }

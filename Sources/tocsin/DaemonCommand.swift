@@ -45,12 +45,20 @@ struct DaemonCommand: AsyncParsableCommand {
             throw CommandFailure("cannot start: \(error)")
         }
         let env = ProcessInfo.processInfo.environment
-        let loaded = try loadConfig(env)
-        let level = Logger.Level(rawValue: logLevel ?? loaded.configuration.daemon.logLevel.rawValue) ?? .info
+        let source = configSource(env)
+        // Checked here, with the same plan the daemon runs, because the log level comes from the
+        // config and a bad config's diagnostics belong on the terminal, not in a log line. The
+        // daemon builds the backends from it with a registry bound to its bus link.
+        let validated: ValidatedConfig
+        switch ConfigPlan(source: source, registry: Plugins.registry(), environment: env).validate() {
+        case .success(let v): validated = v
+        case .failure(let e): throw CommandFailure(diagnostics: e.rendered)
+        }
+        let level = Logger.Level(rawValue: logLevel ?? validated.configuration.daemon.logLevel.rawValue) ?? .info
         let logger = Logs.make(level: level, environment: env)
         let systemd = SystemdNotifier(environment: env)
         var setup = DaemonSetup(
-            config: loaded, reloadConfig: { [self] in loadConfigResult(env) },
+            source: source, config: validated,
             registry: { Plugins.registry(link: $0) }, stateDirectory: stateDir,
             connect: { [bus] in try await bus.connect(host: ExecutorLoopHost.global) }, busDescription: bus.description,
             clock: SystemClock(), makeTimer: { try TimerFDWakeup() }, logger: logger, environment: env)
@@ -84,34 +92,17 @@ struct DaemonCommand: AsyncParsableCommand {
         await daemon.run(controls: controls)
     }
 
-    private func loadConfig(_ env: [String: String]) throws -> LoadedConfig {
-        switch loadConfigResult(env) {
-        case .success(let l): return l
-        case .failure(let e):
-            throw CommandFailure(diagnostics: e.rendered)
-        }
+    /// `--config`, else the default path when a file is there (looked for again at each
+    /// reload), else the built-in default.
+    private func configSource(_ env: [String: String]) -> ConfigSource {
+        if let config { return .file(config, tomlVersion: tomlVersion) }
+        return .file(ConfigLoader.defaultPath(environment: env), tomlVersion: tomlVersion,
+                     orBuiltIn: DefaultConfig.candidates, named: DefaultConfig.name)
     }
-
-    private func loadConfigResult(_ env: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
-        let result: Result<LoadedConfig, ConfigLoadError>
-        if let config {
-            result = Configs.loadChecked(path: config, environment: env, tomlVersion: tomlVersion)
-        } else {
-            let path = ConfigLoader.defaultPath(environment: env)
-            if FileManager.default.fileExists(atPath: path) {
-                result = Configs.loadChecked(path: path, environment: env, tomlVersion: tomlVersion)
-            } else {
-                result = DefaultConfig.load(environment: env)
-            }
-        }
-        return result
-    }
-
 }
 
 extension ConfigLoadError: LocalizedError {}
 
-/// Used when no config file exists, so `tocsin daemon` works on any machine.
 /// Used when no config file exists, so `tocsin daemon` works on any machine: popups, D-Bus
 /// signals, the log, and an alarm (`--backend alarm`) where a sound player is installed.
 enum DefaultConfig {
@@ -136,12 +127,9 @@ enum DefaultConfig {
     type = "sound"
     """
 
-    /// The alarm needs a player and a sound file; without them the default still starts, without the alarm.
-    static func load(environment: [String: String]) -> Result<LoadedConfig, ConfigLoadError> {
-        let full = ConfigLoader.load(bytes: Array((base + alarm).utf8), file: "<built-in default>")
-            .flatMap { Configs.validate($0, environment: environment) }
-        if case .success = full { return full }
-        return ConfigLoader.load(bytes: Array(base.utf8), file: "<built-in default>")
-            .flatMap { Configs.validate($0, environment: environment) }
-    }
+    static let name = "<built-in default>"
+
+    /// The alarm needs a player and a sound file; without them the default still starts, without
+    /// the alarm: the first of these that passes the checks is used.
+    static let candidates = [base + alarm, base]
 }

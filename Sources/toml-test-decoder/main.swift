@@ -1,4 +1,5 @@
 import TocsinConfig
+import TocsinModel
 
 #if canImport(Glibc)
 import Glibc

@@ -38,9 +38,8 @@ struct DBusServiceBackendTests {
 
     static func startDaemon(state: String, clock: VirtualClock,
                             connect: @escaping @Sendable () async throws -> DBusConnection) async throws -> DaemonInProcessTests.Running {
-        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let setup = DaemonSetup(
-            config: loaded, reloadConfig: { .success(loaded) },
+            source: .text(config, name: "test.toml"),
             registry: { link in
                 BackendRegistry([
                     DBusSignalBackendFactory(emit: link.firedEmitter()),

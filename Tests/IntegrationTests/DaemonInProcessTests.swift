@@ -37,10 +37,9 @@ struct DaemonInProcessTests {
     }
 
     static func start(bus: PrivateBus, state: String, clock: VirtualClock, config: String = Self.config,
-                      extra: [any BackendFactory] = [], reloaded: @escaping @Sendable () -> Void = {},
+                      extra: [any BackendFactory] = [],
                       log: WaitableState<[String]>? = nil,
                       configure: (inout DaemonSetup) -> Void = { _ in }) async throws -> Running {
-        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
         let address = bus.address
         let logger = Logger(label: "test") { _ -> any LogHandler in
             if let log { return RecordingLogHandler(log) }
@@ -48,7 +47,7 @@ struct DaemonInProcessTests {
         }
         let factories: [any BackendFactory] = extra
         var setup = DaemonSetup(
-            config: loaded, reloadConfig: { reloaded(); return .success(loaded) },
+            source: .text(config, name: "test.toml"),
             registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())] + factories) },
             stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
             busDescription: "the test bus", clock: clock, makeTimer: { clock },
@@ -138,7 +137,7 @@ struct DaemonInProcessTests {
         var name: String
         var command: @Sendable (_ address: String) -> [String]
         var answer: String
-        /// How many times the config is read again by the time the call is answered.
+        /// How many times the config is reloaded by the time the call is answered.
         var reloads = 0
         var testDescription: String { name }
     }
@@ -165,12 +164,11 @@ struct DaemonInProcessTests {
             let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
             let clock = VirtualClock(now: Self.t0)
             let held = HeldStart()
-            let reloads = WaitableState(0)
             let log = WaitableState<[String]>([])
             let config = Self.config + "\n[backend.held]\ntype = \"held\"\n\n[[notification]]\nkey = \"cfg\"\ntitle = \"From config\"\nafter = \"1h\"\n"
             let starting = Task {
                 try await Self.start(bus: bus, state: dir.path + "/state", clock: clock, config: config, extra: [held],
-                                     reloaded: { reloads.update { $0 += 1 } }, log: log)
+                                     log: log)
             }
             // The backend is started after the bus name is taken: the API is served, the state not loaded.
             try await held.phase.wait("start-up to reach the backends", timeout: .seconds(20)) { $0.reached }
@@ -182,7 +180,7 @@ struct DaemonInProcessTests {
             held.phase.update { $0.open = true }
             #expect(try await call.waitForExit(timeout: .seconds(20)) == .exited(0), "\(row.name): \(call.stderr)")
             #expect(call.stdout.contains(row.answer), "\(row.name): \(call.stdout)")
-            #expect(reloads.value == row.reloads, "\(row.name)")
+            #expect(log.value.filter { $0 == "reloaded" }.count == row.reloads, "\(row.name)")
             let running = try await starting.value
             await running.shutdown()
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TocsinConfig
+import TocsinModel
 
 /// The toml-test corpora, run in-process through the same tagged-JSON encoder the
 /// `toml-test-decoder` executable uses: the TOML 1.0.0 cases in 1.0 mode, the TOML 1.1.0 cases

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TocsinConfig
+import TocsinModel
 
 private func diagnostics(_ text: String, _ version: TOMLVersion) -> [String] {
     do {

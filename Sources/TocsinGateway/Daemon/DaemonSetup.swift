@@ -1,6 +1,6 @@
 public import DBus
 public import Logging
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
 import TocsinTime
 import TocsinModel
@@ -9,10 +9,13 @@ public import TocsinSystem
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.
 public struct DaemonSetup: Sendable {
-    /// The config as loaded and validated at start.
-    public var config: LoadedConfig
-    /// Reads and validates the config again, for a reload (SIGHUP or D-Bus `Reload`).
-    public var reloadConfig: @Sendable () -> Result<LoadedConfig, ConfigLoadError>
+    /// Where the config is read, at start and again at each reload (SIGHUP or D-Bus `Reload`):
+    /// the daemon runs the whole `ConfigPlan` itself and needs only this and `registry`.
+    public var source: ConfigSource
+    /// The config as the command already read and checked it from `source`: it needed the log
+    /// level, and a bad config's diagnostics on the terminal, before there was a daemon. Its
+    /// backends are built by the daemon's registry. nil: the daemon reads `source` at start.
+    public var config: ValidatedConfig?
     /// The backend types the binary links, given the link the `dbus-signal` backend emits on.
     public var registry: @Sendable (BusLink) -> BackendRegistry
     /// nil: `[daemon] state_dir`, else `$XDG_STATE_HOME/tocsin`.
@@ -38,12 +41,12 @@ public struct DaemonSetup: Sendable {
     /// The wake-alarm timer, given `[daemon] wake_alarms`: a `CLOCK_REALTIME_ALARM` timerfd.
     public var makeWakeAlarm: @Sendable (_ allowed: Bool) -> (any WakeAlarm)? = { AlarmTimerFD(allowed: $0) }
 
-    public init(config: LoadedConfig, reloadConfig: @escaping @Sendable () -> Result<LoadedConfig, ConfigLoadError>,
+    public init(source: ConfigSource, config: ValidatedConfig? = nil,
                 registry: @escaping @Sendable (BusLink) -> BackendRegistry, stateDirectory: String?,
                 connect: @escaping @Sendable () async throws -> DBusConnection, busDescription: String,
                 clock: any TocsinClock, makeTimer: @escaping @Sendable () throws -> any WakeupTimer, logger: Logger,
                 environment: [String: String]) {
-        self.config = config; self.reloadConfig = reloadConfig; self.registry = registry
+        self.source = source; self.config = config; self.registry = registry
         self.stateDirectory = stateDirectory; self.connect = connect; self.busDescription = busDescription
         self.clock = clock; self.makeTimer = makeTimer; self.logger = logger; self.environment = environment
     }
@@ -81,52 +84,4 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ code: Code, _ message: String) { self.code = code; self.message = message }
     public var description: String { message }
-}
-
-/// Checks a loaded config beyond its syntax: every backend table builds with the linked backend
-/// types, and every zone name exists. `tocsin check`, start-up and reload share it.
-public enum ConfigValidation: Sendable {
-    public static func validate(_ loaded: LoadedConfig, registry: BackendRegistry, environment: [String: String],
-                                earlier: [Diagnostic] = []) -> Result<LoadedConfig, ConfigLoadError> {
-        var diags = earlier
-        let quiet = Logger(label: "tocsin.check") { _ in SwiftLogNoOpLogHandler() }
-        if case .failure(let e) = registry.makeBackends(for: loaded.configuration, file: loaded.file,
-                                                        environment: BackendEnvironment(logger: quiet, environment: environment)) {
-            diags += e.diagnostics
-        }
-        let zones = ZoneCache()
-        let daemon = loaded.configuration.daemon
-        // The zone a notification or window runs in: its own, else [daemon]'s, else $TZ or the system's.
-        func local(_ own: String?) -> TimeZoneRules {
-            (own ?? daemon.timezone).flatMap { try? zones.rules($0) } ?? zones.directory.defaultZone(tz: environment["TZ"])
-        }
-        func known(_ name: String?, in place: String, at location: SourceLocation) -> Bool {
-            guard let name else { return true }
-            do { _ = try zones.zone(named: name, in: place) } catch {
-                diags.append(Diagnostic(file: loaded.file, location: location, message: error.message))
-                return false
-            }
-            return true
-        }
-        _ = known(daemon.timezone, in: "[daemon]", at: SourceLocation(line: 1, column: 1))
-        for n in loaded.configuration.notifications {
-            _ = known(n.timezone, in: "notification '\(n.key ?? "")'", at: n.location)
-            if case .onCalendar(let c) = n.trigger {
-                do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
-                    diags.append(Diagnostic(file: loaded.file, location: n.triggerLocation,
-                                            message: "\(error.message) in 'on_calendar'"))
-                }
-            }
-        }
-        for (i, w) in loaded.configuration.quiet.windows.enumerated() {
-            guard known(w.timezone, in: "[[quiet.window]] #\(i + 1)", at: w.timezoneLocation) else { continue }
-            do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
-                diags.append(Diagnostic(file: loaded.file, location: w.calendarLocation,
-                                        message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
-            }
-        }
-        if diags.isEmpty { return .success(loaded) }
-        return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: diags.sorted { $0.location < $1.location },
-                                        source: loaded.source))
-    }
 }

@@ -25,39 +25,43 @@ public final class TocsinDaemon: Sendable {
     /// logind's sleep announcements (`Status`, tests).
     public let sleep: SleepWatch
     private let setup: DaemonSetup
-    private let registry: BackendRegistry
+    /// The config's path to the engine, with the registry bound to this daemon's bus link:
+    /// every reload runs it again.
+    private let plan: ConfigPlan
+    /// The state directory opened at start: a reload that changes `state_dir` does not move the
+    /// state, so backends with state of their own keep theirs beside it.
+    private let stateDirectory: String
     private let firstConnection: DBusConnection?
     private let events: AsyncStream<CenterEvent>
     /// The latest reload asked for; the next one waits for it.
     private let reloads = Mutex<Task<String?, Never>?>(nil)
 
-    private init(setup: DaemonSetup, center: TocsinCenter, gateway: GatewayService, link: BusLink, sleep: SleepWatch,
-                 registry: BackendRegistry, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
-        self.setup = setup; self.center = center; self.gateway = gateway; self.link = link; self.sleep = sleep
-        self.registry = registry; self.firstConnection = firstConnection; self.events = events
+    private init(setup: DaemonSetup, plan: ConfigPlan, stateDirectory: String, center: TocsinCenter, gateway: GatewayService,
+                 link: BusLink, sleep: SleepWatch, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
+        self.setup = setup; self.plan = plan; self.stateDirectory = stateDirectory; self.center = center; self.gateway = gateway
+        self.link = link; self.sleep = sleep; self.firstConnection = firstConnection; self.events = events
     }
 
     public static func start(_ setup: DaemonSetup) async throws(DaemonError) -> TocsinDaemon {
         let logger = setup.logger
-        let c = setup.config.configuration
+        let link = BusLink(logger: logger)
+        let plan = ConfigPlan(source: setup.source, registry: setup.registry(link), environment: setup.environment)
+        let validated: ValidatedConfig
+        if let given = setup.config { validated = given } else {
+            validated = try plan.validate().mapError { DaemonError(.invalidConfig, $0.rendered) }.get()
+        }
+        let c = validated.configuration
         let options: CenterOptions
         do { options = try CenterOptions(settings: c.daemon, environment: setup.environment) } catch {
-            throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
+            throw DaemonError(.invalidConfig, "\(validated.loaded.file): \(error.message)")
         }
         if c.daemon.timezone == nil, let problem = ZoneInfoDirectory().tzProblem(setup.environment["TZ"]) {
             logger.warning("\(problem)")
         }
-        let stateDirectory = setup.resolvedStateDirectory
-        let link = BusLink(logger: logger)
-        let registry = setup.registry(link)
-        let backends = try makeBackends(setup.config, registry: registry, setup: setup, stateDirectory: stateDirectory)
-        let timer: any WakeupTimer
-        do { timer = try setup.makeTimer() } catch { throw DaemonError(.setup, "\(error)") }
-        let wakeAlarm = setup.makeWakeAlarm(options.wakeAlarms)
-        if let status = wakeAlarm?.status, case .unavailable(let why) = status.availability {
-            // Said once: notifications with wake = true still fire, once the machine is awake.
-            logger.notice("wake alarms unavailable: \(why); notifications with wake = true fire when the machine is awake")
-        }
+        let stateDirectory = setup.stateDirectory ?? c.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(setup.environment)
+        let built = try plan.build(validated, logger: logger, stateDirectory: stateDirectory)
+            .mapError { DaemonError(.invalidConfig, $0.rendered) }.get()
+        let (timer, wakeAlarm) = try timers(setup, wakeAlarms: options.wakeAlarms)
         let center: TocsinCenter
         do {
             center = try TocsinCenter(options: options, stateDirectory: stateDirectory, clock: setup.clock, timer: timer,
@@ -66,15 +70,10 @@ public final class TocsinDaemon: Sendable {
             timer.close()
             throw DaemonError(.storage, error.message)
         }
-        do { try await center.setQuiet(c.quiet) } catch {
-            timer.close()
-            await center.shutdown()
-            throw DaemonError(.invalidConfig, "\(setup.config.file): \(error.message)")
-        }
         // Set before the gateway answers its first call (`startEnded`), so a Reload finds it.
         let started = Mutex<TocsinDaemon?>(nil)
         let sleep = SleepWatch(center: center, logger: logger)
-        var info = DaemonInfo(configFile: setup.config.file, stateDirectory: stateDirectory, started: setup.clock.now())
+        var info = DaemonInfo(configFile: validated.loaded.file, stateDirectory: stateDirectory, started: setup.clock.now())
         info.sleep = sleep
         let gateway = GatewayService(center: center, link: link, maxPendingPerClient: c.daemon.maxPendingPerClient,
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
@@ -98,24 +97,37 @@ public final class TocsinDaemon: Sendable {
             logger.warning("cannot use \(setup.busDescription) (\(error)); firing continues and the D-Bus API comes up when the bus does")
         }
         do {
-            try await center.start(backends: backends)
-            let report = try await center.applyConfig(c.notifications)
+            let report = try await built.start(on: center)
             let pending = await center.activeCount
             logger.info("started", metadata: [
-                "config": "\(setup.config.file)", "state": "\(stateDirectory)", "backends": "\(backends.map(\.name).joined(separator: ","))",
+                "config": "\(validated.loaded.file)", "state": "\(stateDirectory)",
+                "backends": "\(built.backends.map(\.name).joined(separator: ","))",
                 "notifications": "\(report.added.count + report.changed.count + report.unchanged.count)",
                 "pending": "\(pending)"])
         } catch {
             gateway.startEnded(ok: false)
             first?.close()
             await center.shutdown()
+            // Quiet settings the engine refuses are the config's fault; anything else is the state's.
+            if error.code == .invalidConfig { throw DaemonError(.invalidConfig, "\(validated.loaded.file): \(error.message)") }
             throw DaemonError(.storage, error.message)
         }
-        let daemon = TocsinDaemon(setup: setup, center: center, gateway: gateway, link: link, sleep: sleep, registry: registry,
-                                  firstConnection: first, events: events)
+        let daemon = TocsinDaemon(setup: setup, plan: plan, stateDirectory: stateDirectory, center: center, gateway: gateway,
+                                  link: link, sleep: sleep, firstConnection: first, events: events)
         started.withLock { $0 = daemon }
         gateway.startEnded(ok: true)
         return daemon
+    }
+
+    private static func timers(_ setup: DaemonSetup, wakeAlarms: Bool) throws(DaemonError) -> (any WakeupTimer, (any WakeAlarm)?) {
+        let timer: any WakeupTimer
+        do { timer = try setup.makeTimer() } catch { throw DaemonError(.setup, "\(error)") }
+        let wakeAlarm = setup.makeWakeAlarm(wakeAlarms)
+        if let status = wakeAlarm?.status, case .unavailable(let why) = status.availability {
+            // Said once: notifications with wake = true still fire, once the machine is awake.
+            setup.logger.notice("wake alarms unavailable: \(why); notifications with wake = true fire when the machine is awake")
+        }
+        return (timer, wakeAlarm)
     }
 
     /// What the daemon is asked to do while it runs (from signals: SIGHUP, SIGTERM/SIGINT).
@@ -173,43 +185,27 @@ public final class TocsinDaemon: Sendable {
         let logger = setup.logger
         // Reading, parsing and checking the file costs what the file decides (a FIFO, 400,000
         // keys): done on a thread of its own, diagnostics rendered there too, so firing and
-        // calls go on meanwhile. Only applying the result comes back to the loop.
-        let reloadConfig = setup.reloadConfig
-        let read = await WorkerThread.run(background: true) { () -> Result<LoadedConfig, RenderedLoadFailure> in
-            reloadConfig().mapError { RenderedLoadFailure(rendered: $0.rendered) }
+        // calls go on meanwhile. Only building the backends and applying come back to the loop.
+        let plan = self.plan
+        let read = await WorkerThread.run(background: true) { () -> Result<ValidatedConfig, RenderedLoadFailure> in
+            plan.validate().mapError { RenderedLoadFailure(rendered: $0.rendered) }
         }
         do {
-            let loaded = try read.get()
-            let backends = try Self.makeBackends(loaded, registry: registry, setup: setup, stateDirectory: setup.resolvedStateDirectory)
-            let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
-            try await center.setQuiet(loaded.configuration.quiet)
+            let built = try plan.build(try read.get(), logger: logger, stateDirectory: stateDirectory)
+                .mapError { RenderedLoadFailure(rendered: $0.rendered) }.get()
+            let report = try await built.apply(to: center)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
                                                "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
             return nil
         } catch let e as RenderedLoadFailure {
             logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
             return e.rendered
-        } catch let e as DaemonError {
-            logger.error("reload failed; keeping the running configuration:\n\(e.message)")
-            return e.message
         } catch let e as CenterError {
             logger.error("reload failed; keeping the running configuration: \(e.message)")
             return e.message
         } catch {
             logger.error("reload failed; keeping the running configuration: \(error)")
             return "\(error)"
-        }
-    }
-
-    private static func makeBackends(_ loaded: LoadedConfig, registry: BackendRegistry,
-                                     setup: DaemonSetup, stateDirectory: String) throws(DaemonError) -> [any DeliveryBackend] {
-        switch registry.makeBackends(for: loaded.configuration, file: loaded.file,
-                                     environment: BackendEnvironment(logger: setup.logger, environment: setup.environment,
-                                                                     stateDirectory: stateDirectory)) {
-        case .success(let b): return b
-        case .failure(let e):
-            throw DaemonError(.invalidConfig, ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: e.diagnostics,
-                                                              source: loaded.source).rendered)
         }
     }
 
@@ -224,13 +220,5 @@ public final class TocsinDaemon: Sendable {
         }
         setup.logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
         return c
-    }
-}
-
-extension DaemonSetup {
-    /// The state directory the daemon opened at start: a reload that changes `state_dir` does not
-    /// move the state, so backends with state of their own keep theirs beside it.
-    var resolvedStateDirectory: String {
-        stateDirectory ?? config.configuration.daemon.stateDirectory ?? DaemonSetup.defaultStateDirectory(environment)
     }
 }
