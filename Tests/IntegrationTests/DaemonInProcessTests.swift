@@ -1,9 +1,7 @@
 import DBus
-import Logging
 import Testing
 import TocsinConfig
 import TocsinCore
-import TocsinDBusSignalBackend
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
@@ -22,45 +20,16 @@ struct DaemonInProcessTests {
         type = "dbus-signal"
         """
 
-    final class Running: Sendable {
-        let daemon: TocsinDaemon
-        let stop: AsyncStream<TocsinDaemon.Control>.Continuation
-        let task: Task<Void, Never>
-        init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
-            daemon = d; stop = s; task = t
-        }
-        func shutdown() async {
-            stop.yield(.stop)
-            await task.value
-        }
-    }
-
     static func start(bus: PrivateBus, state: String, clock: VirtualClock, config: String = Self.config,
                       extra: [any BackendFactory] = [], reloaded: @escaping @Sendable () -> Void = {},
-                      log: WaitableState<[String]>? = nil,
-                      configure: (inout DaemonSetup) -> Void = { _ in }) async throws -> Running {
-        let loaded = try ConfigLoader.load(bytes: Array(config.utf8), file: "test.toml").get()
-        let address = bus.address
-        let logger = Logger(label: "test") { _ -> any LogHandler in
-            if let log { return RecordingLogHandler(log) }
-            return SwiftLogNoOpLogHandler()
-        }
-        let factories: [any BackendFactory] = extra
-        var setup = DaemonSetup(
-            config: loaded, reloadConfig: { reloaded(); return .success(loaded) },
-            registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())] + factories) },
-            stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
-            busDescription: "the test bus", clock: clock, makeTimer: { clock },
-            logger: logger, environment: [:])
-        configure(&setup)
-        let daemon = try await TocsinDaemon.start(setup)
-        let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
-        let task = Task { await daemon.run(controls: controls) }
-        return Running(daemon, continuation, task)
+                      log: WaitableState<[String]>? = nil) async throws -> InProcessDaemon {
+        try await InProcessDaemon.start(.init(config: config, state: state, clock: clock, connect: InProcessDaemon.bus(bus.address),
+                                              backends: { InProcessDaemon.signalBackend($0) + extra },
+                                              reloaded: reloaded, log: log))
     }
 
-    func gdbus(_ bus: PrivateBus, _ method: String, _ args: String...) async throws -> TestProcess.Output {
-        try await TestProcess.run("gdbus", Array(Self.gdbusCall(bus.address, method).dropFirst()) + args)
+    func gdbus(_ address: String, _ method: String, _ args: String...) async throws -> TestProcess.Output {
+        try await TestProcess.run("gdbus", Array(Self.gdbusCall(address, method).dropFirst()) + args)
     }
 
     @Test("restarted after downtime: the catch-up's Missed reaches a subscriber that waited for the daemon")
@@ -70,7 +39,7 @@ struct DaemonInProcessTests {
             let clock = VirtualClock(now: Self.t0)
             let first = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
             let due = Self.t0 + .seconds(60)
-            let scheduled = try await gdbus(bus, "Schedule", "{'key': <'late'>, 'title': <'t'>, 'at': <'@\(due.seconds)'>}")
+            let scheduled = try await gdbus(bus.address, "Schedule", "{'key': <'late'>, 'title': <'t'>, 'at': <'@\(due.seconds)'>}")
             #expect(scheduled.stdoutText.contains("'late'"), "\(scheduled.stderrText)")
             await first.shutdown()
 
@@ -101,33 +70,30 @@ struct DaemonInProcessTests {
         }
     }
 
-    @Test("the gateway in-process: Schedule, List and Cancel through gdbus; Fired with the due time, never for a cancelled key")
-    func gatewayInProcess() async throws {
-        try await PrivateBus.with { bus in
-            let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
-            let clock = VirtualClock(now: Self.t0)
-            let running = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
-            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address,
+    @Test("Schedule, List and Cancel through gdbus; Fired (seen by dbus-monitor) with the due time, never for a cancelled key",
+          arguments: DaemonMode.onABus)
+    func gatewayThroughGdbus(mode: DaemonMode) async throws {
+        try await DaemonHarness.run(mode, config: Self.config) { client in
+            let address = try #require(client.bus).address
+            let monitor = try TestProcess("dbus-monitor", ["--address", address,
                                                            "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
             _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
-            let due = Self.t0 + .seconds(30)
+            let due = Instant(seconds: (client.now + client.shortDelay).seconds)
             for key in ["a", "b"] {
-                let out = try await gdbus(bus, "Schedule", "{'key': <'\(key)'>, 'title': <'T \(key)'>, 'at': <'@\(due.seconds)'>}")
+                let out = try await gdbus(address, "Schedule", "{'key': <'\(key)'>, 'title': <'T \(key)'>, 'at': <'@\(due.seconds)'>}")
                 #expect(out.status == .exited(0), "\(out.stderrText)")
             }
-            let anonymous = try await gdbus(bus, "Schedule", "{'title': <'anon'>, 'after': <'1h'>}")
+            let anonymous = try await gdbus(address, "Schedule", "{'title': <'anon'>, 'after': <'1h'>}")
             #expect(anonymous.stdoutText.count > 36, "a generated key is a UUID: \(anonymous.stdoutText)")
-            let list = try await gdbus(bus, "List").stdoutText
+            let list = try await gdbus(address, "List").stdoutText
             #expect(list.contains("'T a'") && list.contains("'T b'") && list.contains("'anon'"), "\(list)")
-            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("true"))
-            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("false"))
-            clock.advance(by: .seconds(30))
-            await running.daemon.center.tick()
+            #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("true"))
+            #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("false"))
+            await client.elapse(client.shortDelay)
             // The info dictionary (with `due`) is printed after the key, so this waits for the whole signal.
             let fired = try await monitor.waitForOutput(containing: "int64 \(due.microseconds)", timeout: .seconds(20))
             #expect(fired.contains("string \"a\""), "\(fired)")
             #expect(!monitor.stdout.contains("string \"b\""), "a cancelled notification never fires")
-            await running.shutdown()
             _ = try? await monitor.kill()
         }
     }
