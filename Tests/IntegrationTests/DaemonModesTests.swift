@@ -70,6 +70,39 @@ struct DaemonModesTests {
         }
     }
 
+    @Test("a bad History filter is refused naming the field, and the daemon keeps answering", arguments: DaemonMode.allCases)
+    func badHistoryFilter(mode: DaemonMode) async throws {
+        try await DaemonHarness.run(mode) { client in
+            let rows: [(filter: DBusValue, message: String)] = [
+                (Self.spec(("kye", "x")), "unknown key 'kye' in the History filter; did you mean 'key'?"),
+                (Self.spec(("since", "yesterday")), "'since' in the History filter must be an int64"),
+            ]
+            for row in rows {
+                do {
+                    _ = try await client.call("History", [row.filter])
+                    Issue.record("\(mode): \(row.message): the filter was accepted")
+                } catch let e as DBusError {
+                    #expect(e.name == "org.freedesktop.DBus.Error.InvalidArgs" && e.message.contains(row.message), "\(mode): \(e)")
+                }
+            }
+            #expect(try await client.call("History", [Self.spec()]).count == 1, "\(mode): a good filter is still answered")
+        }
+    }
+
+    @Test("Status and the Pending property count what is pending, and Status names the next one", arguments: DaemonMode.allCases)
+    func statusAndPending(mode: DaemonMode) async throws {
+        try await DaemonHarness.run(mode) { client in
+            #expect(try await client.property("Pending") == .uint32(0), "\(mode)")
+            for (key, after) in [("later", "2h"), ("sooner", "1h")] {
+                _ = try await client.call("Schedule", [Self.spec(("key", .string(key)), ("title", "t"), ("after", .string(after)))])
+            }
+            #expect(try await client.property("Pending") == .uint32(2), "\(mode)")
+            let status = try #require(try await client.call("Status").first, "\(mode)")
+            #expect(status["pending"] == .uint32(2) && status["next_key"] == .string("sooner"), "\(mode): \(status)")
+            #expect(try await client.property("Backends") == .array(.string, [.string("events")]), "\(mode)")
+        }
+    }
+
     private func listedTitles(_ client: GatewayClient) async throws -> [String] {
         let reply = try await client.call("List")
         return try (reply.first?.asArray() ?? []).map { try ($0["title"] ?? .string("")).asString() }

@@ -26,6 +26,14 @@ final class GatewayClient: Sendable {
                                   interface: Gateway.interface, member: member, arguments: arguments, timeout: .seconds(30))
     }
 
+    /// A property of the gateway interface, through org.freedesktop.DBus.Properties.
+    func property(_ name: String) async throws -> DBusValue? {
+        let reply = try await connection.call(destination: connection.isPeerToPeer ? nil : Gateway.busName, path: Gateway.objectPath,
+                                              interface: "org.freedesktop.DBus.Properties", member: "Get",
+                                              arguments: [.string(Gateway.interface.rawValue), .string(name)], timeout: .seconds(30))
+        return reply.first?.unwrappedVariant
+    }
+
     /// Starts recording the gateway's `member` signals; every one emitted after this returns is seen.
     func signals(_ member: MemberName) async throws -> SignalLog {
         let subscription = try await connection.subscribe(MatchRule(interface: Gateway.interface, member: member,
