@@ -114,7 +114,6 @@ final class ServerCore: @unchecked Sendable {
     func threadMain() {
         loop.loopThread.store(UInt(pthread_self()), ordering: .releasing)
         while true {
-            for job in loop.takeJobs() { job(nil) }
             if loop.shared.withLock({ $0.stopped }) { break }
             loop.reconcileWatches()
             var fd: Int32 = 0
@@ -167,9 +166,8 @@ final class ServerCore: @unchecked Sendable {
     func stop() {
         loop.shared.withLock { s in
             guard !s.stopped else { return }
-            s.jobs.append { _ in }
-            _ = tocsin_eventfd_signal(s.eventFD)
             s.stopped = true
+            _ = tocsin_eventfd_signal(s.eventFD)
         }
     }
 
