@@ -98,6 +98,36 @@ struct DaemonInProcessTests {
         }
     }
 
+    @Test("peer-to-peer: when the peer leaves, the daemon waits for the next one and serves it the same state")
+    func nextPeerIsServed() async throws {
+        let server = try await DBusServer.listen()
+        defer { server.close() }
+        let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
+        let log = WaitableState<[String]>([])
+        let starting = Task {
+            try await InProcessDaemon.start(.init(config: Self.config, state: dir.path + "/state", clock: VirtualClock(now: Self.t0),
+                                                  connect: { try await server.accept() }, log: log))
+        }
+        let first = try await DBusConnection.connect(address: server.address, registerWithBus: false)
+        let daemon = try await starting.value
+        let spec = DBusValue.vardict([("key", "kept"), ("title", "Kept"), ("after", "1h")])
+        _ = try await first.call(destination: nil, path: Gateway.objectPath, interface: Gateway.interface, member: "Schedule",
+                                 arguments: [spec], timeout: .seconds(20))
+        first.close()
+        try await log.wait("the daemon to see its peer gone", timeout: .seconds(20)) {
+            $0.contains { $0.contains("lost the bus connection") }
+        }
+        let second = try await DBusConnection.connect(address: server.address, registerWithBus: false)
+        defer { second.close() }
+        try await log.wait("the daemon to serve the next peer", timeout: .seconds(20)) {
+            $0.filter { $0.contains("serving the D-Bus API") }.count >= 2
+        }
+        let pending = try await second.call(destination: nil, path: "/io/github/tocsin/Gateway", interface: "org.freedesktop.DBus.Properties",
+                                            member: "Get", arguments: ["io.github.tocsin.Gateway1", "Pending"], timeout: .seconds(20))
+        #expect(pending.first?.unwrappedVariant == .uint32(1))
+        await daemon.shutdown()
+    }
+
     /// A call sent while start-up is held, and what its answer must show once start-up ends.
     struct EarlyCall: Sendable, CustomTestStringConvertible {
         var name: String
