@@ -51,8 +51,10 @@ public struct BackendConformanceRow: Sendable, CustomStringConvertible {
     public var description: String { "\(backend): \(check.name)" }
 }
 
-/// Cases that hold for every backend that runs without a server or a person: none asserts what
-/// a delivery looks like (a line, a program run, a signal), only what the center relies on.
+/// Cases that hold for every backend, with or without a server (the ones that need one run them
+/// with a real server up): none asserts what a delivery looks like (a line, a program run, a
+/// signal, a popup), only what the center relies on. A case that depends on a declared
+/// `BackendCapabilities` says so in `applies`.
 public enum BackendConformance: Sendable {
     /// Takes whatever a backend sends the center; the cases send no input, so it stays unused.
     public struct IgnoringSink: BackendEventSink {
