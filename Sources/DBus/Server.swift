@@ -1,6 +1,7 @@
 import CDBus
 import CDispatch  // `pthread_attr_t()`: clang attributes the merged pthread types to CDispatch
 import CTocsinSystem
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -42,7 +43,8 @@ public final class DBusServer: Sendable {
         return try await DBusConnection.adopt(accepted: raw)
     }
 
-    /// Stops listening; peers already accepted keep their connections.
+    /// Stops listening: once this returns, the socket is closed and nobody can connect. Peers
+    /// already accepted keep their connections.
     public func close() { core.stop() }
 }
 
@@ -61,6 +63,8 @@ final class ServerCore: @unchecked Sendable {
         var closed = false
     }
     private let peers = Mutex(Peers())
+    /// Signalled by the server thread once it has let go of the socket.
+    private let stopped = DispatchSemaphore(value: 0)
 
     var contextPointer: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
@@ -160,15 +164,20 @@ final class ServerCore: @unchecked Sendable {
             dbus_connection_close(raw.raw)
             dbus_connection_unref(raw.raw)
         }
+        stopped.signal()
     }
 
-    /// Any thread: asks the server thread to stop (it tears down there).
+    /// Any thread but the server's: asks the server thread to stop, and waits (the moment it
+    /// takes to close a socket) until it has, so a peer that connects after `close()` or the
+    /// last reference is refused rather than left waiting. libdbus is only touched on that thread.
     func stop() {
-        loop.shared.withLock { s in
-            guard !s.stopped else { return }
+        let first = loop.shared.withLock { s -> Bool in
+            guard !s.stopped else { return false }
             s.stopped = true
             _ = tocsin_eventfd_signal(s.eventFD)
+            return true
         }
+        if first { stopped.wait() }
     }
 
     /// Server thread: a peer connected; libdbus closes it unless we keep a reference.

@@ -75,11 +75,26 @@ struct ServerTests {
         let waiting = Task { try await server.accept() }
         server.close()
         await #expect(throws: DBusError.self) { _ = try await waiting.value }
-        await #expect(throws: (any Error).self) {
-            let c = try await DBusConnection.connect(address: address, registerWithBus: false)
-            _ = try await c.call(destination: nil, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping",
-                                 timeout: .seconds(5))
-        }
+        await #expect(throws: DBusError.self) { _ = try await DBusConnection.connect(address: address, registerWithBus: false) }
+    }
+
+    /// A server, one peer of ours connected to it and accepted; the server is let go on return.
+    private func acceptedPeer() async throws -> (address: String, client: DBusConnection, accepted: DBusConnection) {
+        let server = try await DBusServer.listen()
+        // Connecting does not wait for the server's side: the peer is queued until accepted.
+        let client = try await DBusConnection.connect(address: server.address, registerWithBus: false)
+        return (server.address, client, try await server.accept())
+    }
+
+    @Test("dropping the last reference stops listening, and a peer accepted before keeps its connection")
+    func deinitStopsListening() async throws {
+        let (address, client, accepted) = try await acceptedPeer()
+        defer { client.close(); accepted.close() }
+        await #expect(throws: DBusError.self) { _ = try await DBusConnection.connect(address: address, registerWithBus: false) }
+        try await accepted.export(Self.adder, at: "/org/tocsin/Test")
+        let sum = try await client.call(destination: nil, path: "/org/tocsin/Test", interface: "org.tocsin.Test", member: "Add",
+                                        arguments: [.int32(1), .int32(1)], timeout: .seconds(10))
+        #expect(sum == [.int32(2)])
     }
 
     @Test("a cancelled accept returns at once")
