@@ -89,6 +89,7 @@ struct DaemonInProcessTests {
             #expect(list.contains("'T a'") && list.contains("'T b'") && list.contains("'anon'"), "\(list)")
             #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("true"))
             #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("false"))
+            try #require(client.beforeDue(due), "\(mode): the calls took longer than the delay to the due time")
             await client.elapse(client.shortDelay)
             // The info dictionary (with `due`) is printed after the key, so this waits for the whole signal.
             let fired = try await monitor.waitForOutput(containing: "int64 \(due.microseconds)", timeout: .seconds(20))

@@ -28,6 +28,7 @@ struct DaemonModesTests {
             #expect(Set(titles.prefix(2)) == ["T a", "T b"] && titles.last == "anon", "\(mode): List, soonest first: \(titles)")
             #expect(try await client.call("Cancel", ["b"]).first == .boolean(true), "\(mode): Cancel of a pending key")
             #expect(try await client.call("Cancel", ["b"]).first == .boolean(false), "\(mode): Cancel again finds nothing")
+            try #require(client.beforeDue(due), "\(mode): the calls took longer than the delay to the due time")
 
             await client.elapse(client.shortDelay)
             let signal = try await fired.first(key: "a", timeout: .seconds(20))
@@ -49,6 +50,7 @@ struct DaemonModesTests {
                 _ = try await client.call("Schedule", [Self.spec(("key", "k"), ("title", .string(title)), ("at", .string("@\(due.seconds)")))])
             }
             #expect(try await listedTitles(client) == ["second"], "\(mode)")
+            try #require(client.beforeDue(due), "\(mode): the calls took longer than the delay to the due time")
             await client.elapse(client.shortDelay)
             let signal = try await fired.first(key: "k", timeout: .seconds(20))
             #expect(signal.arguments[1]["title"] == .string("second"), "\(mode): \(signal.arguments)")

@@ -53,9 +53,14 @@ final class GatewayClient: Sendable {
         await inProcess.center.tick()
     }
 
-    /// How far ahead a test should put a due time it wants to see fire: a virtual clock jumps
-    /// there; the binary's real clock gets there in about that long.
-    var shortDelay: TimeSpan { clock == nil ? .seconds(2) : .seconds(30) }
+    /// How far ahead a test should put a due time it wants to see fire after a few more calls:
+    /// a virtual clock jumps there; the binary's real clock gets there in that long, which must
+    /// outlast the calls made meanwhile (a handful of gdbus runs took over 2 s beside the other
+    /// suites), so a test checks `beforeDue` when its calls must come first.
+    var shortDelay: TimeSpan { clock == nil ? .seconds(6) : .seconds(30) }
+
+    /// Whether `due` is still ahead: the premise of a test whose calls must all come before it.
+    func beforeDue(_ due: Instant) -> Bool { now < due }
 }
 
 /// The signals one subscription received, in order, to wait on with a deadline.
