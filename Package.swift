@@ -201,7 +201,10 @@ let package = Package(
                     swiftSettings: strict),
         // Drives the built `tocsin` executable, and runs the whole daemon in-process (DaemonInProcessTests).
         .testTarget(name: "IntegrationTests", dependencies: ["TocsinTesting", "TocsinTime", "TocsinConfig", "TocsinModel", "TocsinSystem", "TocsinCore", "TocsinGateway", "DBus",
-                                                          "TocsinDBusSignalBackend", "TocsinDBusServiceBackend", .product(name: "Logging", package: "swift-log")],
+                                                          "TocsinDBusSignalBackend", "TocsinDBusServiceBackend",
+                                                          // For the backend conformance suite with real servers (ServedBackendConformanceTests).
+                                                          "TocsinDesktopBackend", "TocsinSoundBackend", "TocsinMQTTBackend",
+                                                          .product(name: "Logging", package: "swift-log")],
                     swiftSettings: strict),
     ]
 )

@@ -43,6 +43,11 @@ public final class DBusConnection: Sendable {
         try await open(.address(address, register: registerWithBus), host: host)
     }
 
+    /// Runs a connection a `DBusServer` accepted, on a thread of its own.
+    static func adopt(accepted peer: RawHandle) async throws -> DBusConnection {
+        try await open(.accepted(peer), host: nil)
+    }
+
     private static func open(_ target: ConnectTarget, host: (any DBusLoopHost)?) async throws -> DBusConnection {
         let core = ConnectionCore(target: target, host: host)
         try await core.start()
@@ -51,6 +56,10 @@ public final class DBusConnection: Sendable {
 
     /// The bus-assigned unique name (`:1.42`), nil for peer connections.
     public var uniqueName: BusName? { core.uniqueNameBox.withLock { $0 }.map { BusName(unchecked: $0) } }
+
+    /// Whether the other end is a peer rather than a bus: then there are no names to take and
+    /// no match rules to send (every signal the peer emits arrives).
+    public var isPeerToPeer: Bool { core.target.isPeerToPeer }
 
     public var isConnected: Bool { core.connected.load(ordering: .acquiring) }
 
@@ -212,6 +221,7 @@ public final class DBusConnection: Sendable {
         }
         guard installed else { throw DBusError(.disconnected, "connection is closed") }
         let subscription = DBusSignalSubscription(stream: stream, id: id, rule: rule, connection: self)
+        if isPeerToPeer { return subscription }
         do {
             _ = try await busCall("AddMatch", [.string(rule.description)])
         } catch {
@@ -225,7 +235,7 @@ public final class DBusConnection: Sendable {
         core.onLoop { core, conn in
             guard let sub = core.subscriptions.removeValue(forKey: id) else { return }
             sub.continuation.finish()
-            guard let conn, let message = try? DBusMessage.methodCall(
+            guard let conn, !core.target.isPeerToPeer, let message = try? DBusMessage.methodCall(
                 destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: .bus,
                 member: "RemoveMatch", arguments: [.string(rule.description)]) else { return }
             dbus_message_set_no_reply(message.raw, 1)

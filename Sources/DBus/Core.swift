@@ -7,6 +7,17 @@ import Synchronization
 enum ConnectTarget: Sendable {
     case session, system
     case address(String, register: Bool)
+    /// A peer a `DBusServer` accepted, already referenced for us.
+    case accepted(RawHandle)
+
+    /// No bus daemon between the two ends: no Hello, no names, no match rules.
+    var isPeerToPeer: Bool {
+        switch self {
+        case .session, .system: return false
+        case .address(_, let register): return !register
+        case .accepted: return true
+        }
+    }
 }
 
 struct Subscription {
@@ -230,6 +241,8 @@ final class ConnectionCore: @unchecked Sendable {
                 throw failure("Hello failed on \(address)")
             }
             return c
+        case .accepted(let peer):
+            return peer.raw
         }
     }
 

@@ -248,7 +248,8 @@ public final class GatewayService: Sendable {
     public func serve(on connection: DBusConnection) async throws {
         connection.maxMessageSize = maxMessageSize
         try await connection.export(exportedObject, at: Gateway.objectPath)
-        try await connection.requestName(Gateway.busName)
+        // A peer-to-peer connection has no bus to own a name on: the peer talks to us directly.
+        if !connection.isPeerToPeer { try await connection.requestName(Gateway.busName) }
         link.set(connection)
     }
 

@@ -1,11 +1,9 @@
 import Foundation
 import DBus
-import Logging
 import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinDBusServiceBackend
-import TocsinDBusSignalBackend
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
@@ -31,28 +29,18 @@ struct DBusServiceBackendTests {
         type = "dbus-signal"
         """
 
-    static func startDaemon(bus: PrivateBus, state: String, clock: VirtualClock) async throws -> DaemonInProcessTests.Running {
-        let address = bus.address
-        return try await startDaemon(state: state, clock: clock) { try await DBusConnection.connect(address: address) }
+    static func startDaemon(bus: PrivateBus, state: String, clock: VirtualClock) async throws -> InProcessDaemon {
+        try await startDaemon(state: state, clock: clock, connect: InProcessDaemon.bus(bus.address))
     }
 
+    /// The daemon with `dbus-signal` and `dbus-service`, the latter on whatever connection the daemon has.
     static func startDaemon(state: String, clock: VirtualClock,
-                            connect: @escaping @Sendable () async throws -> DBusConnection) async throws -> DaemonInProcessTests.Running {
-        let setup = DaemonSetup(
-            source: .text(config, name: "test.toml"),
-            registry: { link in
-                BackendRegistry([
-                    DBusSignalBackendFactory(emit: link.firedEmitter()),
-                    DBusServiceBackendFactory(bus: ServiceBus(current: { link.current }, connections: { link.connections() })),
-                ])
-            },
-            stateDirectory: state, connect: connect,
-            busDescription: "the test bus", clock: clock, makeTimer: { clock },
-            logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, environment: [:])
-        let daemon = try await TocsinDaemon.start(setup)
-        let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
-        let task = Task { await daemon.run(controls: controls) }
-        return DaemonInProcessTests.Running(daemon, continuation, task)
+                            connect: @escaping @Sendable () async throws -> DBusConnection) async throws -> InProcessDaemon {
+        try await InProcessDaemon.start(.init(config: config, state: state, clock: clock, connect: connect, backends: { link in
+            InProcessDaemon.signalBackend(link) + [
+                DBusServiceBackendFactory(bus: ServiceBus(current: { link.current }, connections: { link.connections() })),
+            ]
+        }))
     }
 
     /// The example service, journalling to its stdout; returns once it owns its name.
@@ -191,7 +179,7 @@ struct DBusServiceBackendTests {
         let dir: TemporaryDirectory
         let clock: VirtualClock
         let service: TestProcess
-        let running: DaemonInProcessTests.Running
+        let running: InProcessDaemon
         let monitor: TestProcess
         let due: Instant
     }
@@ -281,7 +269,7 @@ struct DBusServiceBackendTests {
         await again.stop()
     }
 
-    private func afterRestart(_ again: PrivateBus, running: DaemonInProcessTests.Running, clock: VirtualClock,
+    private func afterRestart(_ again: PrivateBus, running: InProcessDaemon, clock: VirtualClock,
                               mayConnect: WaitableState<Bool>) async throws {
         let monitor = try await Self.monitor(again, "type='method_call',member='AddMatch'",
                                              "type='signal',interface='io.github.tocsin.Gateway1',member='ActionInvoked'")

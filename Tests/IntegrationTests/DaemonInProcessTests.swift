@@ -1,9 +1,7 @@
 import DBus
-import Logging
 import Testing
 import TocsinConfig
 import TocsinCore
-import TocsinDBusSignalBackend
 import TocsinGateway
 import TocsinTesting
 import TocsinTime
@@ -23,44 +21,17 @@ struct DaemonInProcessTests {
         type = "dbus-signal"
         """
 
-    final class Running: Sendable {
-        let daemon: TocsinDaemon
-        let stop: AsyncStream<TocsinDaemon.Control>.Continuation
-        let task: Task<Void, Never>
-        init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
-            daemon = d; stop = s; task = t
-        }
-        func shutdown() async {
-            stop.yield(.stop)
-            await task.value
-        }
-    }
-
     static func start(bus: PrivateBus, state: String, clock: VirtualClock, config: String = Self.config,
                       extra: [any BackendFactory] = [],
                       log: WaitableState<[String]>? = nil,
-                      configure: (inout DaemonSetup) -> Void = { _ in }) async throws -> Running {
-        let address = bus.address
-        let logger = Logger(label: "test") { _ -> any LogHandler in
-            if let log { return RecordingLogHandler(log) }
-            return SwiftLogNoOpLogHandler()
-        }
-        let factories: [any BackendFactory] = extra
-        var setup = DaemonSetup(
-            source: .text(config, name: "test.toml"),
-            registry: { link in BackendRegistry([DBusSignalBackendFactory(emit: link.firedEmitter())] + factories) },
-            stateDirectory: state, connect: { try await DBusConnection.connect(address: address) },
-            busDescription: "the test bus", clock: clock, makeTimer: { clock },
-            logger: logger, environment: [:])
-        configure(&setup)
-        let daemon = try await TocsinDaemon.start(setup)
-        let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
-        let task = Task { await daemon.run(controls: controls) }
-        return Running(daemon, continuation, task)
+                      configure: @escaping @Sendable (inout DaemonSetup) -> Void = { _ in }) async throws -> InProcessDaemon {
+        try await InProcessDaemon.start(.init(config: config, state: state, clock: clock, connect: InProcessDaemon.bus(bus.address),
+                                              backends: { InProcessDaemon.signalBackend($0) + extra },
+                                              log: log, configure: configure))
     }
 
-    func gdbus(_ bus: PrivateBus, _ method: String, _ args: String...) async throws -> TestProcess.Output {
-        try await TestProcess.run("gdbus", Array(Self.gdbusCall(bus.address, method).dropFirst()) + args)
+    func gdbus(_ address: String, _ method: String, _ args: String...) async throws -> TestProcess.Output {
+        try await TestProcess.run("gdbus", Array(Self.gdbusCall(address, method).dropFirst()) + args)
     }
 
     @Test("restarted after downtime: the catch-up's Missed reaches a subscriber that waited for the daemon")
@@ -70,7 +41,7 @@ struct DaemonInProcessTests {
             let clock = VirtualClock(now: Self.t0)
             let first = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
             let due = Self.t0 + .seconds(60)
-            let scheduled = try await gdbus(bus, "Schedule", "{'key': <'late'>, 'title': <'t'>, 'at': <'@\(due.seconds)'>}")
+            let scheduled = try await gdbus(bus.address, "Schedule", "{'key': <'late'>, 'title': <'t'>, 'at': <'@\(due.seconds)'>}")
             #expect(scheduled.stdoutText.contains("'late'"), "\(scheduled.stderrText)")
             await first.shutdown()
 
@@ -101,35 +72,63 @@ struct DaemonInProcessTests {
         }
     }
 
-    @Test("the gateway in-process: Schedule, List and Cancel through gdbus; Fired with the due time, never for a cancelled key")
-    func gatewayInProcess() async throws {
-        try await PrivateBus.with { bus in
-            let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
-            let clock = VirtualClock(now: Self.t0)
-            let running = try await Self.start(bus: bus, state: dir.path + "/state", clock: clock)
-            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address,
+    @Test("Schedule, List and Cancel through gdbus; Fired (seen by dbus-monitor) with the due time, never for a cancelled key",
+          arguments: DaemonMode.onABus)
+    func gatewayThroughGdbus(mode: DaemonMode) async throws {
+        try await DaemonHarness.run(mode, config: Self.config) { client in
+            let address = try #require(client.bus).address
+            let monitor = try TestProcess("dbus-monitor", ["--address", address,
                                                            "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
             _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
-            let due = Self.t0 + .seconds(30)
+            let due = Instant(seconds: (client.now + client.shortDelay).seconds)
             for key in ["a", "b"] {
-                let out = try await gdbus(bus, "Schedule", "{'key': <'\(key)'>, 'title': <'T \(key)'>, 'at': <'@\(due.seconds)'>}")
+                let out = try await gdbus(address, "Schedule", "{'key': <'\(key)'>, 'title': <'T \(key)'>, 'at': <'@\(due.seconds)'>}")
                 #expect(out.status == .exited(0), "\(out.stderrText)")
             }
-            let anonymous = try await gdbus(bus, "Schedule", "{'title': <'anon'>, 'after': <'1h'>}")
+            let anonymous = try await gdbus(address, "Schedule", "{'title': <'anon'>, 'after': <'1h'>}")
             #expect(anonymous.stdoutText.count > 36, "a generated key is a UUID: \(anonymous.stdoutText)")
-            let list = try await gdbus(bus, "List").stdoutText
+            let list = try await gdbus(address, "List").stdoutText
             #expect(list.contains("'T a'") && list.contains("'T b'") && list.contains("'anon'"), "\(list)")
-            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("true"))
-            #expect(try await gdbus(bus, "Cancel", "b").stdoutText.contains("false"))
-            clock.advance(by: .seconds(30))
-            await running.daemon.center.tick()
+            #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("true"))
+            #expect(try await gdbus(address, "Cancel", "b").stdoutText.contains("false"))
+            try #require(client.beforeDue(due), "\(mode): the calls took longer than the delay to the due time")
+            await client.elapse(client.shortDelay)
             // The info dictionary (with `due`) is printed after the key, so this waits for the whole signal.
             let fired = try await monitor.waitForOutput(containing: "int64 \(due.microseconds)", timeout: .seconds(20))
             #expect(fired.contains("string \"a\""), "\(fired)")
             #expect(!monitor.stdout.contains("string \"b\""), "a cancelled notification never fires")
-            await running.shutdown()
             _ = try? await monitor.kill()
         }
+    }
+
+    @Test("peer-to-peer: when the peer leaves, the daemon waits for the next one and serves it the same state")
+    func nextPeerIsServed() async throws {
+        let server = try await DBusServer.listen()
+        defer { server.close() }
+        let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
+        let log = WaitableState<[String]>([])
+        let starting = Task {
+            try await InProcessDaemon.start(.init(config: Self.config, state: dir.path + "/state", clock: VirtualClock(now: Self.t0),
+                                                  connect: { try await server.accept() }, log: log))
+        }
+        let first = try await DBusConnection.connect(address: server.address, registerWithBus: false)
+        let daemon = try await starting.value
+        let spec = DBusValue.vardict([("key", "kept"), ("title", "Kept"), ("after", "1h")])
+        _ = try await first.call(destination: nil, path: Gateway.objectPath, interface: Gateway.interface, member: "Schedule",
+                                 arguments: [spec], timeout: .seconds(20))
+        first.close()
+        try await log.wait("the daemon to see its peer gone", timeout: .seconds(20)) {
+            $0.contains { $0.contains("lost the bus connection") }
+        }
+        let second = try await DBusConnection.connect(address: server.address, registerWithBus: false)
+        defer { second.close() }
+        try await log.wait("the daemon to serve the next peer", timeout: .seconds(20)) {
+            $0.filter { $0.contains("serving the D-Bus API") }.count >= 2
+        }
+        let pending = try await second.call(destination: nil, path: "/io/github/tocsin/Gateway", interface: "org.freedesktop.DBus.Properties",
+                                            member: "Get", arguments: ["io.github.tocsin.Gateway1", "Pending"], timeout: .seconds(20))
+        #expect(pending.first?.unwrappedVariant == .uint32(1))
+        await daemon.shutdown()
     }
 
     /// A call sent while start-up is held, and what its answer must show once start-up ends.

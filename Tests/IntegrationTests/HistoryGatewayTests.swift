@@ -40,18 +40,6 @@ struct HistoryGatewayTests {
         }
     }
 
-    @Test("a bad History filter is refused naming the field")
-    func badFilter() async throws {
-        try await withGateway { g in
-            let unknown = try await g.gdbus("History", "{'kye': <'x'>}")
-            #expect(unknown.stderrText.contains("org.freedesktop.DBus.Error.InvalidArgs"), "\(unknown.stderrText)")
-            #expect(unknown.stderrText.contains("unknown key 'kye' in the History filter; did you mean 'key'?"), "\(unknown.stderrText)")
-            let wrong = try await g.gdbus("History", "{'since': <'yesterday'>}")
-            #expect(wrong.stderrText.contains("'since' in the History filter must be an int64"), "\(wrong.stderrText)")
-            #expect(try await g.isHealthy())
-        }
-    }
-
     @Test("tocsin history shows the events as a table and as JSON")
     func cli() async throws {
         try await withGateway { g in

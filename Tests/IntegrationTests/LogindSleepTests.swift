@@ -71,10 +71,12 @@ struct LogindSleepTests {
                 let log = WaitableState<[String]>([])
                 let alarm = ArmedWakeAlarm()
                 let system = logind.bus.address
-                let running = try await DaemonInProcessTests.start(bus: bus, state: dir.path + "/state", clock: clock, log: log) {
-                    $0.connectSystem = { try await DBusConnection.connect(address: system) }
-                    $0.makeWakeAlarm = { _ in alarm }
-                }
+                let running = try await InProcessDaemon.start(.init(
+                    config: DaemonInProcessTests.config, state: dir.path + "/state", clock: clock,
+                    connect: InProcessDaemon.bus(bus.address), log: log) {
+                        $0.connectSystem = { try await DBusConnection.connect(address: system) }
+                        $0.makeWakeAlarm = { _ in alarm }
+                    })
                 try await log.wait("the daemon to watch logind", timeout: .seconds(20)) { $0.contains { $0.contains("watching logind for sleep") } }
                 #expect(try await logind.inhibitors().contains(Self.ours), "the inhibitor is held while awake")
 

@@ -5,9 +5,9 @@ import TocsinExecBackend
 import TocsinLogBackend
 import TocsinTesting
 
-/// Every backend that delivers without a server or a person. `dbus-service` needs a service on a
-/// bus to answer (its health asks the bus), and `desktop`, `sound` and `mqtt` a notification
-/// server, an audio device or a broker: their own suites cover them.
+/// Every backend that delivers without a server or a person. `dbus-service`, `desktop`, `sound`
+/// and `mqtt` need a service on a bus, a notification server, an audio server or a broker: they
+/// run the same cases in IntegrationTests' ServedBackendConformanceTests, whose fixtures start those.
 enum ConformingBackends {
     static let working: [BackendUnderTest] = [
         BackendUnderTest("log (text)", configuredName: "journal") { LogBackend(name: "journal") },
@@ -40,8 +40,9 @@ enum ConformingBackends {
 
 @Suite("Backend conformance")
 struct BackendConformanceTests {
-    @Test("every backend passes the same cases", arguments: ConformingBackends.working, BackendConformance.cases)
-    func conformance(_ backend: BackendUnderTest, _ c: BackendConformanceCase) async throws {
+    @Test("every backend passes the same cases", arguments: BackendConformance.rows(ConformingBackends.working))
+    func conformance(_ row: BackendConformanceRow) async throws {
+        let (backend, c) = (row.backend, row.check)
         let findings = ConformanceFindings()
         try await withTimeout(.seconds(30), "case \"\(c.name)\" on \(backend)") { try await c.run(backend, findings) }
         for f in findings.all { Issue.record("\(backend), \(c.name): \(f)") }

@@ -2,7 +2,9 @@ import Foundation
 import TocsinTesting
 
 /// A private bus, a daemon serving the gateway on it, and the command-line clients we did not
-/// write (gdbus, busctl, dbus-send, python3-dbus) pointed at that bus.
+/// write (gdbus, busctl, dbus-send, python3-dbus) pointed at that bus. The built binary's
+/// launcher: `DaemonHarness`'s binary mode, and the suites that drive the program with those
+/// clients, start the daemon through it (`DaemonUnderTest` is the process it runs).
 final class GatewayFixture: Sendable {
     let bus: PrivateBus
     let daemon: DaemonUnderTest
@@ -75,8 +77,11 @@ final class GatewayFixture: Sendable {
         try await TestProcess.run("/usr/bin/python3", ["-c", "ADDRESS = '\(bus.address)'\n" + code], timeout: .seconds(60))
     }
 
+    /// This file is `Tests/IntegrationTests/Harness/GatewayFixture.swift`: the root is four levels up.
     static var repositoryRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url = url.deletingLastPathComponent() }
+        return url.path
     }
 }
 

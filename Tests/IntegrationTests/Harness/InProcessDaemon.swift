@@ -1,0 +1,77 @@
+import DBus
+import Logging
+import TocsinConfig
+import TocsinCore
+import TocsinDBusSignalBackend
+import TocsinGateway
+import TocsinTesting
+import TocsinTime
+
+/// The whole daemon (`TocsinDaemon`, what `tocsin daemon` runs) in the test's own process, on a
+/// virtual clock, served on whatever connection `connect` gives: a private bus or a peer.
+///
+/// The one in-process launcher: `DaemonHarness` runs it on a bus or a peer, and suites that need
+/// what only the library offers (a held backend, a second registry, the center itself) start it
+/// directly.
+final class InProcessDaemon: Sendable {
+    let daemon: TocsinDaemon
+    private let stop: AsyncStream<TocsinDaemon.Control>.Continuation
+    private let task: Task<Void, Never>
+
+    private init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
+        daemon = d; stop = s; task = t
+    }
+
+    var center: TocsinCenter { daemon.center }
+
+    /// What the test decides; the rest is what `tocsin daemon` would do.
+    struct Options: Sendable {
+        var config: String
+        var state: String
+        var clock: VirtualClock
+        var connect: @Sendable () async throws -> DBusConnection
+        /// The backend types linked, given the link the `dbus-signal` backend emits on.
+        var backends: @Sendable (BusLink) -> [any BackendFactory] = InProcessDaemon.signalBackend
+        /// Collects the daemon's log lines; nil: the log is dropped.
+        var log: WaitableState<[String]>? = nil
+        var configure: @Sendable (inout DaemonSetup) -> Void = { _ in }
+    }
+
+    /// Only `dbus-signal`, on the daemon's connection: what most gateway tests route to.
+    static let signalBackend: @Sendable (BusLink) -> [any BackendFactory] = { link in
+        [DBusSignalBackendFactory(emit: link.firedEmitter())]
+    }
+
+    /// Connects to `address` as a bus client.
+    static func bus(_ address: String) -> @Sendable () async throws -> DBusConnection {
+        { try await DBusConnection.connect(address: address) }
+    }
+
+    /// Starts the daemon and its services; returns once it has started (its state is loaded).
+    static func start(_ o: Options) async throws -> InProcessDaemon {
+        let log = o.log
+        let logger = Logger(label: "test") { _ -> any LogHandler in
+            if let log { return RecordingLogHandler(log) }
+            return SwiftLogNoOpLogHandler()
+        }
+        let backends = o.backends
+        let clock = o.clock
+        var setup = DaemonSetup(
+            source: .text(o.config, name: "test.toml"),
+            registry: { link in BackendRegistry(backends(link)) },
+            stateDirectory: o.state, connect: o.connect,
+            busDescription: "the test bus", clock: clock, makeTimer: { clock },
+            logger: logger, environment: [:])
+        o.configure(&setup)
+        let daemon = try await TocsinDaemon.start(setup)
+        let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
+        let task = Task { await daemon.run(controls: controls) }
+        return InProcessDaemon(daemon, continuation, task)
+    }
+
+    /// Stops as SIGTERM would, and returns once every service has ended.
+    func shutdown() async {
+        stop.yield(.stop)
+        await task.value
+    }
+}
