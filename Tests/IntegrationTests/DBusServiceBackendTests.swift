@@ -53,7 +53,7 @@ struct DBusServiceBackendTests {
         let daemon = try await TocsinDaemon.start(setup)
         let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
         let task = Task { await daemon.run(controls: controls) }
-        return DaemonInProcessTests.Running(daemon, continuation, task)
+        return DaemonInProcessTests.Running(daemon, continuation, task, clock: clock)
     }
 
     /// The example service, journalling to its stdout; returns once it owns its name.

@@ -26,12 +26,30 @@ struct DaemonInProcessTests {
         let daemon: TocsinDaemon
         let stop: AsyncStream<TocsinDaemon.Control>.Continuation
         let task: Task<Void, Never>
-        init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
-            daemon = d; stop = s; task = t
+        let clock: VirtualClock
+        init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>, clock: VirtualClock) {
+            daemon = d; stop = s; task = t; self.clock = clock
         }
+
+        /// Stops the daemon. Its grace for deliveries still running (a hung service) elapses on
+        /// the daemon's clock, which is this virtual one: once something new waits on it, the
+        /// clock is moved past the grace, so the stop never waits for a clock nobody moves.
         func shutdown() async {
+            let before = clock.sleeperCount
             stop.yield(.stop)
-            await task.value
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { [task] in await task.value }
+                group.addTask { [clock] in
+                    while !Task.isCancelled {
+                        await clock.waitForSleepers(atLeast: before + 1)
+                        if Task.isCancelled { return }
+                        clock.advance(by: TocsinCenter.shutdownGrace)
+                        await Task.yield()
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
         }
     }
 
@@ -56,7 +74,7 @@ struct DaemonInProcessTests {
         let daemon = try await TocsinDaemon.start(setup)
         let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
         let task = Task { await daemon.run(controls: controls) }
-        return Running(daemon, continuation, task)
+        return Running(daemon, continuation, task, clock: clock)
     }
 
     func gdbus(_ bus: PrivateBus, _ method: String, _ args: String...) async throws -> TestProcess.Output {

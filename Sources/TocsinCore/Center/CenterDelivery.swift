@@ -1,5 +1,5 @@
 import Logging
-import TocsinTime
+public import TocsinTime
 
 /// Handing firings and withdrawals to backends, and recording when they are done.
 ///
@@ -8,21 +8,35 @@ import TocsinTime
 /// withdraw never overtakes the delivery it withdraws. Different pairs never wait on each other,
 /// so a hanging backend delays only its own queue.
 extension TocsinCenter {
-    func dispatch(_ firings: [Firing]) {
-        let firings = routeQuiet(firings)
+    /// Hands firings to their backends. `firings` are new (quiet hours route them first:
+    /// `routeQuiet`); `released` are firings quiet hours held, each for its one backend, which go
+    /// out as they are, each backend's oldest first.
+    func dispatch(_ firings: [Firing], released: [Firing] = []) {
         var batches: [String: [Firing]] = [:]
         var order: [String] = []
-        for f in firings {
+        // Each key has its own queue, and queues run in parallel: the released firings of one
+        // backend are chained on top of that, so they arrive oldest first as promised.
+        var chains: [String: AsyncStream<Void>] = [:]
+        for f in released + routeQuiet(firings) {
+            let chained = f.reason == .quietEnded
             for name in f.backends {
                 inFlight += 1
                 guard let backend = backends[name] else {
-                    logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                    if chained {
+                        logger.warning("quiet hours ended; a held firing's backend is no longer configured", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                    } else {
+                        logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                    }
                     finishedDelivery(f, backend: name, error: nil)
                     continue
                 }
                 if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
                     if batches[name] == nil { order.append(name) }
                     batches[name, default: []].append(f)
+                } else if chained {
+                    let (done, finish) = AsyncStream<Void>.makeStream()
+                    enqueueDelivery(f, to: backend, after: chains[name], done: finish)
+                    chains[name] = done
                 } else {
                     enqueueDelivery(f, to: backend)
                 }
@@ -45,18 +59,24 @@ extension TocsinCenter {
         }
     }
 
-    func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend) {
+    /// Queues one delivery behind the earlier ones of its key and backend (and, for a released
+    /// firing, behind `previous`, the one released before it to the same backend; `done` is
+    /// finished when this one ends).
+    func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend, after previous: AsyncStream<Void>? = nil,
+                         done: AsyncStream<Void>.Continuation? = nil) {
         let policy = options.delivery
         let clock = self.clock
         let logger = self.logger
         let name = backend.name
         // A delivery queued behind an earlier one of the same key and backend starts when that
         // one ends, maybe after a hanging backend's timeout: a burst does not wait for it.
-        let counted = queues[Self.queueKey(firing.key, name)] == nil
+        let counted = previous == nil && queues[Self.queueKey(firing.key, name)] == nil
         if counted { unstarted += 1 }
         enqueue(key: firing.key, backend: name, cancelPrevious: false) {
             if counted { await self.deliveryStarted() }
+            if let previous { for await _ in previous {} }
             let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
+            done?.finish()
             await self.finishedDelivery(firing, backend: name, error: error)
         }
     }
@@ -82,6 +102,13 @@ extension TocsinCenter {
     func finishedDelivery(_ f: Firing, backend: String, error: DeliveryError?) {
         if let error { emit(.deliveryFailed(key: f.key, backend: backend, message: error.message)) }
         queued.append(.finished(key: f.key, occurrence: f.occurrence, backend: backend))
+        startDraining()
+    }
+
+    /// Records (in the next batch) that `backend` holds `firing` for quiet hours: the hold is
+    /// that backend's end of the claim, committed with it (`NotificationMachine.hold`).
+    func heldDelivery(_ f: Firing, backend: String) {
+        queued.append(.held(f, backend: backend))
         startDraining()
     }
 
@@ -125,16 +152,19 @@ extension TocsinCenter {
         await withCheckedContinuation { idleWaiters[id] = $0 }
     }
 
-    /// Like `waitForDeliveries`, but gives up after `limit` of real time.
-    public func waitForDeliveries(atMost limit: Duration) async {
+    /// Like `waitForDeliveries`, but gives up once the center's clock has moved on by `limit`.
+    /// The injected clock, as every wait of the engine: under a virtual clock the grace elapses
+    /// when the test moves time, and no test waits out a grace in real time. A test that shuts
+    /// down with a delivery hung on a virtual clock must move that clock past the grace (the
+    /// in-process daemon harness does: `DaemonInProcessTests.Running.shutdown`).
+    public func waitForDeliveries(atMost limit: TimeSpan) async {
         if inFlight == 0 { return }
         let id = nextWaiter
         nextWaiter += 1
-        // Real time, not the injected clock: the grace bounds how long a process takes to stop,
-        // and a test's virtual clock that nobody moves would make a shutdown with a hung
-        // delivery wait for ever (the in-process daemon tests with a hung dbus-service did).
+        let (clock, deadline) = (self.clock, TimeLimit.adding(limit, to: clock.now()) ?? TimeLimit.latest)
         let sleeper = Task {
-            try? await Task.sleep(for: limit)
+            // Cancelled: the deliveries finished first and the waiter is already released.
+            try? await clock.sleep(until: deadline)
             self.releaseWaiter(id)
         }
         await withCheckedContinuation { idleWaiters[id] = $0 }

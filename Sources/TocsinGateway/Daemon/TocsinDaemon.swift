@@ -179,8 +179,8 @@ public final class TocsinDaemon: Sendable {
         do {
             let loaded = try read.get()
             let backends = try Self.makeBackends(loaded, registry: registry, setup: setup, stateDirectory: setup.resolvedStateDirectory)
-            let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications)
-            try await center.setQuiet(loaded.configuration.quiet)
+            let report = try await center.reload(backends: backends, specs: loaded.configuration.notifications,
+                                                 quiet: loaded.configuration.quiet)
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
                                                "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
             return nil
