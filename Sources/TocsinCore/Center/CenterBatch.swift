@@ -215,8 +215,15 @@ extension TocsinCenter {
             machine.endRecording()
             if !batch.calls.isEmpty { pruneStaged() }
             // Before anyone is answered: a caller that hears back finds the wake alarm
-            // already armed for what it changed (`Status` reads the kernel's timer).
-            armWake()
+            // already armed for what it changed (`Status` reads the kernel's timer), and after
+            // a quiet change the timer too (for the window's next start or end).
+            if batch.quietTouched {
+                quietNext = machine.quiet.nextChange(after: clock.now())
+                batch.quietTouched = false
+                rearm()
+            } else {
+                armWake()
+            }
             if let swapTo = batch.swapTo { await installBackends(swapTo) }
             for call in batch.calls {
                 perform(call.actions, contents: batch.fresh)
