@@ -1,5 +1,5 @@
 import Synchronization
-public import TocsinConfig
+import TocsinConfig
 public import TocsinCore
 public import TocsinTime
 

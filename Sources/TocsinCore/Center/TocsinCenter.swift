@@ -1,5 +1,5 @@
 public import Logging
-public import TocsinConfig
+import TocsinConfig
 public import TocsinTime
 import Synchronization
 
