@@ -59,6 +59,32 @@ extension TocsinCenter {
         }
     }
 
+    /// Routes claimed firings through quiet hours: a backend that drops one is done with it at
+    /// once; a backend that holds one is done with it once the hold is durable, committed with
+    /// its confirmation in the next batch (`heldDelivery`): a crash before that leaves the claim
+    /// open, and the next start reports it interrupted. What is left goes out as usual.
+    func routeQuiet(_ firings: [Firing]) -> [Firing] {
+        guard !firings.isEmpty, machine.quiet.isQuiet(at: clock.now()) else { return firings }
+        var out: [Firing] = []
+        out.reserveCapacity(firings.count)
+        for var f in firings {
+            let r = machine.quiet.route(f, quiet: true)
+            for name in r.drop {
+                inFlight += 1
+                logger.info("quiet hours: firing dropped", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                finishedDelivery(f, backend: name, error: nil)
+            }
+            for name in r.hold {
+                inFlight += 1
+                logger.info("quiet hours: firing held", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                heldDelivery(f, backend: name)
+            }
+            f.backends = r.deliver
+            if !f.backends.isEmpty { out.append(f) }
+        }
+        return out
+    }
+
     /// Queues one delivery behind the earlier ones of its key and backend (and, for a released
     /// firing, behind `previous`, the one released before it to the same backend; `done` is
     /// finished when this one ends).

@@ -6,8 +6,8 @@ public import TocsinTime
 /// (`NotificationMachine.quiet`): a switch, a reload's `[quiet]`, a window beginning or ending
 /// and a hold are inputs of the same batches as every other request (`CenterBatch.swift`),
 /// their writes go in the same commits, and held and released firings go through `dispatch`
-/// and `finishedDelivery` like any firing (`CenterDelivery.swift`). What is left here is the
-/// API and the routing of a firing while quiet.
+/// and `finishedDelivery` like any firing (`CenterDelivery.swift`, which also routes a firing
+/// while quiet). What is left here is the API.
 extension TocsinCenter {
     /// Start-up: the `[quiet]` settings, before `start` (a reload changes them with the rest of
     /// the config: `reload(backends:specs:quiet:)`). A window whose zone is unknown is refused
@@ -62,31 +62,5 @@ extension TocsinCenter {
         } catch {
             logger.error("could not read the quiet-hours state: \(error.message)")
         }
-    }
-
-    /// Routes claimed firings through quiet hours: a backend that drops one is done with it at
-    /// once; a backend that holds one is done with it once the hold is durable, committed with
-    /// its confirmation in the next batch (`heldDelivery`): a crash before that leaves the claim
-    /// open, and the next start reports it interrupted. What is left goes out as usual.
-    func routeQuiet(_ firings: [Firing]) -> [Firing] {
-        guard !firings.isEmpty, machine.quiet.isQuiet(at: clock.now()) else { return firings }
-        var out: [Firing] = []
-        out.reserveCapacity(firings.count)
-        for var f in firings {
-            let r = machine.quiet.route(f, quiet: true)
-            for name in r.drop {
-                inFlight += 1
-                logger.info("quiet hours: firing dropped", metadata: ["key": "\(f.key)", "backend": "\(name)"])
-                finishedDelivery(f, backend: name, error: nil)
-            }
-            for name in r.hold {
-                inFlight += 1
-                logger.info("quiet hours: firing held", metadata: ["key": "\(f.key)", "backend": "\(name)"])
-                heldDelivery(f, backend: name)
-            }
-            f.backends = r.deliver
-            if !f.backends.isEmpty { out.append(f) }
-        }
-        return out
     }
 }
