@@ -17,29 +17,9 @@ extension TocsinCenter {
         // Each key has its own queue, and queues run in parallel: the released firings of one
         // backend are chained on top of that, so they arrive oldest first as promised.
         var chains: [String: AsyncStream<Void>] = [:]
-        for f in released + routeQuiet(firings) {
-            let chained = f.reason == .quietEnded
-            for name in f.backends {
-                inFlight += 1
-                guard let backend = backends[name] else {
-                    if chained {
-                        logger.warning("quiet hours ended; a held firing's backend is no longer configured", metadata: ["key": "\(f.key)", "backend": "\(name)"])
-                    } else {
-                        logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
-                    }
-                    finishedDelivery(f, backend: name, error: nil)
-                    continue
-                }
-                if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
-                    if batches[name] == nil { order.append(name) }
-                    batches[name, default: []].append(f)
-                } else if chained {
-                    let (done, finish) = AsyncStream<Void>.makeStream()
-                    enqueueDelivery(f, to: backend, after: chains[name], done: finish)
-                    chains[name] = done
-                } else {
-                    enqueueDelivery(f, to: backend)
-                }
+        for (list, chained) in [(released, true), (routeQuiet(firings), false)] {
+            for f in list {
+                for name in f.backends { assign(f, to: name, chained: chained, batches: &batches, order: &order, chains: &chains) }
             }
         }
         for name in order {
@@ -56,6 +36,32 @@ extension TocsinCenter {
                     finishedDelivery(f, backend: name, error: error)
                 }
             }
+        }
+    }
+
+    /// One firing for one backend: into that backend's batch, or its queue (a released one
+    /// chained behind the one released before it).
+    private func assign(_ f: Firing, to name: String, chained: Bool, batches: inout [String: [Firing]], order: inout [String],
+                        chains: inout [String: AsyncStream<Void>]) {
+        inFlight += 1
+        guard let backend = backends[name] else {
+            if chained {
+                logger.warning("quiet hours ended; a held firing's backend is no longer configured", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+            } else {
+                logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+            }
+            finishedDelivery(f, backend: name, error: nil)
+            return
+        }
+        if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
+            if batches[name] == nil { order.append(name) }
+            batches[name, default: []].append(f)
+        } else if chained {
+            let (done, finish) = AsyncStream<Void>.makeStream()
+            enqueueDelivery(f, to: backend, after: chains[name], done: finish)
+            chains[name] = done
+        } else {
+            enqueueDelivery(f, to: backend)
         }
     }
 
