@@ -8,8 +8,9 @@ public import TocsinTime
 /// a compact trigger, the next and last occurrence and the alert state, about 100 bytes.
 ///
 /// Inputs are the mutating methods (schedule, post, cancel, acknowledge, snooze, config, advance,
-/// deliveryFinished); each appends `MachineAction`s. While `recording`, every change keeps its
-/// pre-image, so a batch whose commit failed is rolled back exactly (`rollback()`).
+/// deliveryFinished, and quiet hours' switch, settings, evaluation and holds: `MachineQuiet.swift`);
+/// each appends `MachineAction`s. While `recording`, every change keeps its pre-image, so a batch
+/// whose commit failed is rolled back exactly, quiet hours included (`rollback()`).
 public struct NotificationMachine: Sendable {
     /// A firing handled later than this after its due time counts as missed and follows the missed policy.
     public static let lateTolerance = TimeSpan.seconds(2)
