@@ -29,8 +29,10 @@ public final class InMemoryStore: NotificationStore {
         public var held = false
         /// The quiet-hours state as committed.
         public var quiet = QuietSnapshot()
-        /// Quiet commits fail while true (a full disk).
+        /// Commits that carry quiet-hours ops fail while true (a full disk), with all their ops.
         public var failQuiet = false
+        /// Every commit that writes anything fails while true, as on a full disk (`fill()`).
+        public var full = false
         /// Set by `close()`: every later call fails, as on a stopped SQLite store thread.
         public var closed = false
     }
@@ -45,6 +47,10 @@ public final class InMemoryStore: NotificationStore {
 
     /// Makes commit number `n` (1-based, over the store's life) fail with a disk-full error.
     public func failCommit(number n: Int) { state.update { $0.failing.insert(n) } }
+
+    /// Every later commit that writes fails with `.full` until `state.full` is cleared: what
+    /// `StoreConformance.faultCases` do to a store (SQLite: its page count capped at its size).
+    public func fill() { state.update { $0.full = true } }
 
     /// Commits started from now on wait until `release()`.
     public func hold() { state.update { $0.held = true } }
@@ -96,31 +102,13 @@ public final class InMemoryStore: NotificationStore {
                 if resumeNow { c.resume() }
             }
         }
-        if state.value.failing.contains(number) {
+        let s = state.value
+        if s.failing.contains(number) || s.full || (s.failQuiet && ops.contains(where: Self.isQuiet)) {
             state.update { $0.failed.append(number) }
             throw StoreError(.full, "injected failure of commit \(number)")
         }
         state.update { s in for op in ops { Self.apply(op, to: &s) } }
         return try await notifications(reading)
-    }
-
-    public func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError) {
-        if ops.isEmpty { return }
-        if state.value.closed { throw Self.closedError }
-        if state.value.failQuiet { throw StoreError(.full, "injected failure of a quiet commit") }
-        state.update { s in
-            for op in ops {
-                switch op {
-                case .override(let o): s.quiet.override = o
-                case .active(let a): s.quiet.active = a
-                case .hold(let h):
-                    s.quiet.held.removeAll { $0.id == h.id }
-                    s.quiet.held.append(StoreConformance.storedForm(h))
-                    s.quiet.held.sort { $0.id < $1.id }
-                case .release(let ids): s.quiet.held.removeAll { ids.contains($0.id) }
-                }
-            }
-        }
     }
 
     public func loadQuiet() async throws(StoreError) -> QuietSnapshot {
@@ -198,6 +186,20 @@ public final class InMemoryStore: NotificationStore {
             }
             let excess = min(max(0, s.history.count - keep), batch)
             s.history.removeFirst(excess)
+        case .quietSwitch(let o): s.quiet.override = o
+        case .quietActive(let a): s.quiet.active = a
+        case .hold(let h):
+            s.quiet.held.removeAll { $0.id == h.id }
+            s.quiet.held.append(StoreConformance.storedForm(h))
+            s.quiet.held.sort { $0.id < $1.id }
+        case .unhold(let ids): s.quiet.held.removeAll { ids.contains($0.id) }
+        }
+    }
+
+    private static func isQuiet(_ op: StoreOp) -> Bool {
+        switch op {
+        case .quietSwitch, .quietActive, .hold, .unhold: return true
+        default: return false
         }
     }
 }

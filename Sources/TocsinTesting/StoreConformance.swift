@@ -33,6 +33,18 @@ public struct StoreConformanceCase: Sendable, CustomStringConvertible {
     }
 }
 
+/// A case that also needs the store full (`StoreConformance.faultCases`): `fill` is given by the
+/// suite that runs it, since only it knows how to fill each store.
+public struct StoreFaultCase: Sendable, CustomStringConvertible {
+    public let name: String
+    public let run: @Sendable (any NotificationStore, _ fill: @Sendable () async throws -> Void, ConformanceFindings) async throws -> Void
+    public var description: String { name }
+    public init(_ name: String,
+                _ run: @escaping @Sendable (any NotificationStore, _ fill: @Sendable () async throws -> Void, ConformanceFindings) async throws -> Void) {
+        self.name = name; self.run = run
+    }
+}
+
 /// The cases every `NotificationStore` must pass: `SQLiteStore` is the reference, `InMemoryStore`
 /// the double the engine's unit tests run on, so a case that holds for one must hold for the other.
 public enum StoreConformance: Sendable {

@@ -88,19 +88,60 @@ extension StoreConformance {
         StoreConformanceCase("quiet state round-trips; held firings come back in id order, as stored") { store, f in
             f.equal(try await store.loadQuiet(), QuietSnapshot(), "quiet state of a new store")
             let override = QuietOverride(on: true, until: t0 + .hours(1))
-            try await store.commitQuiet([.override(override), .active(true), .hold(held(2, "b")), .hold(held(1, "a")), .hold(held(3, "c"))])
+            _ = try await commit(store, [.quietSwitch(override), .quietActive(true), .hold(held(2, "b")), .hold(held(1, "a")), .hold(held(3, "c"))])
             var s = try await store.loadQuiet()
             f.equal(s.override, override, "override")
             f.equal(s.active, true, "active")
             f.equal(s.held.map(\.id), [1, 2, 3], "held ids")
             f.equal(s.held.first, storedForm(held(1, "a")), "a held firing as the store keeps it")
-            try await store.commitQuiet([.hold(held(2, "b2")), .release([1, 9]), .override(nil), .active(false)])
+            _ = try await commit(store, [.hold(held(2, "b2")), .unhold([1, 9]), .quietSwitch(nil), .quietActive(false)])
             s = try await store.loadQuiet()
             f.equal(s.held.map(\.firing.notification.key), ["b2", "c"], "held keys after replacing 2 and releasing 1")
             f.equal(s.override, nil, "override cleared")
             f.equal(s.active, false, "active cleared")
-            try await store.commitQuiet([])
+            _ = try await commit(store, [])
             f.equal(try await store.loadQuiet(), s, "quiet state after an empty commit")
+        },
+        StoreConformanceCase("quiet ops share the batch's transaction with the rows, in order") { store, f in
+            let occ = Occurrence(instant: t0, number: 2, offset: .seconds(5))
+            let pending = PendingDelivery(occurrence: occ, due: t0, remaining: ["log", "exec"])
+            _ = try await commit(store, [.upsert(StoredNotification(notification: sample("k"), last: occ, pending: pending))])
+            // A hold and the held backend's confirmation, as the center commits them; a hold
+            // released later in the same batch is gone at its end.
+            let read = try await commit(store, [.hold(held(1, "k")), .pending(key: "k", PendingDelivery(occurrence: occ, due: t0, remaining: ["exec"])),
+                                                .hold(held(2, "x")), .unhold([2]), .quietActive(true)], reading: ["k"])
+            f.equal(read["k"]?.title, "Tea", "the row read in the same commit")
+            f.equal(try await rows(store)["k"]?.pending?.remaining, ["exec"], "the claim's backends left after the hold")
+            let s = try await store.loadQuiet()
+            f.equal(s.held.map(\.id), [1], "held ids after holding 1 and 2 and releasing 2")
+            f.equal(s.active, true, "active")
+        },
+    ]
+
+    /// Cases that need the store to run out of space: `fill` makes every later commit that
+    /// writes new data fail, as a full disk does.
+    public static let faultCases: [StoreFaultCase] = [
+        StoreFaultCase("a batch that cannot be committed stores none of its ops, quiet ones included") { store, fill, f in
+            let occ = Occurrence(instant: t0, number: 1)
+            _ = try await commit(store, [.upsert(StoredNotification(notification: sample("k"), last: occ,
+                                                                    pending: PendingDelivery(occurrence: occ, due: t0, remaining: ["log"]))),
+                                         .quietSwitch(QuietOverride(on: true, until: nil)), .quietActive(true), .hold(held(1, "a"))])
+            let before = try await store.loadQuiet()
+            try await fill()
+            // Large enough that no store can fit it in space it already has.
+            var big = held(2, "big")
+            big.firing.notification.body = String(repeating: "z", count: 1 << 20)
+            var bigRow = sample("new")
+            bigRow.body = String(repeating: "y", count: 1 << 20)
+            do throws(StoreError) {
+                _ = try await store.commit([.pending(key: "k", nil), .upsert(StoredNotification(notification: bigRow)),
+                                            .quietSwitch(nil), .quietActive(false), .unhold([1]), .hold(big)], reading: [])
+                f.expect(false, "a commit on a full store succeeded")
+            } catch { f.equal(error.code, .full, "the error of a commit on a full store") }
+            f.equal(try await store.loadQuiet(), before, "quiet state after the failed batch")
+            let loaded = try await rows(store)
+            f.equal(loaded.count, 1, "rows after the failed batch")
+            f.equal(loaded["k"]?.pending?.remaining, ["log"], "the claim after the failed batch")
         },
     ]
 

@@ -17,6 +17,12 @@ struct QuietCenterTests {
         return (h, popup, log)
     }
 
+    /// `[quiet]` as a reload gives it, in the reload's one transaction (the harness has no
+    /// config notifications, so only quiet hours change).
+    func reloadQuiet(_ h: Harness, _ q: QuietSettings) async throws {
+        try await h.center.reload(backends: h.backends, specs: [], quiet: q)
+    }
+
     /// Weekday nights 22:00-07:00 UTC (t0 is Monday 09:00).
     static func nights() -> QuietSettings {
         var q = QuietSettings()
@@ -53,7 +59,7 @@ struct QuietCenterTests {
     @Test("a scheduled window holds, the timer wakes at its end, and the end delivers")
     func scheduledWindow() async throws {
         let (h, popup, log) = try await harness()
-        try await h.center.setQuiet(Self.nights())
+        try await reloadQuiet(h, Self.nights())
         #expect(h.clock.armedAt == t0 + .hours(13), "the timer is armed for the window's start")
         try await h.center.schedule(spec("night", at(14 * 3600)))
         await h.advance(13 * 3600)
@@ -81,7 +87,7 @@ struct QuietCenterTests {
     @Test("a restart during quiet loses nothing and delivers nothing twice (real SQLite)")
     func restartDuringQuiet() async throws {
         let (h, popup, _) = try await harness()
-        try await h.center.setQuiet(Self.nights())
+        try await reloadQuiet(h, Self.nights())
         for (i, key) in ["one", "two"].enumerated() {
             try await h.center.schedule(spec(key, at(14 * 3600 + Int64(i) * 60)))
         }
@@ -144,7 +150,7 @@ struct QuietCenterTests {
         var strict = QuietSettings()
         strict.criticalPasses = false
         strict.alarmsPass = false
-        try await h.center.setQuiet(strict)
+        try await reloadQuiet(h, strict)
         critical.trigger = at(20)
         try await h.center.schedule(critical)
         try await h.center.schedule(spec("wake", at(20), backends: ["alarm"]))
@@ -160,7 +166,7 @@ struct QuietCenterTests {
         let (h, popup, log) = try await harness()
         var q = QuietSettings()
         q.backends = ["popup": .drop, "log": .hold]
-        try await h.center.setQuiet(q)
+        try await reloadQuiet(h, q)
         try await h.center.quietOn(until: nil)
         try await h.center.schedule(spec("a", at(10)))
         await h.advance(10)
@@ -179,14 +185,14 @@ struct QuietCenterTests {
         let events = await h.center.events()
         var q = QuietSettings()
         q.windows = [QuietWindowSpec(onCalendar: try CalendarSpec.parse("Mon 08:00"), duration: .hours(2))]
-        try await h.center.setQuiet(q)
+        try await reloadQuiet(h, q)
         #expect(await h.center.quietStatus() == QuietStatus(active: true, source: "schedule", until: t0 + .hours(1), held: 0))
         for await e in events { if case .quietChanged(let s) = e { #expect(s.active); break } }
         try await h.center.schedule(spec("r", at(10)))
         await h.advance(10)
         await h.center.waitForDeliveries()
         #expect(popup.deliveries.isEmpty)
-        try await h.center.setQuiet(QuietSettings())
+        try await reloadQuiet(h, QuietSettings())
         #expect(await popup.wait { d, _ in d.map(\.key) == ["r"] })
         #expect(await h.center.quietStatus() == QuietStatus(active: false, source: "none", until: nil, held: 0))
     }

@@ -91,18 +91,18 @@ struct QuietMachineTests {
     @Test("a later firing of the same key replaces the held one for that backend")
     func holdReplaces() {
         var m = Self.nights()
-        var actions: [QuietAction] = []
+        var actions: [MachineAction] = []
         m.hold(Self.firing("hourly", due: t0), backend: "popup", into: &actions)
         m.hold(Self.firing("hourly", due: t0 + .hours(1)), backend: "popup", into: &actions)
         #expect(m.held.count == 1)
         #expect(m.held.first?.firing.due == t0 + .hours(1))
-        #expect(actions.contains(.persistRelease([1])), "the replaced row is deleted in the same write")
+        #expect(actions.contains(.persist(.unhold([1]))), "the replaced row is deleted in the same write")
     }
 
     @Test("quiet ending releases up to three held firings one by one, oldest first")
     func releaseOneByOne() {
         var m = Self.nights()
-        var actions: [QuietAction] = []
+        var actions: [MachineAction] = []
         m.evaluate(now: t0 + .hours(13), into: &actions)
         #expect(m.active)
         for (key, h) in [("b", 15), ("a", 14), ("c", 16)] {
@@ -110,27 +110,27 @@ struct QuietMachineTests {
         }
         actions = []
         m.evaluate(now: t0 + .hours(22), into: &actions)
-        let delivered = actions.compactMap { a -> String? in if case .deliver(let f, _) = a { return f.key }; return nil }
+        let delivered = actions.compactMap { a -> String? in if case .deliverHeld(let f) = a { return f.key }; return nil }
         #expect(delivered == ["a", "b", "c"])
-        #expect(actions.allSatisfy { if case .deliver(let f, _) = $0 { return f.reason == .quietEnded && f.fired == t0 + .hours(22) }; return true })
-        #expect(actions.contains(.persistRelease([1, 2, 3])))
-        #expect(actions.contains(.persistActive(false)))
+        #expect(actions.allSatisfy { if case .deliverHeld(let f) = $0 { return f.reason == .quietEnded && f.fired == t0 + .hours(22) }; return true })
+        #expect(actions.contains(.persist(.unhold([1, 2, 3]))))
+        #expect(actions.contains(.persist(.quietActive(false))))
         #expect(m.held.isEmpty)
-        guard case .changed(let s)? = actions.last else { Issue.record("no change emitted"); return }
+        guard case .emit(.quietChanged(let s))? = actions.last else { Issue.record("no change emitted"); return }
         #expect(!s.active)
     }
 
     @Test("more than three become one summary, titles oldest first")
     func releaseSummary() {
         var m = Self.nights()
-        var actions: [QuietAction] = []
+        var actions: [MachineAction] = []
         m.evaluate(now: t0 + .hours(13), into: &actions)
         for i in (0..<5).reversed() {
             m.hold(Self.firing("k\(i)", due: t0 + .hours(14) + .minutes(Int64(i))), backend: "popup", into: &actions)
         }
         actions = []
         m.evaluate(now: t0 + .hours(22), into: &actions)
-        let delivered = actions.compactMap { a -> Firing? in if case .deliver(let f, _) = a { return f }; return nil }
+        let delivered = actions.compactMap { a -> Firing? in if case .deliverHeld(let f) = a { return f }; return nil }
         #expect(delivered.count == 1)
         #expect(delivered.first?.key == QuietMachine.summaryKey)
         #expect(delivered.first?.notification.title == "5 notifications during quiet hours")
@@ -140,13 +140,13 @@ struct QuietMachineTests {
     @Test("switching off inside a window lasts to its end; the next window is quiet again")
     func switchOffInsideWindow() {
         var m = Self.nights()
-        var actions: [QuietAction] = []
+        var actions: [MachineAction] = []
         m.evaluate(now: t0 + .hours(14), into: &actions)
         #expect(m.active)
         actions = []
         m.switchOff(now: t0 + .hours(15), into: &actions)
         #expect(!m.active)
-        #expect(actions.first == .persistOverride(QuietOverride(on: false, until: t0 + .hours(22))))
+        #expect(actions.first == .persist(.quietSwitch(QuietOverride(on: false, until: t0 + .hours(22)))))
         #expect(!m.isQuiet(at: t0 + .hours(20)))
         #expect(m.isQuiet(at: t0 + .hours(37)), "Tuesday night is quiet again")
     }
@@ -154,14 +154,14 @@ struct QuietMachineTests {
     @Test("switching on for a while expires back to the schedule")
     func switchOnFor() {
         var m = Self.nights()
-        var actions: [QuietAction] = []
+        var actions: [MachineAction] = []
         m.switchOn(until: t0 + .hours(1), now: t0, into: &actions)
         #expect(m.active)
         #expect(m.status(at: t0) == QuietStatus(active: true, source: "manual", until: t0 + .hours(1), held: 0))
         actions = []
         m.evaluate(now: t0 + .hours(1), into: &actions)
         #expect(!m.active)
-        #expect(actions.first == .persistOverride(nil))
+        #expect(actions.first == .persist(.quietSwitch(nil)))
         #expect(m.status(at: t0 + .hours(1)).source == "none")
     }
 

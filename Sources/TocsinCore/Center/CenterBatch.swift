@@ -3,7 +3,12 @@ import TocsinModel
 import TocsinTime
 import TocsinSystem
 
-/// Group commit: how requests, ticks and finished deliveries become batches.
+/// Group commit: how requests, ticks, quiet changes and finished deliveries become batches.
+///
+/// Every input of the machine (`NotificationMachine`, quiet hours included) goes through here:
+/// applied to the machine, committed in the batch's transactions, then performed
+/// (`CenterPerform.swift`). One rollback path: a failed commit of requests rolls the machine,
+/// quiet hours included, back to where the batch began.
 extension TocsinCenter {
     enum Request {
         case schedule(Notification, replace: Bool, client: NotificationMachine.Client?)
@@ -15,24 +20,53 @@ extension TocsinCenter {
         /// A snooze from another machine: until the instant it was given for there.
         case snoozeUntil(String, Instant)
         /// nil backends: keep the running ones (start-up); otherwise swap them once durable.
-        case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?)
+        /// nil quiet: keep the `[quiet]` settings.
+        case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?, quiet: QuietRules?)
+        /// `tocsin quiet on [--until T]` (nil: until switched off).
+        case quietOn(until: Instant?)
+        case quietOff
     }
 
     enum Reply: Sendable {
-        case key(String), bool(Bool), count(Int), instant(Instant), report(ReloadReport)
+        case key(String), bool(Bool), count(Int), instant(Instant), report(ReloadReport), quiet(QuietStatus)
         var key: String { if case .key(let k) = self { return k }; return "" }
         var bool: Bool { if case .bool(let b) = self { return b }; return false }
         var count: Int { if case .count(let n) = self { return n }; return 0 }
         var instant: Instant { if case .instant(let i) = self { return i }; return Instant(microseconds: 0) }
         var report: ReloadReport { if case .report(let r) = self { return r }; return ReloadReport() }
+        var quiet: QuietStatus { if case .quiet(let s) = self { return s }; return QuietStatus(active: false, source: "none", until: nil, held: 0) }
     }
 
     enum Work {
         case call(Request, CheckedContinuation<Result<Reply, CenterError>, Never>)
         case tick(WakeReason, CheckedContinuation<Void, Never>)
         case finished(key: String, occurrence: Occurrence, backend: String)
+        /// A backend holds a firing while quiet (`routeQuiet`): the hold and the backend's
+        /// confirmation of the claim commit together.
+        case held(Firing, backend: String)
         /// Start-up: close the claims a crash left open (`NotificationMachine.closeInterrupted`).
         case closeInterrupted
+    }
+
+    typealias Call = (continuation: CheckedContinuation<Result<Reply, CenterError>, Never>, result: Result<Reply, CenterError>,
+                      actions: [MachineAction])
+
+    /// What one batch collected from its work before committing it.
+    struct Batch {
+        var work: [Work]
+        /// Time, finished deliveries and holds are facts, not requests: they are not rolled back.
+        var facts: [MachineAction] = []
+        var tickWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Deliveries whose end this batch records (`deliveryDone` once it is committed).
+        var finished = 0
+        var calls: [Call] = []
+        /// Content of notifications posted in this batch (no store read needed to deliver them).
+        var fresh: [String: Notification] = [:]
+        var swapTo: [any DeliveryBackend]?
+        /// Quiet hours may have changed: `quietNext` is worked out again at the end.
+        var quietTouched = false
+        /// Holds whose commit failed: delivered instead once the batch is over (`rescueHolds`).
+        var failedHolds: [HeldFiring] = []
     }
 
     /// Requests waiting for the next batch (tests use it to know a batch has formed).
@@ -67,153 +101,179 @@ extension TocsinCenter {
 
     private func runBatch(_ work: [Work]) async {
         let now = clock.now()
-        // Time and finished deliveries are facts, not requests: they are not rolled back.
-        var facts: [MachineAction] = []
-        var tickWaiters: [CheckedContinuation<Void, Never>] = []
-        var finished = 0
-        for w in work {
-            switch w {
-            case .tick(let reason, let c):
-                tickWaiters.append(c)
-                if reason == .clockChanged { logger.info("wall clock changed or system resumed; re-evaluating the schedule") }
-            case .finished(let key, let occurrence, let backend):
-                finished += 1
-                machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts)
-            case .closeInterrupted:
-                let held = Set(quiet.held.map { "\($0.firing.key)\u{0}\($0.firing.occurrence.number)\u{0}\($0.backend)" })
-                machine.closeInterrupted(now: now, lead: options.claimAhead, held: { held.contains("\($0)\u{0}\($1)\u{0}\($2)") }, into: &facts)
-            case .call: break
-            }
-        }
-        if started && !tickWaiters.isEmpty {
-            machine.advance(to: now, into: &facts)
-            _ = machine.claimAhead(until: now + claimLead, limit: Self.aheadLimit - staged.count, into: &facts)
-        }
-
+        var batch = Batch(work: work)
+        applyFacts(work, now: now, into: &batch)
         machine.beginRecording()
-        var calls: [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])] = []
-        var fresh: [String: Notification] = [:]
-        var swapTo: [any DeliveryBackend]?
         for case .call(let request, let c) in work {
             var actions: [MachineAction] = []
             do throws(CenterError) {
-                let reply = try apply(request, now: now, into: &actions, fresh: &fresh, swapTo: &swapTo)
-                calls.append((c, .success(reply), actions))
+                let reply = try apply(request, now: now, into: &actions, batch: &batch)
+                batch.calls.append((c, .success(reply), actions))
             } catch {
-                calls.append((c, .failure(error), []))
+                batch.calls.append((c, .failure(error), []))
             }
         }
-        // A burst is committed and delivered in slices: the store thread commits the next slice
-        // while this one is handed to the backends, so the first signals leave within
-        // milliseconds of the due time instead of after the whole burst is durable. The requests'
-        // changes come last, in a transaction of their own: they apply on top of what time did,
-        // and a fact that cannot be recorded (a full disk) must not fail a request that changed
-        // nothing.
-        let slices = Self.slices(facts, deliveries: Self.sliceSize)
+        await commitAndPerform(&batch, now: now)
+        machine.endRecording()
+        rescueHolds(batch.failedHolds)
+        if batch.quietTouched { quietNext = machine.quiet.nextChange(after: clock.now()) }
+        for _ in 0..<batch.finished { deliveryDone() }
+        for c in batch.tickWaiters { c.resume() }
+    }
+
+    /// The facts of a batch, in the order they arrived, then what time did: quiet hours first
+    /// (a window that begins now holds what falls due with it), then the claims.
+    private func applyFacts(_ work: [Work], now: Instant, into batch: inout Batch) {
+        for w in work {
+            switch w {
+            case .tick(let reason, let c):
+                batch.tickWaiters.append(c)
+                if reason == .clockChanged { logger.info("wall clock changed or system resumed; re-evaluating the schedule") }
+            case .finished(let key, let occurrence, let backend):
+                batch.finished += 1
+                machine.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &batch.facts)
+            case .held(let f, let backend):
+                batch.finished += 1
+                machine.hold(f, backend: backend, into: &batch.facts)
+            case .closeInterrupted:
+                machine.closeInterrupted(now: now, lead: options.claimAhead, into: &batch.facts)
+            case .call: break
+            }
+        }
+        if started && !batch.tickWaiters.isEmpty {
+            batch.quietTouched = true
+            machine.evaluateQuiet(now: now, into: &batch.facts)
+            machine.advance(to: now, into: &batch.facts)
+            _ = machine.claimAhead(until: now + claimLead, limit: Self.aheadLimit - staged.count, into: &batch.facts)
+        }
+    }
+
+    /// Commits the batch and performs each part once it is durable.
+    ///
+    /// A burst is committed and delivered in slices: the store thread commits the next slice
+    /// while this one is handed to the backends, so the first signals leave within milliseconds
+    /// of the due time instead of after the whole burst is durable. The requests' changes come
+    /// last, in a transaction of their own: they apply on top of what time did, and a fact that
+    /// cannot be recorded (a full disk) must not fail a request that changed nothing.
+    ///
+    /// A window of two: the store thread holds up to two commits at once (it never waits for
+    /// the loop), and commit k+2 is handed to it only once every delivery of slice k has
+    /// started. A crash then leaves at most two slices claimed and never handed to a backend
+    /// (deliveries are at most once: `closeInterrupted`), and the confirmations of what went
+    /// out ride in the burst's next commits instead of waiting for the whole burst.
+    /// Confirmations are folded only into a batch without requests: the requests' rollback
+    /// restores whole entries, which would undo a confirmation applied on top of them (and
+    /// the row it deleted is gone from the store by then). Requests wait for the next batch
+    /// during a burst anyway.
+    private func commitAndPerform(_ batch: inout Batch, now: Instant) async {
+        let slices = Self.slices(batch.facts, deliveries: Self.sliceSize)
         // Each transaction carries the history entries of what it commits (`HistoryLog`).
         let log = HistoryLog(retention: options.history)
-        var batches: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
+        var parts: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
             (log.ops(slice, now: now), slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
         }
-        batches.append((log.ops(calls.flatMap { $0.2 }, now: now), []))
-
-        // A window of two: the store thread holds up to two commits at once (it never waits for
-        // the loop), and commit k+2 is handed to it only once every delivery of slice k has
-        // started. A crash then leaves at most two slices claimed and never handed to a backend
-        // (deliveries are at most once: `closeInterrupted`), and the confirmations of what went
-        // out ride in the burst's next commits instead of waiting for the whole burst.
-        // Confirmations are folded only into a batch without requests: the requests' rollback
-        // restores whole entries, which would undo a confirmation applied on top of them (and
-        // the row it deleted is gone from the store by then). Requests wait for the next batch
-        // during a burst anyway.
-        let fold = calls.isEmpty
-        var commits: [Int: PendingCommit] = [0: startCommit(batches[0], confirming: false)]
-        if batches.count > 1 { commits[1] = startCommit(batches[1], confirming: fold && 1 < slices.count, finished: &finished) }
-        for done in batches.indices {
-            let result = await (commits.removeValue(forKey: done) ?? .done(.success([:]))).result()
-            defer {
-                if done + 2 < batches.count {
-                    commits[done + 2] = startCommit(batches[done + 2], confirming: fold && done + 2 < slices.count, finished: &finished)
-                }
-            }
+        parts.append((log.ops(batch.calls.flatMap(\.actions), now: now), []))
+        let fold = batch.calls.isEmpty
+        var commits: [Int: PendingCommit] = [0: startCommit(parts[0], confirming: false, into: &batch)]
+        if parts.count > 1 { commits[1] = startCommit(parts[1], confirming: fold && 1 < slices.count, into: &batch) }
+        for done in parts.indices {
+            let commit = commits.removeValue(forKey: done) ?? PendingCommit(ops: [], task: nil)
+            let result = await commit.result()
             if done < slices.count {
                 var contents: [String: Notification]
                 switch result {
                 case .success(let c):
                     contents = c
-                    if done == 0 {
-                        for case .finished(let key, let occurrence, let backend) in work {
-                            logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
-                        }
-                    }
+                    if done == 0 { logRecorded(batch) }
                 case .failure(let error):
-                    contents = await unrecorded(batches[done].reading, error)
+                    contents = await unrecorded(parts[done].reading, error)
+                    for case .hold(let h) in commit.ops { batch.failedHolds.append(h) }
                 }
                 perform(slices[done], contents: contents)
-                if done + 2 < batches.count { await deliveriesStarted() }
+                if done + 2 < parts.count { await deliveriesStarted() }
             } else {
-                switch result {
-                case .success:
-                    machine.endRecording()
-                    if !calls.isEmpty { pruneStaged() }
-                    // Before anyone is answered: a caller that hears back finds the wake alarm
-                    // already armed for what it changed (`Status` reads the kernel's timer).
-                    armWake()
-                    if let swapTo { await setBackends(swapTo) }
-                    for (c, result, actions) in calls {
-                        perform(actions, contents: fresh)
-                        c.resume(returning: result)
-                    }
-                    calls = []
-                case .failure(let error):
-                    failCalls(&calls, error)
-                }
+                await finishCalls(&batch, result)
+            }
+            // Only now: the confirmations of this slice's deliveries may ride in commit k+2.
+            if done + 2 < parts.count {
+                commits[done + 2] = startCommit(parts[done + 2], confirming: fold && done + 2 < slices.count, into: &batch)
             }
         }
-        machine.endRecording()
-        for _ in 0..<finished { deliveryDone() }
-        for c in tickWaiters { c.resume() }
+    }
+
+    private func logRecorded(_ batch: Batch) {
+        guard logger.logLevel <= .debug else { return }
+        for case .finished(let key, let occurrence, let backend) in batch.work {
+            logger.debug("delivery recorded", metadata: ["key": "\(key)", "backend": "\(backend)", "occurrence": "\(occurrence.number)"])
+        }
+    }
+
+    /// The requests' commit is done: on success they are performed and answered, else rolled
+    /// back (quiet hours with the rest) and failed.
+    private func finishCalls(_ batch: inout Batch, _ result: Result<[String: Notification], StoreError>) async {
+        switch result {
+        case .success:
+            machine.endRecording()
+            if !batch.calls.isEmpty { pruneStaged() }
+            // Before anyone is answered: a caller that hears back finds the wake alarm
+            // already armed for what it changed (`Status` reads the kernel's timer), and after
+            // a quiet change the timer too (for the window's next start or end).
+            if batch.quietTouched {
+                quietNext = machine.quiet.nextChange(after: clock.now())
+                batch.quietTouched = false
+                rearm()
+            } else {
+                armWake()
+            }
+            if let swapTo = batch.swapTo { await installBackends(swapTo) }
+            for call in batch.calls {
+                perform(call.actions, contents: batch.fresh)
+                call.continuation.resume(returning: call.result)
+            }
+        case .failure(let error):
+            failCalls(batch.calls, error)
+        }
+        batch.calls = []
+    }
+
+    /// A commit on its way (nil task: none needed, as for a batch of requests' empty first
+    /// slice, which costs no round trip to the store thread), with the ops it carries.
+    struct PendingCommit {
+        var ops: [StoreOp]
+        var task: Task<Result<[String: Notification], StoreError>, Never>?
+
+        func result() async -> Result<[String: Notification], StoreError> {
+            await task?.value ?? .success([:])
+        }
     }
 
     /// Commits one transaction of a batch on the store thread. With `confirming`, the deliveries
-    /// confirmed since the batch began (`.finished` work waiting in the queue) are recorded in it
-    /// too, outside the batch's undo log: they are facts, not requests.
-    /// A commit on its way, or none needed (a batch of requests has an empty first slice: no
-    /// round trip to the store thread for it).
-    enum PendingCommit {
-        case done(Result<[String: Notification], StoreError>)
-        case running(Task<Result<[String: Notification], StoreError>, Never>)
-
-        func result() async -> Result<[String: Notification], StoreError> {
-            switch self {
-            case .done(let r): return r
-            case .running(let t): return await t.value
-            }
-        }
-    }
-
-    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool) -> PendingCommit {
-        var unused = 0
-        return startCommit(batch, confirming: confirming, finished: &unused)
-    }
-
-    private func startCommit(_ batch: (ops: [StoreOp], reading: [String]), confirming: Bool,
-                             finished: inout Int) -> PendingCommit {
-        var ops = batch.ops
+    /// confirmed and the holds made since the batch began (`.finished` and `.held` work waiting
+    /// in the queue) are recorded in it too, outside the batch's undo log: they are facts, not
+    /// requests.
+    private func startCommit(_ part: (ops: [StoreOp], reading: [String]), confirming: Bool, into batch: inout Batch) -> PendingCommit {
+        var ops = part.ops
         if confirming {
             var facts: [MachineAction] = []
+            var finished = 0
             queued.removeAll { w in
-                guard case .finished(let key, let occurrence, let backend) = w else { return false }
-                machine.unrecorded { $0.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts) }
+                switch w {
+                case .finished(let key, let occurrence, let backend):
+                    machine.unrecorded { $0.deliveryFinished(key: key, occurrence: occurrence, backend: backend, into: &facts) }
+                case .held(let f, let backend):
+                    machine.unrecorded { $0.hold(f, backend: backend, into: &facts) }
+                default: return false
+                }
                 finished += 1
                 return true
             }
+            batch.finished += finished
             for case .persist(let op) in facts { ops.append(op) }
         }
-        if ops.isEmpty && batch.reading.isEmpty { return .done(.success([:])) }
+        if ops.isEmpty && part.reading.isEmpty { return PendingCommit(ops: [], task: nil) }
         let store = self.store
-        let reading = batch.reading
-        return .running(Task {
+        let reading = part.reading
+        return PendingCommit(ops: ops, task: Task { [ops] in
             do throws(StoreError) { return .success(try await store.commit(ops, reading: reading)) } catch { return .failure(error) }
         })
     }
@@ -241,34 +301,33 @@ extension TocsinCenter {
         return out
     }
 
-    /// A failed first commit: the requests of the batch are rolled back and fail.
-    private func failCalls(_ calls: inout [(CheckedContinuation<Result<Reply, CenterError>, Never>, Result<Reply, CenterError>, [MachineAction])],
-                           _ error: StoreError) {
+    /// A failed commit of requests: the machine (quiet hours included) is rolled back, and the
+    /// requests of the batch fail.
+    private func failCalls(_ calls: [Call], _ error: StoreError) {
         machine.rollback()
         logger.error("could not save a batch of changes; its requests fail and nothing of them was changed: \(error.message)")
-        for (c, result, _) in calls {
-            if case .failure = result { c.resume(returning: result); continue }
-            c.resume(returning: .failure(CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")))
+        for call in calls {
+            if case .failure = call.result { call.continuation.resume(returning: call.result); continue }
+            call.continuation.resume(returning: .failure(CenterError(.storage, "the change could not be saved, nothing was changed: \(error.message)")))
         }
-        calls = []
     }
 
     /// Claimed firings whose claim could not be recorded are delivered anyway: a restart may
     /// deliver them again, never lose them.
     private func unrecorded(_ keys: [String], _ error: StoreError) async -> [String: Notification] {
+        logger.error("could not record firings or quiet-hours changes; acting on them anyway: \(error.message)")
         guard !keys.isEmpty else { return [:] }
-        logger.error("could not record firings; delivering anyway: \(error.message)")
         return (try? await store.notifications(keys)) ?? [:]
     }
 
     private func apply(_ request: Request, now: Instant, into out: inout [MachineAction],
-                       fresh: inout [String: Notification], swapTo: inout [any DeliveryBackend]?) throws(CenterError) -> Reply {
+                       batch: inout Batch) throws(CenterError) -> Reply {
         switch request {
         case .schedule(let n, let replace, let client):
             return .key(try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, client: client, into: &out))
         case .post(let n, let client):
             let key = try machine.post(n, now: now, client: client, into: &out)
-            fresh[n.key] = n
+            batch.fresh[n.key] = n
             return .key(key)
         case .cancel(let key): return .bool(machine.cancel(key, now: now, into: &out))
         case .cancelAll: return .count(machine.cancelAll(now: now, into: &out))
@@ -278,74 +337,36 @@ extension TocsinCenter {
             // Already over there (a late message): due again now, as it is there.
             let d = max(until - now, TimeSpan(microseconds: 1))
             return .instant(try machine.snooze(key, for: d, now: now, into: &out))
-        case .config(let list, let newBackends):
+        case .config(let list, let newBackends, let quiet):
             if let newBackends {
-                machine.setBackends(newBackends.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
-                swapTo = newBackends
+                machine.setBackends(Self.infos(newBackends))
+                batch.swapTo = newBackends
+            }
+            if let quiet {
+                machine.setQuiet(quiet, now: now, into: &out)
+                batch.quietTouched = true
             }
             let report = machine.applyConfig(list, now: now, into: &out)
             for key in report.skipped {
                 logger.warning("config notification never fires: its time is in the past", metadata: ["key": "\(key)"])
             }
             return .report(report)
-        }
-    }
-
-    /// Performs what a durable batch decided, in order: withdrawals, events and deliveries.
-    private func perform(_ actions: [MachineAction], contents: [String: Notification]) {
-        var firings: [Firing] = []
-        // A `CancelAll` past the limit signals its first keys one by one and the rest in its
-        // `cancelledAll`, which always closes it (`CenterEvent.cancelledSignalLimit`).
-        let bulk = actions.contains { if case .emit(.cancelledAll(let n)) = $0 { return n > CenterEvent.cancelledSignalLimit }; return false }
-        var cancelledSignals = 0
-        for a in actions {
-            switch a {
-            case .persist: continue
-            case .deliver(let d):
-                guard let n = contents[d.key] else {
-                    logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
-                    continue
-                }
-                if d.fired > clock.now() {
-                    stage(d, n)
-                    continue
-                }
-                let f = firing(d, n)
-                emit(.fired(f, backends: d.targets))
-                firings.append(f)
-            case .withdraw(let key, let names, let reason):
-                // A snooze's end instant travels with its withdraw (the fleet shares it); the
-                // machine emits it right after, in the same list.
-                var until: Instant?
-                if reason == .snoozed {
-                    for case .emit(.snoozed(let k, let u)) in actions where k == key { until = u }
-                }
-                withdraw(key: key, from: names, reason: reason, snoozedUntil: until)
-            case .emit(let event):
-                switch event {
-                case .missed(let key, let due, let count):
-                    logger.notice("missed firing(s) skipped", metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "count": "\(count)"])
-                case .unanswered(let key, let rings):
-                    logger.warning("alarm unanswered", metadata: ["key": "\(key)", "rings": "\(rings)"])
-                case .interrupted(let key, let due, _, let names):
-                    logger.warning("a firing claimed before the daemon stopped may not have been delivered; it is not repeated (deliveries are at most once)",
-                                   metadata: ["key": "\(key)", "due": "\(Timestamp.rfc3339UTC(due))", "backends": "\(names.joined(separator: ","))"])
-                case .cancelled where bulk:
-                    cancelledSignals += 1
-                    if cancelledSignals > CenterEvent.cancelledSignalLimit { continue }
-                default: break
-                }
-                emit(event)
+        case .quietOn(let until):
+            if let until, until <= now {
+                throw CenterError(.invalidArguments, "'until' is not in the future", field: "until")
             }
+            machine.quietOn(until: until, now: now, into: &out)
+            batch.quietTouched = true
+            return .quiet(machine.quiet.status(at: now))
+        case .quietOff:
+            machine.quietOff(now: now, into: &out)
+            batch.quietTouched = true
+            return .quiet(machine.quiet.status(at: now))
         }
-        if !firings.isEmpty { dispatch(firings) }
     }
 
-    func firing(_ d: PlannedDelivery, _ n: Notification) -> Firing {
-        var f = Firing(notification: n, occurrence: d.occurrence, due: d.due, fired: d.fired, reason: d.reason)
-        f.backends = d.targets
-        f.isAlarm = d.isAlarm
-        f.ring = d.ring
-        return f
+    /// What the machine knows of each backend instance.
+    static func infos(_ list: [any DeliveryBackend]) -> [BackendInfo] {
+        list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy, quietMode: $0.quietMode) }
     }
 }

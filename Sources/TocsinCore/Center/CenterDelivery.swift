@@ -1,5 +1,5 @@
 import Logging
-import TocsinTime
+public import TocsinTime
 import TocsinSystem
 
 /// Handing firings and withdrawals to backends, and recording when they are done.
@@ -9,24 +9,18 @@ import TocsinSystem
 /// withdraw never overtakes the delivery it withdraws. Different pairs never wait on each other,
 /// so a hanging backend delays only its own queue.
 extension TocsinCenter {
-    func dispatch(_ firings: [Firing]) {
-        let firings = routeQuiet(firings)
+    /// Hands firings to their backends. `firings` are new (quiet hours route them first:
+    /// `routeQuiet`); `released` are firings quiet hours held, each for its one backend, which go
+    /// out as they are, each backend's oldest first.
+    func dispatch(_ firings: [Firing], released: [Firing] = []) {
         var batches: [String: [Firing]] = [:]
         var order: [String] = []
-        for f in firings {
-            for name in f.backends {
-                inFlight += 1
-                guard let backend = backends[name] else {
-                    logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
-                    finishedDelivery(f, backend: name, error: nil)
-                    continue
-                }
-                if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
-                    if batches[name] == nil { order.append(name) }
-                    batches[name, default: []].append(f)
-                } else {
-                    enqueueDelivery(f, to: backend)
-                }
+        // Each key has its own queue, and queues run in parallel: the released firings of one
+        // backend are chained on top of that, so they arrive oldest first as promised.
+        var chains: [String: AsyncStream<Void>] = [:]
+        for (list, chained) in [(released, true), (routeQuiet(firings), false)] {
+            for f in list {
+                for name in f.backends { assign(f, to: name, chained: chained, batches: &batches, order: &order, chains: &chains) }
             }
         }
         for name in order {
@@ -46,18 +40,76 @@ extension TocsinCenter {
         }
     }
 
-    func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend) {
+    /// One firing for one backend: into that backend's batch, or its queue (a released one
+    /// chained behind the one released before it).
+    private func assign(_ f: Firing, to name: String, chained: Bool, batches: inout [String: [Firing]], order: inout [String],
+                        chains: inout [String: AsyncStream<Void>]) {
+        inFlight += 1
+        guard let backend = backends[name] else {
+            if chained {
+                logger.warning("quiet hours ended; a held firing's backend is no longer configured", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+            } else {
+                logger.error("backend is not configured; skipping", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+            }
+            finishedDelivery(f, backend: name, error: nil)
+            return
+        }
+        if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
+            if batches[name] == nil { order.append(name) }
+            batches[name, default: []].append(f)
+        } else if chained {
+            let (done, finish) = AsyncStream<Void>.makeStream()
+            enqueueDelivery(f, to: backend, after: chains[name], done: finish)
+            chains[name] = done
+        } else {
+            enqueueDelivery(f, to: backend)
+        }
+    }
+
+    /// Routes claimed firings through quiet hours: a backend that drops one is done with it at
+    /// once; a backend that holds one is done with it once the hold is durable, committed with
+    /// its confirmation in the next batch (`heldDelivery`): a crash before that leaves the claim
+    /// open, and the next start reports it interrupted. What is left goes out as usual.
+    func routeQuiet(_ firings: [Firing]) -> [Firing] {
+        guard !firings.isEmpty, machine.quiet.isQuiet(at: clock.now()) else { return firings }
+        var out: [Firing] = []
+        out.reserveCapacity(firings.count)
+        for var f in firings {
+            let r = machine.quiet.route(f, quiet: true)
+            for name in r.drop {
+                inFlight += 1
+                logger.info("quiet hours: firing dropped", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                finishedDelivery(f, backend: name, error: nil)
+            }
+            for name in r.hold {
+                inFlight += 1
+                logger.info("quiet hours: firing held", metadata: ["key": "\(f.key)", "backend": "\(name)"])
+                heldDelivery(f, backend: name)
+            }
+            f.backends = r.deliver
+            if !f.backends.isEmpty { out.append(f) }
+        }
+        return out
+    }
+
+    /// Queues one delivery behind the earlier ones of its key and backend (and, for a released
+    /// firing, behind `previous`, the one released before it to the same backend; `done` is
+    /// finished when this one ends).
+    func enqueueDelivery(_ firing: Firing, to backend: any DeliveryBackend, after previous: AsyncStream<Void>? = nil,
+                         done: AsyncStream<Void>.Continuation? = nil) {
         let policy = options.delivery
         let clock = self.clock
         let logger = self.logger
         let name = backend.name
         // A delivery queued behind an earlier one of the same key and backend starts when that
         // one ends, maybe after a hanging backend's timeout: a burst does not wait for it.
-        let counted = queues[Self.queueKey(firing.key, name)] == nil
+        let counted = previous == nil && queues[Self.queueKey(firing.key, name)] == nil
         if counted { unstarted += 1 }
         enqueue(key: firing.key, backend: name, cancelPrevious: false) {
             if counted { await self.deliveryStarted() }
+            if let previous { for await _ in previous {} }
             let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
+            done?.finish()
             await self.finishedDelivery(firing, backend: name, error: error)
         }
     }
@@ -83,6 +135,13 @@ extension TocsinCenter {
     func finishedDelivery(_ f: Firing, backend: String, error: DeliveryError?) {
         if let error { emit(.deliveryFailed(key: f.key, backend: backend, message: error.message)) }
         queued.append(.finished(key: f.key, occurrence: f.occurrence, backend: backend))
+        startDraining()
+    }
+
+    /// Records (in the next batch) that `backend` holds `firing` for quiet hours: the hold is
+    /// that backend's end of the claim, committed with it (`NotificationMachine.hold`).
+    func heldDelivery(_ f: Firing, backend: String) {
+        queued.append(.held(f, backend: backend))
         startDraining()
     }
 
@@ -126,16 +185,19 @@ extension TocsinCenter {
         await withCheckedContinuation { idleWaiters[id] = $0 }
     }
 
-    /// Like `waitForDeliveries`, but gives up after `limit` of real time.
-    public func waitForDeliveries(atMost limit: Duration) async {
+    /// Like `waitForDeliveries`, but gives up once the center's clock has moved on by `limit`.
+    /// The injected clock, as every wait of the engine: under a virtual clock the grace elapses
+    /// when the test moves time, and no test waits out a grace in real time. A test that shuts
+    /// down with a delivery hung on a virtual clock must move that clock past the grace (the
+    /// in-process daemon harness does: `DaemonInProcessTests.Running.shutdown`).
+    public func waitForDeliveries(atMost limit: TimeSpan) async {
         if inFlight == 0 { return }
         let id = nextWaiter
         nextWaiter += 1
-        // Real time, not the injected clock: the grace bounds how long a process takes to stop,
-        // and a test's virtual clock that nobody moves would make a shutdown with a hung
-        // delivery wait for ever (the in-process daemon tests with a hung dbus-service did).
+        let (clock, deadline) = (self.clock, TimeLimit.adding(limit, to: clock.now()) ?? TimeLimit.latest)
         let sleeper = Task {
-            try? await Task.sleep(for: limit)
+            // Cancelled: the deliveries finished first and the waiter is already released.
+            try? await clock.sleep(until: deadline)
             self.releaseWaiter(id)
         }
         await withCheckedContinuation { idleWaiters[id] = $0 }

@@ -4,7 +4,8 @@ import TocsinSystem
 
 /// Turns a request (`NotificationSpec`, from the config file or D-Bus) into a `Notification`:
 /// the zone looked up, relative and local times made absolute, the backends checked. The one
-/// place where zone names and backend names of a request are validated.
+/// place where zone names and backend names of a request are validated, and where `[quiet]`
+/// windows get their zones (`quietRules`).
 struct SpecResolver: Sendable {
     let zones: ZoneCache
     let defaultZone: TimeZoneRules
@@ -84,6 +85,28 @@ struct SpecResolver: Sendable {
             fingerprint: source == .config ? Self.fingerprint(spec) : "")
         n.wake = spec.wake
         return n
+    }
+
+    /// `[quiet]` with each window's zone resolved the way a notification's is. A window whose zone
+    /// or expression cannot be used is refused with its position in the section.
+    func quietRules(_ settings: QuietSettings) throws(CenterError) -> QuietRules {
+        var windows: [QuietWindow] = []
+        for (i, w) in settings.windows.enumerated() {
+            var local = defaultZone
+            if let name = w.timezone {
+                do { local = try zones.zone(named: name, in: "[[quiet.window]] #\(i + 1)") } catch {
+                    throw CenterError(.invalidConfig, error.message, field: "timezone")
+                }
+            }
+            do {
+                let r = try w.onCalendar.resolvingZone(local: local, rules: zones.rules)
+                windows.append(QuietWindow(spec: r.spec, zone: r.zone, duration: w.duration))
+            } catch {
+                throw CenterError(.invalidConfig, "\(error.message) in [[quiet.window]] #\(i + 1)", field: "on_calendar")
+            }
+        }
+        return QuietRules(windows: windows, modes: settings.backends, criticalPasses: settings.criticalPasses,
+                          alarmsPass: settings.alarmsPass)
     }
 
     /// A random (version 4) UUID: unique across restarts and machines without any state.

@@ -1,5 +1,5 @@
 public import Logging
-public import TocsinModel
+import TocsinModel
 public import TocsinTime
 import Synchronization
 public import TocsinSystem
@@ -44,13 +44,9 @@ public actor TocsinCenter {
     var startWaiters: [CheckedContinuation<Void, Never>] = []
     /// Firings claimed ahead of their instant, soonest first, held until it: see `CenterAhead.swift`.
     var staged: [(delivery: PlannedDelivery, notification: Notification)] = []
-    /// Quiet hours: see `CenterQuiet.swift`.
-    var quiet = QuietMachine()
-    var quietSettings = QuietSettings()
-    /// When quiet may next change by itself, kept so `rearm` does no calendar search.
+    /// When quiet hours may next change by themselves (`machine.quiet`), kept so `rearm` does
+    /// no calendar search.
     var quietNext: Instant?
-    /// Quiet writes in call order: a hold is never overtaken by the release that deletes it.
-    var quietWrites: Task<Void, Never>?
     /// Who waits for the batches queued now to be committed (`settle`).
     var settleWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -104,11 +100,13 @@ public actor TocsinCenter {
         machine.endRestore()
         if let line = progress.finished() { logger.info("\(line)") }
         await restoreQuiet()
+        quietNext = machine.quiet.nextChange(after: now)
         started = true
         loaded = true
         if !queued.isEmpty { startDraining() }
         // What a crash left claimed is closed, not delivered again, in the first batch: before
-        // the first tick's claims, in the same transaction (`closeInterrupted`).
+        // the first tick's claims and quiet hours' evaluation (quiet that ended while the daemon
+        // was down releases what it held), in the same transaction (`closeInterrupted`).
         if !machine.inDelivery.isEmpty {
             queued.append(.closeInterrupted)
             startDraining()
@@ -116,14 +114,19 @@ public actor TocsinCenter {
         await tick(.due)
     }
 
-    /// Replaces the backend instances (config reload); firings in flight keep their old instances.
+    /// Replaces the backend instances (start-up; tests); firings in flight keep their old instances.
     public func setBackends(_ list: [any DeliveryBackend]) async {
+        machine.setBackends(Self.infos(list))
+        await installBackends(list)
+    }
+
+    /// Starts `list` and shuts down the instances it replaces. The machine already knows them
+    /// (a reload's batch told it, in its transaction).
+    func installBackends(_ list: [any DeliveryBackend]) async {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
         fleet = list.lazy.compactMap(\.fleetLink).first
-        refreshQuietModes()
-        machine.setBackends(list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy) })
         let sink = CenterSink(center: self)
         for b in list { await b.start(events: sink) }
         for (name, b) in old where backends[name] == nil { await b.shutdown() }
@@ -151,9 +154,12 @@ public actor TocsinCenter {
     /// Stops the wake-up timer, so `run` returns; callable from any context.
     public nonisolated func stopTimer() { timer?.close() }
 
-    /// Stops firing, waits up to `grace` for deliveries in flight (so a claimed firing is not cut
-    /// off half-way), then shuts the backends down.
-    public func shutdown(grace: Duration = .seconds(2)) async {
+    /// How long shutdown waits for deliveries in flight by default, on the center's clock.
+    public static let shutdownGrace = TimeSpan.seconds(2)
+
+    /// Stops firing, waits up to `grace` on the center's clock for deliveries in flight (so a
+    /// claimed firing is not cut off half-way), then shuts the backends down.
+    public func shutdown(grace: TimeSpan = TocsinCenter.shutdownGrace) async {
         timer?.close()
         started = false
         releaseStagedEarly()
@@ -196,89 +202,9 @@ public actor TocsinCenter {
         for s in subscribers.values where s.firings || !isFiring { s.continuation.yield(e) }
     }
 
-    // MARK: Requests
-
-    /// Adds a notification, or replaces the one with the same key (unless `spec.replace` is false,
-    /// which keeps the existing one and returns its key).
-    @discardableResult
-    /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
-    public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
-        try await schedule(spec, client: client, share: true)
-    }
-
-    /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
-    @discardableResult
-    public func postNow(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
-        if spec.fleet {
-            throw CenterError(.invalidArguments, "'fleet' goes with Schedule (a trigger every machine can agree on), not PostNow", field: "fleet")
-        }
-        let now = clock.now()
-        var s = spec
-        s.trigger = .at(.instant(now))
-        var n = try resolver.resolve(s, source: .runtime, now: now, backendNames: machine.backendNames)
-        n.trigger = .at(now)
-        return try await submit(.post(n, client: client)).key
-    }
-
-    /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
-    /// for as long as its definition in the file is unchanged; editing it there brings it back.
-    @discardableResult
-    public func cancel(_ key: String) async throws(CenterError) -> Bool {
-        let done = try await submit(.cancel(key)).bool
-        if done, let fleet { await fleet.cancelled(key: key) }
-        return done
-    }
-
-    /// Cancels every pending notification; returns how many.
-    @discardableResult
-    public func cancelAll() async throws(CenterError) -> Int {
-        try await submit(.cancelAll).count
-    }
-
-    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
-    @discardableResult
-    public func acknowledge(_ key: String) async throws(CenterError) -> Bool {
-        try await submit(.acknowledge(key)).bool
-    }
-
-    /// Silences a notification now and delivers its last firing again after `duration`.
-    @discardableResult
-    public func snooze(_ key: String, for duration: TimeSpan?) async throws(CenterError) -> Instant {
-        try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
-    }
-
-    /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
-    /// Nothing changes when any entry is invalid or the transaction cannot be committed.
-    @discardableResult
-    public func applyConfig(_ specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
-        let list = try resolveConfig(specs, backendNames: machine.backendNames)
-        return try await submit(.config(list, backends: nil)).report
-    }
-
-    /// A config reload: the new backends and notifications together. The notifications are
-    /// checked against the new backends and made durable first, so a reload that fails (an
-    /// invalid entry, a full disk) leaves the running backends and schedule exactly as they were.
-    @discardableResult
-    public func reload(backends list: [any DeliveryBackend], specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
-        let resolved = try resolveConfig(specs, backendNames: list.map(\.name))
-        return try await submit(.config(resolved, backends: list)).report
-    }
-
-    private func resolveConfig(_ specs: [NotificationSpec], backendNames: [String]) throws(CenterError) -> [(notification: Notification, fingerprint: String)] {
-        let now = clock.now()
-        var out: [(notification: Notification, fingerprint: String)] = []
-        out.reserveCapacity(specs.count)
-        for spec in specs {
-            let n = try resolver.resolve(spec, source: .config, now: now, backendNames: backendNames)
-            out.append((n, n.fingerprint))
-        }
-        return out
-    }
-
     /// Fires everything due now. Called by the loop on each wake-up; tests call it after moving a
     /// virtual clock. Returns once the firings are claimed and handed to their backends.
     public func tick(_ reason: WakeReason = .due) async {
-        evaluateQuiet()
         // Before the batch: a firing claimed ahead goes out at its instant, not after a commit
         // that happens to be running.
         releaseStaged(now: clock.now())
@@ -287,75 +213,6 @@ public actor TocsinCenter {
             startDraining()
         }
     }
-
-    // MARK: Reading
-
-    /// Pending notifications, soonest first (ringing ones first of all).
-    public func list() async -> [PendingNotification] {
-        let summaries = machine.activeSummaries()
-        let rows: [String: Notification]
-        do { rows = try await store.notifications(summaries.map(\.key)) } catch {
-            logger.error("could not read notifications: \(error.message)")
-            return []
-        }
-        return summaries.compactMap { s in
-            rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire) }
-        }
-    }
-
-    /// One page of pending notifications in key order (the UTF-8 bytes of the key): up to
-    /// `limit` whose key sorts after `cursor` (empty: from the first), and whether more follow.
-    /// Key order makes a walk stable while the schedule changes: a notification pending for the
-    /// whole walk is listed exactly once, whatever fires or is added meanwhile. Each page costs
-    /// an index range of the store, not a sort of everything pending.
-    public func listPage(after cursor: String, limit: Int) async throws(CenterError) -> (items: [PendingNotification], more: Bool) {
-        let limit = max(1, limit)
-        var found: [NotificationMachine.Summary] = []
-        var after = cursor
-        var exhausted = false
-        do {
-            while found.count <= limit && !exhausted {
-                let chunk = max(limit + 1 - found.count, 64)
-                let keys = try await store.keys(after: after, limit: chunk)
-                exhausted = keys.count < chunk
-                for k in keys {
-                    after = k
-                    if let s = machine.summary(k) { found.append(s) }
-                    if found.count > limit { break }
-                }
-            }
-            let page = found.prefix(limit)
-            let rows = try await store.notifications(page.map(\.key))
-            let items = page.compactMap { s in rows[s.key].map { PendingNotification(notification: $0, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire) } }
-            return (items, found.count > limit)
-        } catch {
-            throw CenterError(.storage, "could not read notifications: \(error.message)")
-        }
-    }
-
-    public func lookup(_ key: String) async -> PendingNotification? {
-        guard let s = machine.summary(key), let n = try? await store.notifications([key])[key] else { return nil }
-        return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire)
-    }
-
-    public var activeCount: Int { machine.activeCount }
-
-    /// How many active notifications a client scheduled, and how many clients have any.
-    public func pending(of client: String) -> Int { machine.pending(of: client) }
-    public var clientCount: Int { machine.clientCount }
-
-    /// Which of `keys` are no longer pending (fired and finished, cancelled, replaced by a
-    /// config entry...): one actor hop for a whole batch, for the gateway's per-client quota.
-    public func inactiveKeys(among keys: some Sequence<String>) -> Set<String> {
-        var out = Set<String>()
-        for k in keys where !machine.isActive(k) { out.insert(k) }
-        return out
-    }
-
-    /// The instant of the next wake-up (for tests and `next`-style previews).
-    public func nextDeadline() -> Instant? { machine.nextDeadline() }
-    /// The soonest deadline and its key (`tocsin status`).
-    public func nextDue() -> (key: String, instant: Instant)? { machine.nextDue() }
 
     func rearm() {
         let deadlines = [machine.nextClaim(lead: claimLead), quietNext, staged.first?.delivery.fired].compactMap { $0 }

@@ -31,7 +31,7 @@ struct HistoryLog: Sendable {
                 out.append(.record(HistoryEvent(kind: .fired, time: d.fired, key: d.key, backends: d.targets, due: d.due,
                                                 occurrence: d.occurrence.number, late: late)))
                 records += 1
-            case .withdraw:
+            case .withdraw, .deliverHeld:
                 continue
             case .emit(let event):
                 guard on, var entry = Self.entry(event, now: now) else { continue }

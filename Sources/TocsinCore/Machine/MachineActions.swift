@@ -1,3 +1,4 @@
+public import TocsinModel
 public import TocsinTime
 import TocsinSystem
 
@@ -7,6 +8,10 @@ public enum MachineAction: Hashable, Sendable {
     case persist(StoreOp)
     /// Hand a claimed firing to its backends (the center reads its content from the store).
     case deliver(PlannedDelivery)
+    /// Hand a firing quiet hours held to its one backend (`backends`), now that quiet ended. Its
+    /// content travels with it: the notification may have changed or gone since. Its claim was
+    /// closed when it was held, so it goes out once, in the order the machine gives.
+    case deliverHeld(Firing)
     case withdraw(key: String, backends: [String], reason: WithdrawReason)
     /// A lifecycle event for subscribers (cancelled, acknowledged, snoozed, missed, unanswered).
     case emit(CenterEvent)
@@ -21,9 +26,11 @@ extension MachineAction {
             case .upsert(let row): return row.notification.key
             case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
             case .record(let e): return e.key
-            case .pruneHistory: return ""
+            case .hold(let h): return h.firing.key
+            case .pruneHistory, .quietSwitch, .quietActive, .unhold: return ""
             }
         case .deliver(let d): return d.key
+        case .deliverHeld(let f): return f.key
         case .withdraw(let k, _, _): return k
         case .emit(let e): return e.key
         }
@@ -44,9 +51,13 @@ public struct PlannedDelivery: Hashable, Sendable {
     public var recorded = false
 }
 
-/// A configured backend as the machine sees it: its name, and how it rings if it is an alarm.
+/// A configured backend as the machine sees it: its name, how it rings if it is an alarm, and
+/// what it does while quiet unless `[quiet] backends` says otherwise.
 public struct BackendInfo: Hashable, Sendable {
     public var name: String
     public var ringPolicy: RingPolicy?
-    public init(name: String, ringPolicy: RingPolicy? = nil) { self.name = name; self.ringPolicy = ringPolicy }
+    public var quietMode: QuietMode
+    public init(name: String, ringPolicy: RingPolicy? = nil, quietMode: QuietMode = .deliver) {
+        self.name = name; self.ringPolicy = ringPolicy; self.quietMode = quietMode
+    }
 }

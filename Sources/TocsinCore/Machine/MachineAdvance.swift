@@ -160,9 +160,9 @@ extension NotificationMachine {
     /// backends that never confirmed it. An alarm's ringing state is separate and survives, so an
     /// alarm rings again at its next ring.
     ///
-    /// `held` says whether quiet hours hold the firing for a backend (a crash came between the
-    /// hold's commit and the confirmation): that backend still gets it when quiet ends, so it is
-    /// not reported.
+    /// A backend for which quiet hours hold the firing still gets it when quiet ends, so it is
+    /// not reported. (A hold and its confirmation now commit together; a state file written
+    /// before that may still hold a firing whose confirmation was never recorded.)
     ///
     /// A claim made ahead of its instant (`claimAhead`) whose instant is still to come was never
     /// handed to a backend (nothing is delivered before its instant): it stays open and is
@@ -170,9 +170,8 @@ extension NotificationMachine {
     ///
     /// Only a claim due within `lead` can have been made ahead: one due later was made before the
     /// wall clock was set back, and may have gone out already.
-    public mutating func closeInterrupted(now: Instant, lead: TimeSpan = .zero,
-                                          held: (_ key: String, _ occurrence: UInt32, _ backend: String) -> Bool = { _, _, _ in false },
-                                          into out: inout [MachineAction]) {
+    public mutating func closeInterrupted(now: Instant, lead: TimeSpan = .zero, into out: inout [MachineAction]) {
+        let held = heldForQuiet()
         for key in inDelivery.keys.sorted() {
             guard let p = inDelivery[key] else { continue }
             if p.due > now, p.due - now <= lead, let e = entry(key), ringPolicy(e) == nil {
@@ -184,7 +183,7 @@ extension NotificationMachine {
             }
             setInDelivery(key, nil)
             out.append(.persist(.pending(key: key, nil)))
-            let doubtful = p.remaining.filter { !held(key, p.occurrence.number, $0) }
+            let doubtful = p.remaining.filter { !held.contains(Self.heldKey(key, p.occurrence.number, $0)) }
             if !doubtful.isEmpty {
                 out.append(.emit(.interrupted(key: key, due: p.due, occurrence: p.occurrence.number, backends: doubtful)))
             }

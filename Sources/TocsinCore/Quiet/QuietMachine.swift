@@ -63,16 +63,16 @@ public struct QuietStatus: Hashable, Sendable {
     }
 }
 
-/// What the center must do after a quiet input, in order.
-public enum QuietAction: Hashable, Sendable {
-    /// Durable before anything below is performed.
-    case persistOverride(QuietOverride?)
-    case persistActive(Bool)
-    case persistHold(HeldFiring)
-    case persistRelease([Int64])
-    /// Deliver a released firing to one backend.
-    case deliver(Firing, backend: String)
-    case changed(QuietStatus)
+/// `[quiet]` as the machine takes it: each window's zone resolved (`SpecResolver.quietRules`,
+/// where zone names are checked), the modes the config gives by backend name.
+public struct QuietRules: Hashable, Sendable {
+    public var windows: [QuietWindow]
+    public var modes: [String: QuietMode]
+    public var criticalPasses: Bool
+    public var alarmsPass: Bool
+    public init(windows: [QuietWindow] = [], modes: [String: QuietMode] = [:], criticalPasses: Bool = true, alarmsPass: Bool = true) {
+        self.windows = windows; self.modes = modes; self.criticalPasses = criticalPasses; self.alarmsPass = alarmsPass
+    }
 }
 
 /// How one firing is routed while quiet: which of its backends deliver now, hold or drop it.
@@ -85,8 +85,10 @@ public struct QuietRouting: Hashable, Sendable {
     }
 }
 
-/// Quiet hours as a pure state machine beside `NotificationMachine`: it reads no clock and does
-/// no I/O; every input takes the instant and returns `QuietAction`s for the center to perform.
+/// Quiet hours as a pure state machine, part of `NotificationMachine` (its `quiet`): it reads no
+/// clock and does no I/O; every input takes the instant and appends `MachineAction`s, which the
+/// center commits and performs with the rest of the batch (`.persist` of the quiet `StoreOp`s,
+/// `.deliverHeld`, `.emit(.quietChanged)`). `NotificationMachine` records its inputs for rollback.
 public struct QuietMachine: Sendable {
     /// More held firings than this for one backend are released as one summary instead of one
     /// by one (see docs/CONFIG.md, "Quiet hours", for why).
@@ -97,8 +99,11 @@ public struct QuietMachine: Sendable {
     public static let summaryLines = 10
 
     public var windows: [QuietWindow] = []
-    /// Effective mode per backend instance while quiet (config over the backend's default).
+    /// Effective mode per backend instance while quiet (config over the backend's default):
+    /// `refreshModes` derives it from `configured` and the backends.
     public var modes: [String: QuietMode] = [:]
+    /// `[quiet] backends`: the config's word per backend name.
+    public var configured: [String: QuietMode] = [:]
     public var criticalPasses = true
     public var alarmsPass = true
     public private(set) var override: QuietOverride?
@@ -116,6 +121,22 @@ public struct QuietMachine: Sendable {
         self.active = active
         self.held = held.sorted { $0.id < $1.id }
         nextID = (self.held.last?.id ?? 0) + 1
+    }
+
+    /// `[quiet]` with its windows resolved (`SpecResolver.quietRules`), for `backends`.
+    public mutating func configure(_ rules: QuietRules, backends: [BackendInfo]) {
+        windows = rules.windows
+        configured = rules.modes
+        criticalPasses = rules.criticalPasses
+        alarmsPass = rules.alarmsPass
+        refreshModes(backends: backends)
+    }
+
+    /// Each backend's mode: the config's word, else the backend's own default.
+    public mutating func refreshModes(backends: [BackendInfo]) {
+        var out: [String: QuietMode] = [:]
+        for b in backends { out[b.name] = configured[b.name] ?? b.quietMode }
+        modes = out
     }
 
     // MARK: Reading
@@ -185,64 +206,64 @@ public struct QuietMachine: Sendable {
     /// Holds `firing` for `backend`. An older held firing of the same key for the same backend is
     /// replaced: a popup replaces it in place anyway, and an hourly reminder held all night is
     /// one thing to see in the morning, not eight.
-    public mutating func hold(_ firing: Firing, backend: String, into out: inout [QuietAction]) {
+    public mutating func hold(_ firing: Firing, backend: String, into out: inout [MachineAction]) {
         var f = firing
         f.backends = [backend]
         let replaced = held.filter { $0.backend == backend && $0.firing.key == firing.key }.map(\.id)
         if !replaced.isEmpty {
             held.removeAll { replaced.contains($0.id) }
-            out.append(.persistRelease(replaced))
+            out.append(.persist(.unhold(replaced)))
         }
         let item = HeldFiring(id: nextID, backend: backend, firing: f)
         nextID += 1
         held.append(item)
-        out.append(.persistHold(item))
+        out.append(.persist(.hold(item)))
     }
 
     /// Undoes `hold` when it could not be made durable (the firing is delivered instead).
     public mutating func unhold(_ id: Int64) { held.removeAll { $0.id == id } }
 
     /// `tocsin quiet on [--until T]`.
-    public mutating func switchOn(until: Instant?, now: Instant, into out: inout [QuietAction]) {
+    public mutating func switchOn(until: Instant?, now: Instant, into out: inout [MachineAction]) {
         override = QuietOverride(on: true, until: until)
-        out.append(.persistOverride(override))
+        out.append(.persist(.quietSwitch(override)))
         evaluate(now: now, into: &out)
     }
 
     /// `tocsin quiet off`: off now, and for the rest of a scheduled window that covers now (else
     /// the schedule would switch it straight back on); the next window is quiet again.
-    public mutating func switchOff(now: Instant, into out: inout [QuietAction]) {
+    public mutating func switchOff(now: Instant, into out: inout [MachineAction]) {
         if let end = scheduleEnd(at: now) {
             override = QuietOverride(on: false, until: end)
         } else {
             override = nil
         }
-        out.append(.persistOverride(override))
+        out.append(.persist(.quietSwitch(override)))
         evaluate(now: now, into: &out)
     }
 
     /// Time passed (a wake-up, start-up): expires a manual switch, and on a change of state
     /// emits it and, when quiet ended, releases what was held.
-    public mutating func evaluate(now: Instant, into out: inout [QuietAction]) {
+    public mutating func evaluate(now: Instant, into out: inout [MachineAction]) {
         if let o = override, let u = o.until, u <= now {
             override = nil
-            out.append(.persistOverride(nil))
+            out.append(.persist(.quietSwitch(nil)))
         }
         let nowQuiet = isQuiet(at: now)
         guard nowQuiet != active else { return }
         active = nowQuiet
-        out.append(.persistActive(nowQuiet))
+        out.append(.persist(.quietActive(nowQuiet)))
         if !nowQuiet { release(now: now, into: &out) }
-        out.append(.changed(status(at: now)))
+        out.append(.emit(.quietChanged(status(at: now))))
     }
 
     /// Quiet ended: per backend, up to `summaryThreshold` held firings are delivered one by one,
     /// oldest first; more become one summary firing listing their titles oldest first.
-    mutating func release(now: Instant, into out: inout [QuietAction]) {
+    mutating func release(now: Instant, into out: inout [MachineAction]) {
         guard !held.isEmpty else { return }
         let items = held
         held = []
-        out.append(.persistRelease(items.map(\.id)))
+        out.append(.persist(.unhold(items.map(\.id))))
         var order: [String] = []
         var byBackend: [String: [HeldFiring]] = [:]
         for item in items {
@@ -256,10 +277,11 @@ public struct QuietMachine: Sendable {
                     var f = item.firing
                     f.reason = .quietEnded
                     f.fired = now
-                    out.append(.deliver(f, backend: backend))
+                    f.backends = [backend]
+                    out.append(.deliverHeld(f))
                 }
             } else {
-                out.append(.deliver(Self.summary(list, now: now, backend: backend), backend: backend))
+                out.append(.deliverHeld(Self.summary(list, now: now, backend: backend)))
             }
         }
     }

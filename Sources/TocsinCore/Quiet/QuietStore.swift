@@ -2,14 +2,6 @@ import TocsinModel
 import TocsinTime
 public import TocsinSystem
 
-/// One change to the durable quiet state.
-public enum QuietStoreOp: Hashable, Sendable {
-    case override(QuietOverride?)
-    case active(Bool)
-    case hold(HeldFiring)
-    case release([Int64])
-}
-
 /// The durable quiet state, as start-up reads it.
 public struct QuietSnapshot: Hashable, Sendable {
     public var override: QuietOverride?
@@ -23,6 +15,8 @@ public struct QuietSnapshot: Hashable, Sendable {
 /// The two quiet tables (created in `StateStore.migrate`): `quiet_state` holds the manual switch
 /// and whether it was quiet, `quiet_held` one row per held firing with its content, so a held
 /// firing survives its notification being cancelled or finished. Enums are stored by name.
+/// Written by the batch's own ops (`StoreOp.quietSwitch`, `.quietActive`, `.hold`, `.unhold`),
+/// so quiet changes commit and roll back with the rest of a batch.
 extension StateStore {
     /// Created with the other tables (`StateStore.migrate`); additive, so older state files gain them.
     static let quietSchema = """
@@ -36,12 +30,6 @@ extension StateStore {
         );
         """
 
-    func applyQuiet(_ ops: [QuietStoreOp]) throws(StoreError) {
-        try transaction { () throws(StoreError) in
-            for op in ops { try applyQuiet(op) }
-        }
-    }
-
     private func setState(_ name: String, _ value: Int64?) throws(StoreError) {
         let s = try db.prepare("INSERT OR REPLACE INTO quiet_state(name, value) VALUES (?, ?)")
         s.bind(1, name)
@@ -49,37 +37,39 @@ extension StateStore {
         try s.run()
     }
 
-    private func applyQuiet(_ op: QuietStoreOp) throws(StoreError) {
-        switch op {
-        case .override(let o):
-            // override: 0 none, 1 on, 2 off (a tiny closed set written and read only here).
-            try setState("override", o.map { $0.on ? 1 : 2 } ?? 0)
-            try setState("override_until", o?.until?.microseconds)
-        case .active(let a):
-            try setState("active", a ? 1 : 0)
-        case .hold(let h):
-            let s = try db.prepare("""
-                INSERT OR REPLACE INTO quiet_held(id, backend, key, title, body, urgency, icon, category, sound, actions, user_info,
-                  due, fired, occurrence, occurrence_instant, occurrence_offset, reason, alarm)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            let f = h.firing
-            let n = f.notification
-            s.bind(1, h.id); s.bind(2, h.backend); s.bind(3, n.key); s.bind(4, n.title); s.bind(5, n.body)
-            s.bind(6, n.urgency.rawValue); s.bind(7, n.icon); s.bind(8, n.category); s.bind(9, n.sound)
-            s.bind(10, ListCodec.encode(n.actions.flatMap { [$0.id, $0.label] }))
-            s.bind(11, ListCodec.encode(n.userInfo.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }))
-            s.bind(12, f.due.microseconds); s.bind(13, f.fired.microseconds)
-            s.bind(14, Int64(f.occurrence.number)); s.bind(15, f.occurrence.instant.microseconds)
-            s.bind(16, f.occurrence.offset?.microseconds)
-            s.bind(17, f.reason.rawValue); s.bind(18, f.isAlarm ? 1 : 0)
+    /// `StoreOp.quietSwitch`, inside the batch's transaction (`apply`).
+    func saveQuietSwitch(_ o: QuietOverride?) throws(StoreError) {
+        // override: 0 none, 1 on, 2 off (a tiny closed set written and read only here).
+        try setState("override", o.map { $0.on ? 1 : 2 } ?? 0)
+        try setState("override_until", o?.until?.microseconds)
+    }
+
+    func saveQuietActive(_ a: Bool) throws(StoreError) { try setState("active", a ? 1 : 0) }
+
+    func saveHeld(_ h: HeldFiring) throws(StoreError) {
+        let s = try db.prepare("""
+            INSERT OR REPLACE INTO quiet_held(id, backend, key, title, body, urgency, icon, category, sound, actions, user_info,
+              due, fired, occurrence, occurrence_instant, occurrence_offset, reason, alarm)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let f = h.firing
+        let n = f.notification
+        s.bind(1, h.id); s.bind(2, h.backend); s.bind(3, n.key); s.bind(4, n.title); s.bind(5, n.body)
+        s.bind(6, n.urgency.rawValue); s.bind(7, n.icon); s.bind(8, n.category); s.bind(9, n.sound)
+        s.bind(10, ListCodec.encode(n.actions.flatMap { [$0.id, $0.label] }))
+        s.bind(11, ListCodec.encode(n.userInfo.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }))
+        s.bind(12, f.due.microseconds); s.bind(13, f.fired.microseconds)
+        s.bind(14, Int64(f.occurrence.number)); s.bind(15, f.occurrence.instant.microseconds)
+        s.bind(16, f.occurrence.offset?.microseconds)
+        s.bind(17, f.reason.rawValue); s.bind(18, f.isAlarm ? 1 : 0)
+        try s.run()
+    }
+
+    func deleteHeld(_ ids: [Int64]) throws(StoreError) {
+        let s = try db.prepare("DELETE FROM quiet_held WHERE id = ?")
+        for id in ids {
+            s.bind(1, id)
             try s.run()
-        case .release(let ids):
-            let s = try db.prepare("DELETE FROM quiet_held WHERE id = ?")
-            for id in ids {
-                s.bind(1, id)
-                try s.run()
-            }
         }
     }
 
@@ -125,11 +115,6 @@ extension StateStore {
 }
 
 extension SQLiteStore {
-    public func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError) {
-        guard !ops.isEmpty else { return }
-        try await worker.run { s throws(StoreError) in try s.applyQuiet(ops) }
-    }
-
     public func loadQuiet() async throws(StoreError) -> QuietSnapshot {
         try await worker.run { s throws(StoreError) in try s.loadQuiet() }
     }

@@ -48,6 +48,17 @@ public enum StoreOp: Hashable, Sendable {
     case record(HistoryEvent)
     /// Removes at most `batch` history entries older than `olderThan` or beyond the newest `keep`.
     case pruneHistory(olderThan: Instant, keep: Int, batch: Int)
+    /// Quiet hours (`Quiet/QuietStore.swift`), in the same transaction as the rest of the batch:
+    /// a hold and the confirmation that the backend is done with the claim are durable together,
+    /// and a failed batch leaves the switch, the state and the held firings as they were.
+    /// The manual switch (nil: none).
+    case quietSwitch(QuietOverride?)
+    /// Whether it was quiet at the last evaluation.
+    case quietActive(Bool)
+    /// A firing a backend holds, with its content (it outlives its notification).
+    case hold(HeldFiring)
+    /// Held firings released or replaced, by id.
+    case unhold([Int64])
 }
 
 /// One persisted notification as start-up needs it: what the machine keeps, none of the content.
@@ -121,9 +132,6 @@ public protocol NotificationStore: Sendable {
     func history(_ query: HistoryQuery) async throws(StoreError) -> [HistoryEvent]
     /// The user_info of a notification, pending or recently finished.
     func userInfo(_ key: String) async throws(StoreError) -> [String: String]?
-    /// Applies quiet-hours changes (`QuietStore.swift`) in one transaction, in call order with
-    /// the other writes.
-    func commitQuiet(_ ops: [QuietStoreOp]) async throws(StoreError)
     /// The quiet-hours state: the manual switch, whether it was quiet, the held firings.
     func loadQuiet() async throws(StoreError) -> QuietSnapshot
     func close() async

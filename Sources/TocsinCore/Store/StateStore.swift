@@ -316,6 +316,10 @@ final class StateStore {
         case .markCancelled(let key): try markCancelled(key: key)
         case .record(let entry): try history.insert(entry)
         case .pruneHistory(let before, let keep, let batch): try history.prune(olderThan: before, keep: keep, batch: batch)
+        case .quietSwitch(let o): try saveQuietSwitch(o)
+        case .quietActive(let a): try saveQuietActive(a)
+        case .hold(let h): try saveHeld(h)
+        case .unhold(let ids): try deleteHeld(ids)
         }
     }
 

@@ -53,9 +53,8 @@ public struct BuiltConfig: Sendable {
     /// The last step of a reload, and the one place a reload reaches the engine: the backends
     /// and notifications go in one transaction, then the `[quiet]` settings.
     public func apply(to center: TocsinCenter) async throws(CenterError) -> ReloadReport {
-        let report = try await center.reload(backends: backends, specs: config.configuration.notifications)
-        try await center.setQuiet(config.configuration.quiet)
-        return report
+        // One engine transaction: the notifications, the backends and quiet hours change together.
+        try await center.reload(backends: backends, specs: config.configuration.notifications, quiet: config.configuration.quiet)
     }
 
     /// The last step at start-up: quiet settings before the state loads (the persisted quiet

@@ -17,9 +17,10 @@ final class InProcessDaemon: Sendable {
     let daemon: TocsinDaemon
     private let stop: AsyncStream<TocsinDaemon.Control>.Continuation
     private let task: Task<Void, Never>
+    let clock: VirtualClock
 
-    private init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>) {
-        daemon = d; stop = s; task = t
+    private init(_ d: TocsinDaemon, _ s: AsyncStream<TocsinDaemon.Control>.Continuation, _ t: Task<Void, Never>, clock: VirtualClock) {
+        daemon = d; stop = s; task = t; self.clock = clock
     }
 
     var center: TocsinCenter { daemon.center }
@@ -66,12 +67,28 @@ final class InProcessDaemon: Sendable {
         let daemon = try await TocsinDaemon.start(setup)
         let (controls, continuation) = AsyncStream.makeStream(of: TocsinDaemon.Control.self)
         let task = Task { await daemon.run(controls: controls) }
-        return InProcessDaemon(daemon, continuation, task)
+        return InProcessDaemon(daemon, continuation, task, clock: clock)
     }
 
-    /// Stops as SIGTERM would, and returns once every service has ended.
+    /// Stops as SIGTERM would, and returns once every service has ended. The grace for
+    /// deliveries still running (a hung service) elapses on the daemon's clock, which is this
+    /// virtual one: once something new waits on it, the clock is moved past the grace, so the
+    /// stop never waits for a clock nobody moves.
     func shutdown() async {
+        let before = clock.sleeperCount
         stop.yield(.stop)
-        await task.value
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [task] in await task.value }
+            group.addTask { [clock] in
+                while !Task.isCancelled {
+                    await clock.waitForSleepers(atLeast: before + 1)
+                    if Task.isCancelled { return }
+                    clock.advance(by: TocsinCenter.shutdownGrace)
+                    await Task.yield()
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
     }
 }

@@ -1,0 +1,88 @@
+public import TocsinModel
+public import TocsinTime
+public import TocsinSystem
+
+/// The requests a client makes of the center: each is resolved here (`SpecResolver`), then
+/// submitted to the next batch (`CenterBatch.swift`) and answered once durable.
+extension TocsinCenter {
+    /// Adds a notification, or replaces the one with the same key (unless `spec.replace` is false,
+    /// which keeps the existing one and returns its key).
+    @discardableResult
+    /// `client` (a D-Bus unique name and its `max_pending_per_client`) is counted against its quota.
+    public func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
+        try await schedule(spec, client: client, share: true)
+    }
+
+    /// Delivers now, without a trigger; the key is tracked so the alarm can be acknowledged.
+    @discardableResult
+    public func postNow(_ spec: NotificationSpec, client: NotificationMachine.Client? = nil) async throws(CenterError) -> String {
+        if spec.fleet {
+            throw CenterError(.invalidArguments, "'fleet' goes with Schedule (a trigger every machine can agree on), not PostNow", field: "fleet")
+        }
+        let now = clock.now()
+        var s = spec
+        s.trigger = .at(.instant(now))
+        var n = try resolver.resolve(s, source: .runtime, now: now, backendNames: machine.backendNames)
+        n.trigger = .at(now)
+        return try await submit(.post(n, client: client)).key
+    }
+
+    /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts
+    /// for as long as its definition in the file is unchanged; editing it there brings it back.
+    @discardableResult
+    public func cancel(_ key: String) async throws(CenterError) -> Bool {
+        let done = try await submit(.cancel(key)).bool
+        if done, let fleet { await fleet.cancelled(key: key) }
+        return done
+    }
+
+    /// Cancels every pending notification; returns how many.
+    @discardableResult
+    public func cancelAll() async throws(CenterError) -> Int {
+        try await submit(.cancelAll).count
+    }
+
+    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
+    @discardableResult
+    public func acknowledge(_ key: String) async throws(CenterError) -> Bool {
+        try await submit(.acknowledge(key)).bool
+    }
+
+    /// Silences a notification now and delivers its last firing again after `duration`.
+    @discardableResult
+    public func snooze(_ key: String, for duration: TimeSpan?) async throws(CenterError) -> Instant {
+        try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
+    }
+
+    /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
+    /// Nothing changes when any entry is invalid or the transaction cannot be committed.
+    @discardableResult
+    public func applyConfig(_ specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
+        let list = try resolveConfig(specs, backendNames: machine.backendNames)
+        return try await submit(.config(list, backends: nil, quiet: nil)).report
+    }
+
+    /// A config reload: the new backends, notifications and `[quiet]` settings together, in one
+    /// transaction. The notifications are checked against the new backends and everything is
+    /// made durable first, so a reload that fails (an invalid entry or window, a full disk)
+    /// leaves the running backends, schedule and quiet hours exactly as they were.
+    @discardableResult
+    public func reload(backends list: [any DeliveryBackend], specs: [NotificationSpec],
+                       quiet: QuietSettings) async throws(CenterError) -> ReloadReport {
+        let resolved = try resolveConfig(specs, backendNames: list.map(\.name))
+        let rules = try resolver.quietRules(quiet)
+        return try await submit(.config(resolved, backends: list, quiet: rules)).report
+    }
+
+    private func resolveConfig(_ specs: [NotificationSpec], backendNames: [String]) throws(CenterError) -> [(notification: Notification, fingerprint: String)] {
+        let now = clock.now()
+        var out: [(notification: Notification, fingerprint: String)] = []
+        out.reserveCapacity(specs.count)
+        for spec in specs {
+            let n = try resolver.resolve(spec, source: .config, now: now, backendNames: backendNames)
+            out.append((n, n.fingerprint))
+        }
+        return out
+    }
+
+}
