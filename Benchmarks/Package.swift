@@ -17,6 +17,8 @@ let package = Package(
             name: "tocsin-bench",
             dependencies: [
                 .product(name: "TocsinConfig", package: "Tocsin"),
+                .product(name: "TocsinModel", package: "Tocsin"),
+                .product(name: "TocsinSystem", package: "Tocsin"),
                 .product(name: "TocsinTime", package: "Tocsin"),
                 .product(name: "TocsinCore", package: "Tocsin"),
                 .product(name: "TocsinTesting", package: "Tocsin"),

@@ -55,6 +55,7 @@ let package = Package(
                 "FuzzSupport",
                 .product(name: "DBus", package: "Tocsin"),
                 .product(name: "TocsinConfig", package: "Tocsin"),
+                .product(name: "TocsinModel", package: "Tocsin"),
                 .product(name: "TocsinGateway", package: "Tocsin"),
             ],
             swiftSettings: fuzzTarget
