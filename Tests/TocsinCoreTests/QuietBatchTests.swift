@@ -128,6 +128,38 @@ struct QuietBatchTests {
         await c.waitForDeliveries()
         #expect(await c.heldFirings.isEmpty)
         #expect(popup.deliveredKeys == ["tea"])
+        // The rescued delivery is confirmed as any other: the one-shot's row goes, so a restart
+        // does not report a delivered firing as interrupted.
+        await c.settle()
+        #expect(store.rows.isEmpty, "\(store.rows.keys)")
+    }
+
+    @Test("released firings to a batch-taking backend keep their order when one key's queue is busy")
+    func releasedOrderOnABatchBackend() async throws {
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let signals = BatchRecorder(name: "signals")
+        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
+                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await c.start(backends: [signals])
+        var q = QuietSettings()
+        q.backends = ["signals": .hold]
+        try await c.reload(backends: [signals], specs: [], quiet: q)
+        try await c.quietOn(until: nil)
+        for (i, key) in ["older", "newer"].enumerated() {
+            try await c.schedule(spec(key, .every(.hours(1), count: nil, starting: .instant(t0 + .seconds(10 + Int64(i))), until: nil)))
+        }
+        clock.advance(by: .seconds(11))
+        await c.tick()
+        await c.waitForDeliveries()
+        #expect(await c.heldFirings.map(\.firing.key) == ["older", "newer"])
+        // The older key's queue is busy (its withdraw waits) when quiet ends.
+        try await c.cancel("older")
+        try await signals.withdrawing.wait("the withdraw to start", timeout: .seconds(10)) { $0 }
+        try await c.quietOff()
+        signals.gate.update { $0 = true }
+        await c.waitForDeliveries()
+        #expect(signals.delivered.value == ["older", "newer"], "oldest first, also through a batch-taking backend")
     }
 
     @Test("regression: shutdown's grace for a hung delivery elapses on the center's clock, not in real time")
@@ -152,4 +184,28 @@ struct QuietBatchTests {
         }
         #expect(spy.deliveries.isEmpty)
     }
+}
+
+/// A backend that takes batches (as dbus-signal does), records the order of deliveries, and
+/// whose withdraw waits for `gate`: a way to keep one key's queue busy.
+final class BatchRecorder: BatchDeliveryBackend, Sendable {
+    let name: String
+    let delivered = WaitableState<[String]>([])
+    let withdrawing = WaitableState<Bool>(false)
+    let gate = WaitableState<Bool>(false)
+    init(name: String) { self.name = name }
+    var ringPolicy: RingPolicy? { nil }
+    var quietMode: QuietMode { .hold }
+    func start(events: any BackendEventSink) async {}
+    func deliver(_ firing: Firing) async throws(DeliveryError) { delivered.update { $0.append(firing.key) } }
+    func deliver(batch: [Firing]) -> [DeliveryError?] {
+        delivered.update { $0 += batch.map(\.key) }
+        return batch.map { _ in nil }
+    }
+    func withdraw(key: String, reason: WithdrawReason) async {
+        withdrawing.update { $0 = true }
+        try? await gate.wait("the test to open the gate", timeout: .seconds(10)) { $0 }
+    }
+    func shutdown() async {}
+    func health() async -> BackendHealth { .ok }
 }

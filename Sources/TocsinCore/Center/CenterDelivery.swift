@@ -54,7 +54,9 @@ extension TocsinCenter {
             finishedDelivery(f, backend: name, error: nil)
             return
         }
-        if backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
+        // A released firing never joins a batch: only the per-backend chain keeps released
+        // firings oldest first, and a batch would overtake one chained behind its key's queue.
+        if !chained, backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
             if batches[name] == nil { order.append(name) }
             batches[name, default: []].append(f)
         } else if chained {
@@ -189,12 +191,13 @@ extension TocsinCenter {
     /// The injected clock, as every wait of the engine: under a virtual clock the grace elapses
     /// when the test moves time, and no test waits out a grace in real time. A test that shuts
     /// down with a delivery hung on a virtual clock must move that clock past the grace (the
-    /// in-process daemon harness does: `DaemonInProcessTests.Running.shutdown`).
+    /// in-process daemon harness does: `InProcessDaemon.shutdown (Tests/IntegrationTests/Harness)`).
     public func waitForDeliveries(atMost limit: TimeSpan) async {
         if inFlight == 0 { return }
         let id = nextWaiter
         nextWaiter += 1
         let (clock, deadline) = (self.clock, TimeLimit.adding(limit, to: clock.now()) ?? TimeLimit.latest)
+        graceDeadline = deadline
         let sleeper = Task {
             // Cancelled: the deliveries finished first and the waiter is already released.
             try? await clock.sleep(until: deadline)

@@ -75,11 +75,11 @@ extension TocsinCenter {
     }
 
     /// Holds whose commit failed (a full disk) are forgotten and their firings delivered now,
-    /// through the usual queue: a restart may deliver one again, never lose it.
+    /// through the usual queue, and confirmed as any delivery is (`rescueHold`).
     func rescueHolds(_ holds: [HeldFiring]) {
         for h in holds {
+            guard machine.rescueHold(h) else { continue }
             logger.error("could not hold a firing for quiet hours; delivering it", metadata: ["key": "\(h.firing.key)", "backend": "\(h.backend)"])
-            machine.unhold(h.id)
             inFlight += 1
             if let backend = backends[h.backend] { enqueueDelivery(h.firing, to: backend) } else {
                 finishedDelivery(h.firing, backend: h.backend, error: nil)

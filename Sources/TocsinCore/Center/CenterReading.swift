@@ -1,6 +1,6 @@
 import Logging
 public import TocsinTime
-public import TocsinSystem
+import TocsinSystem
 
 /// Reading the schedule: the machine's summaries, with content read from the store.
 extension TocsinCenter {

@@ -1,6 +1,6 @@
 public import TocsinModel
 public import TocsinTime
-public import TocsinSystem
+import TocsinSystem
 
 /// The requests a client makes of the center: each is resolved here (`SpecResolver`), then
 /// submitted to the next batch (`CenterBatch.swift`) and answered once durable.

@@ -35,6 +35,9 @@ public actor TocsinCenter {
     var loaded = false
     var inFlight = 0
     var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    /// Until when a bounded wait for deliveries (shutdown's grace) waits, on the center's clock:
+    /// a test on a virtual clock moves the clock there, and only there.
+    public internal(set) var graceDeadline: Instant?
     var nextWaiter = 0
     /// Per (key, backend) delivery queues: see `CenterDelivery.swift`.
     var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]

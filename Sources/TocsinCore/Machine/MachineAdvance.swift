@@ -143,11 +143,23 @@ extension NotificationMachine {
     /// One backend finished (or gave up on) a claimed firing: once all have, the claim is done.
     public mutating func deliveryFinished(key: String, occurrence: Occurrence, backend: String,
                                           into out: inout [MachineAction]) {
-        guard var p = inDelivery[key], p.occurrence == occurrence else { return }
+        guard var p = inDelivery[key], p.occurrence == occurrence else {
+            if staleClaims.remove(key) != nil { resyncClaim(key, into: &out) }
+            return
+        }
+        staleClaims.remove(key)
         p.remaining.removeAll { $0 == backend }
         setInDelivery(key, p.remaining.isEmpty ? nil : p)
         out.append(.persist(.pending(key: key, inDelivery[key])))
         cleanUpIfDone(key, into: &out)
+    }
+
+    /// Writes `key`'s claim as this machine has it, or deletes its row when the machine no longer
+    /// has the key (a one-shot done in memory whose deletion was not recorded).
+    mutating func resyncClaim(_ key: String, into out: inout [MachineAction]) {
+        if entry(key) != nil { out.append(.persist(.pending(key: key, inDelivery[key]))) } else {
+            out.append(.persist(.delete(key: key, keepUserInfo: true)))
+        }
     }
 
     /// Settles what a crash left claimed but unconfirmed, at start-up, before anything fires.

@@ -56,8 +56,17 @@ extension NotificationMachine {
     }
 
     /// A hold that could not be made durable (a full disk) is forgotten; the center delivers the
-    /// firing instead: a restart may then deliver it again, never lose it.
-    public mutating func unhold(_ id: Int64) { changeQuiet { $0.unhold(id) } }
+    /// firing instead. False when quiet hours no longer hold it (released in the same batch,
+    /// which delivered it already). The failed commit also carried that backend's end of the
+    /// claim, so the key's claim is written again, as memory has it, once the delivery is done
+    /// (`deliveryFinished`): otherwise the next start would report a delivered firing as
+    /// interrupted.
+    public mutating func rescueHold(_ h: HeldFiring) -> Bool {
+        guard quiet.held.contains(where: { $0.id == h.id }) else { return false }
+        changeQuiet { $0.unhold(h.id) }
+        staleClaims.insert(h.firing.key)
+        return true
+    }
 
     /// Whether quiet hours hold this occurrence for `backend` (start-up's `closeInterrupted`).
     func heldForQuiet() -> Set<String> {

@@ -87,6 +87,10 @@ public struct NotificationMachine: Sendable {
     private(set) var fingerprints: [String: String] = [:]
     /// Claimed firings not yet confirmed by every backend.
     public private(set) var inDelivery: [String: PendingDelivery] = [:]
+    /// Keys whose stored claim may be older than this machine's: a hold whose commit failed was
+    /// that backend's end of the claim in memory only (`rescueHold`). Not rolled back: writing a
+    /// key's claim as memory has it is always right.
+    var staleClaims: Set<String> = []
     /// Notifications with something left to do, kept as a counter so the quota check is O(1).
     public private(set) var activeCount = 0
     var undoLog: [Undo]?

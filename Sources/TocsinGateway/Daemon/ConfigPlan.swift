@@ -3,7 +3,7 @@ public import Logging
 public import TocsinConfig
 public import TocsinCore
 import TocsinTime
-public import TocsinModel
+import TocsinModel
 
 /// Where a config is read from. A value, so the daemon can read it again on its own at each
 /// reload: the executable decides which file, the library does the reading.
@@ -50,17 +50,21 @@ public struct BuiltConfig: Sendable {
     public let config: ValidatedConfig
     public let backends: [any DeliveryBackend]
 
-    /// The last step of a reload, and the one place a reload reaches the engine: the backends
-    /// and notifications go in one transaction, then the `[quiet]` settings.
+    /// The last step of a reload, and the one place a reload reaches the engine: the backends,
+    /// the notifications and the `[quiet]` settings change together, in one engine transaction.
     public func apply(to center: TocsinCenter) async throws(CenterError) -> ReloadReport {
-        // One engine transaction: the notifications, the backends and quiet hours change together.
         try await center.reload(backends: backends, specs: config.configuration.notifications, quiet: config.configuration.quiet)
     }
 
-    /// The last step at start-up: quiet settings before the state loads (the persisted quiet
-    /// state is restored against them), then the backends and the state, then the notifications.
-    func start(on center: TocsinCenter) async throws(CenterError) -> ReloadReport {
+    /// The first step at start-up, before the daemon takes its bus name (a `[quiet]` the engine
+    /// refuses is the config's fault, reported before anyone can call): the quiet settings the
+    /// persisted quiet state is restored against when the state loads.
+    func prepare(_ center: TocsinCenter) async throws(CenterError) {
         try await center.setQuiet(config.configuration.quiet)
+    }
+
+    /// The last step at start-up: the backends and the state, then the notifications.
+    func start(on center: TocsinCenter) async throws(CenterError) -> ReloadReport {
         try await center.start(backends: backends)
         return try await center.applyConfig(config.configuration.notifications)
     }

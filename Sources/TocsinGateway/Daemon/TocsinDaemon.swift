@@ -70,6 +70,10 @@ public final class TocsinDaemon: Sendable {
             timer.close()
             throw DaemonError(.storage, error.message)
         }
+        do { try await built.prepare(center) } catch {
+            await center.shutdown()
+            throw DaemonError(.invalidConfig, "\(validated.loaded.file): \(error.message)")
+        }
         // Set before the gateway answers its first call (`startEnded`), so a Reload finds it.
         let started = Mutex<TocsinDaemon?>(nil)
         let sleep = SleepWatch(center: center, logger: logger)
@@ -108,7 +112,6 @@ public final class TocsinDaemon: Sendable {
             gateway.startEnded(ok: false)
             first?.close()
             await center.shutdown()
-            // Quiet settings the engine refuses are the config's fault; anything else is the state's.
             if error.code == .invalidConfig { throw DaemonError(.invalidConfig, "\(validated.loaded.file): \(error.message)") }
             throw DaemonError(.storage, error.message)
         }

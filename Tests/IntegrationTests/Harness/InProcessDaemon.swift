@@ -72,19 +72,24 @@ final class InProcessDaemon: Sendable {
 
     /// Stops as SIGTERM would, and returns once every service has ended. The grace for
     /// deliveries still running (a hung service) elapses on the daemon's clock, which is this
-    /// virtual one: once something new waits on it, the clock is moved past the grace, so the
-    /// stop never waits for a clock nobody moves.
+    /// virtual one: once the center waits out its grace, the clock is moved to the grace's end,
+    /// once and only there, so the stop never waits for a clock nobody moves and nothing else
+    /// (a retry, the next firing) is woken by it.
     func shutdown() async {
-        let before = clock.sleeperCount
+        let center = daemon.center
         stop.yield(.stop)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [task] in await task.value }
             group.addTask { [clock] in
                 while !Task.isCancelled {
-                    await clock.waitForSleepers(atLeast: before + 1)
-                    if Task.isCancelled { return }
-                    clock.advance(by: TocsinCenter.shutdownGrace)
-                    await Task.yield()
+                    // The deadline is set before its sleeper waits: read the count first, so a
+                    // sleeper that comes after the check wakes the wait below.
+                    let seen = clock.sleeperCount
+                    if let deadline = await center.graceDeadline {
+                        clock.advance(to: deadline)
+                        return
+                    }
+                    await clock.waitForSleepers(atLeast: seen + 1)
                 }
             }
             await group.next()
