@@ -31,7 +31,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "fuzz-toml",
-            dependencies: ["FuzzSupport", .product(name: "TocsinConfig", package: "Tocsin")],
+            dependencies: ["FuzzSupport", .product(name: "TocsinConfig", package: "Tocsin"), .product(name: "TocsinModel", package: "Tocsin")],
             swiftSettings: fuzzTarget
         ),
         .executableTarget(

@@ -1,5 +1,6 @@
 import FuzzSupport
 import TocsinConfig
+import TocsinModel
 
 /// Any bytes into the TOML parser, in both modes: it promises to throw diagnostics, never crash
 /// or hang. A document it accepts is also rendered as toml-test JSON (walks every value it built)
