@@ -101,15 +101,8 @@ final class ConnectionCore: @unchecked Sendable {
         guard libdbusThreadsReady else { throw DBusError(.noMemory, "dbus_threads_init_default failed") }
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             self.startup = c
-            var attr = pthread_attr_t()
-            pthread_attr_init(&attr)
-            pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-            var tid = pthread_t()
-            let arg = Unmanaged.passRetained(self).toOpaque()
-            let rc = pthread_create(&tid, &attr, cbThreadMain, arg)
-            pthread_attr_destroy(&attr)
+            let rc = DBusThread.start { [self] in threadMain() }
             if rc != 0 {
-                Unmanaged<ConnectionCore>.fromOpaque(arg).release()
                 self.startup = nil
                 c.resume(throwing: DBusError(.noMemory, "cannot start D-Bus loop thread (errno \(rc))"))
             }

@@ -273,10 +273,3 @@ func cbReleasePending(_ data: UnsafeMutableRawPointer?) {
     guard let data else { return }
     Unmanaged<PendingReply>.fromOpaque(data).release()
 }
-
-func cbThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    let core = Unmanaged<ConnectionCore>.fromOpaque(arg).takeRetainedValue()
-    core.threadMain()
-    return nil
-}

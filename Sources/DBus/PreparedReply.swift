@@ -41,27 +41,12 @@ extension DBusMethodCall {
 public func runOffLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
         let job = OffLoopJob { c.resume(returning: body()) }
-        var attr = pthread_attr_t()
-        pthread_attr_init(&attr)
-        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-        var tid: pthread_t = 0
-        let arg = Unmanaged.passRetained(job).toOpaque()
-        let rc = pthread_create(&tid, &attr, offLoopThreadMain, arg)
-        pthread_attr_destroy(&attr)
-        if rc != 0 {
-            // No thread to be had: do the work here rather than not at all.
-            Unmanaged<OffLoopJob>.fromOpaque(arg).takeRetainedValue().run()
-        }
+        // No thread to be had: do the work here rather than not at all.
+        if DBusThread.start({ job.run() }) != 0 { job.run() }
     }
 }
 
 final class OffLoopJob: Sendable {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-}
-
-func offLoopThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    Unmanaged<OffLoopJob>.fromOpaque(arg).takeRetainedValue().run()
-    return nil
 }

@@ -99,15 +99,8 @@ final class ServerCore: @unchecked Sendable {
             return String(cString: p)
         } ?? address
 
-        var attr = pthread_attr_t()
-        pthread_attr_init(&attr)
-        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
-        var tid = pthread_t()
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&tid, &attr, cbServerThreadMain, arg)
-        pthread_attr_destroy(&attr)
+        let rc = DBusThread.start { [self] in threadMain() }
         if rc != 0 {
-            Unmanaged<ServerCore>.fromOpaque(arg).release()
             teardown()
             throw DBusError(.noMemory, "cannot start the D-Bus server thread (errno \(rc))")
         }
@@ -257,11 +250,4 @@ func cbServerRemoveTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPo
 func cbServerToggleTimeout(_ timeout: OpaquePointer?, _ data: UnsafeMutableRawPointer?) {
     guard let timeout, let core = serverFrom(data) else { return }
     core.loop.timeoutChanged(timeout, removed: false)
-}
-
-func cbServerThreadMain(_ arg: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let arg else { return nil }
-    let core = Unmanaged<ServerCore>.fromOpaque(arg).takeRetainedValue()
-    core.threadMain()
-    return nil
 }

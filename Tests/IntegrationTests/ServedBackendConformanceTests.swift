@@ -4,6 +4,7 @@ import Logging
 import Testing
 import TocsinConfig
 import TocsinCore
+import TocsinModel
 import TocsinDBusServiceBackend
 import TocsinMQTTBackend
 import TocsinSoundBackend
