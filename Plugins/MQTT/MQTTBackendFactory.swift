@@ -70,64 +70,85 @@ public struct MQTTBackendFactory: BackendFactory {
             return nil
         }
         var o = Options(host: parsed.host, port: parsed.port, tls: parsed.tls, clientID: clientID)
-        if let prefix = reader.string("topic_prefix") {
-            guard !prefix.isEmpty, !prefix.contains("+"), !prefix.contains("#"), !prefix.hasSuffix("/"), !prefix.contains("\0") else {
-                reader.report("topic_prefix", "'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'")
-                return nil
-            }
-            o.topicPrefix = prefix
+        // As above, the first problem is reported and the reading stops there.
+        guard Self.readTopicPrefix(&reader, into: &o), Self.readCredentials(&reader, into: &o),
+              Self.readTLSFiles(&reader, into: &o), Self.readTimers(&reader, into: &o) else { return nil }
+        return o
+    }
+
+    private static func readTopicPrefix(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
+        guard let prefix = reader.string("topic_prefix") else { return true }
+        guard !prefix.isEmpty, !prefix.contains("+"), !prefix.contains("#"), !prefix.hasSuffix("/"), !prefix.contains("\0") else {
+            reader.report("topic_prefix", "'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'")
+            return false
         }
+        o.topicPrefix = prefix
+        return true
+    }
+
+    /// `username`, and the password from the first line of `password_file` (never in the config itself).
+    private static func readCredentials(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
         o.username = reader.string("username")
-        if let file = reader.string("password_file") {
-            guard o.username != nil else {
-                reader.report("password_file", "'password_file' needs 'username'")
-                return nil
-            }
-            let text: String
-            switch RegularFile.read(file, limit: 64 << 10, kind: "a password file") {
-            case .success(let bytes):
-                guard let t = String(validating: bytes, as: UTF8.self) else {
-                    reader.report("password_file", "cannot read password_file '\(file)': it is not UTF-8 text")
-                    return nil
-                }
-                text = t
-            case .failure(let problem):
-                reader.report("password_file", "cannot read password_file '\(file)': \(problem.message)")
-                return nil
-            }
-            o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+        guard let file = reader.string("password_file") else { return true }
+        guard o.username != nil else {
+            reader.report("password_file", "'password_file' needs 'username'")
+            return false
         }
+        let text: String
+        switch RegularFile.read(file, limit: 64 << 10, kind: "a password file") {
+        case .success(let bytes):
+            guard let t = String(validating: bytes, as: UTF8.self) else {
+                reader.report("password_file", "cannot read password_file '\(file)': it is not UTF-8 text")
+                return false
+            }
+            text = t
+        case .failure(let problem):
+            reader.report("password_file", "cannot read password_file '\(file)': \(problem.message)")
+            return false
+        }
+        o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+        return true
+    }
+
+    /// `ca_file`, `cert_file`, `key_file`: consistent with the url's scheme and each readable now,
+    /// so a mistake is reported by `tocsin check` rather than by the TLS library on connect.
+    private static func readTLSFiles(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
         o.caFile = reader.string("ca_file")
         o.certFile = reader.string("cert_file")
         o.keyFile = reader.string("key_file")
         if (o.certFile == nil) != (o.keyFile == nil) {
             reader.report(o.certFile == nil ? "key_file" : "cert_file", "'cert_file' and 'key_file' go together")
-            return nil
+            return false
         }
         if o.tls, o.caFile == nil {
             reader.report("url", "an mqtts:// url needs 'ca_file' (the broker's CA certificate)")
-            return nil
+            return false
         }
         if !o.tls, o.caFile != nil || o.certFile != nil {
             reader.report(o.caFile != nil ? "ca_file" : "cert_file", "TLS files need an mqtts:// url")
-            return nil
+            return false
         }
         for (key, path) in [("ca_file", o.caFile), ("cert_file", o.certFile), ("key_file", o.keyFile)] {
             // A FIFO would block the TLS library's open of it, wherever that runs.
             if let path, let problem = RegularFile.check(path) {
                 reader.report(key, "cannot read \(key) '\(path)': \(problem.message)")
-                return nil
+                return false
             }
             if let path, !FileManager.default.isReadableFile(atPath: path) {
                 reader.report(key, "cannot read \(key) '\(path)'")
-                return nil
+                return false
             }
         }
+        return true
+    }
+
+    /// `keepalive` and `reconnect_max`, whole seconds within what the protocol and libmosquitto take.
+    private static func readTimers(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
         if let k = reader.duration("keepalive", positive: true) {
             let s = k.microseconds / 1_000_000
             guard (5...65535).contains(s) else {
                 reader.report("keepalive", "'keepalive' is \(k); it must be between 5s and 18h 12min 15s")
-                return nil
+                return false
             }
             o.keepaliveSeconds = Int32(s)
         }
@@ -135,11 +156,11 @@ public struct MQTTBackendFactory: BackendFactory {
             let s = r.microseconds / 1_000_000
             guard (1...3600).contains(s) else {
                 reader.report("reconnect_max", "'reconnect_max' is \(r); it must be between 1s and 1h")
-                return nil
+                return false
             }
             o.reconnectMaxSeconds = UInt32(s)
         }
-        return o
+        return true
     }
 
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {

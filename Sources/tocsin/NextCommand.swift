@@ -59,17 +59,7 @@ struct NextCommand: ParsableCommand {
     func run() throws {
         let directory = ZoneInfoDirectory()
         let now = Instant(microseconds: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)))
-
-        let base: Instant
-        if let from {
-            do { base = try Timestamp.parse(from, now: now) } catch {
-                throw CommandFailure("invalid --from '\(from)': \(error)")
-            }
-            if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }
-        } else {
-            base = now
-        }
-
+        let base = try baseInstant(now: now)
         let displayZone: TimeZoneRules
         if let timezone {
             do { displayZone = try directory.rules(named: timezone) } catch {
@@ -78,75 +68,105 @@ struct NextCommand: ParsableCommand {
         } else {
             displayZone = directory.defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
         }
+        let result = if let every {
+            try periodElapses(every, from: base, zone: displayZone)
+        } else {
+            try calendarElapses(expression ?? "", from: base, displayZone: displayZone, directory: directory)
+        }
+        if json {
+            printJSON(result)
+        } else {
+            printHuman(result, displayZone: displayZone, now: now)
+        }
+    }
 
-        let original: String
-        let normalized: String
-        let evaluationZone: TimeZoneRules
+    /// What `run` computed, for either output.
+    struct Elapses {
+        var original: String
+        var normalized: String
+        var evaluationZone: TimeZoneRules
         var elapses: [Instant] = []
         /// Per elapse, the policy that added it (nil: systemd's own elapse).
         var addedBy: [String?] = []
+        /// The non-default DST policies as JSON members, each with its leading ", ".
         var policyJSON = ""
+    }
 
-        if let every {
-            let period: TimeSpan
-            do { period = try TimeSpan.parsePositive(every) } catch {
-                throw CommandFailure("invalid --every '\(every)': \(error)")
-            }
-            if !TimeLimit.fits(period) { throw CommandFailure(TimeLimit.pastLatest(field: "--every", value: every)) }
-            original = every
-            normalized = "every \(period)"
-            evaluationZone = displayZone
-            let trigger = Trigger.every(period: period, starting: base, count: nil, until: nil)
-            var previous: Occurrence?
-            var cursor = base
-            while elapses.count < count, let o = trigger.next(after: cursor, previous: previous) {
-                elapses.append(o.instant)
-                previous = o
-                cursor = o.instant
-            }
-        } else {
-            let text = expression ?? ""
-            var spec: CalendarSpec
-            // The same resolution as the daemon's, with the display zone as the notification's zone.
-            do throws(TimeSyntaxError) {
-                (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
-            } catch {
-                throw CommandFailure("invalid calendar expression '\(text)': \(error)")
-            }
-            original = text
-            normalized = spec.normalized
-            spec.dstGap = dstGap.flatMap(DSTGapPolicy.init(rawValue:)) ?? .skip
-            spec.dstFold = dstFold.flatMap(DSTFoldPolicy.init(rawValue:)) ?? .first
-            if spec.dstGap != .skip { policyJSON += ", \"dst_gap\": \(Self.jsonString(spec.dstGap.rawValue))" }
-            if spec.dstFold != .first { policyJSON += ", \"dst_fold\": \(Self.jsonString(spec.dstFold.rawValue))" }
-            var cursor = base
-            while elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
-                elapses.append(t)
-                cursor = t
-            }
-            addedBy = Self.marks(elapses, of: spec, from: base, in: evaluationZone)
+    /// --from, or now.
+    private func baseInstant(now: Instant) throws -> Instant {
+        guard let from else { return now }
+        let base: Instant
+        do { base = try Timestamp.parse(from, now: now) } catch {
+            throw CommandFailure("invalid --from '\(from)': \(error)")
         }
+        if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }
+        return base
+    }
 
-        if json {
-            let next = elapses.map { "\"\(Timestamp.rfc3339UTC($0))\"" }.joined(separator: ", ")
-            print("{\"expression\": \(Self.jsonString(original)), \"normalized\": \(Self.jsonString(normalized)), "
-                + "\"timezone\": \(Self.jsonString(evaluationZone.identifier))\(policyJSON), \"next\": [\(next)]}")
-            return
+    /// `--every`: the period's firings from `base`, as the daemon's `every` trigger computes them.
+    private func periodElapses(_ every: String, from base: Instant, zone: TimeZoneRules) throws -> Elapses {
+        let period: TimeSpan
+        do { period = try TimeSpan.parsePositive(every) } catch {
+            throw CommandFailure("invalid --every '\(every)': \(error)")
         }
+        if !TimeLimit.fits(period) { throw CommandFailure(TimeLimit.pastLatest(field: "--every", value: every)) }
+        var result = Elapses(original: every, normalized: "every \(period)", evaluationZone: zone)
+        let trigger = Trigger.every(period: period, starting: base, count: nil, until: nil)
+        var previous: Occurrence?
+        var cursor = base
+        while result.elapses.count < count, let o = trigger.next(after: cursor, previous: previous) {
+            result.elapses.append(o.instant)
+            previous = o
+            cursor = o.instant
+        }
+        return result
+    }
 
+    /// A calendar expression's elapses from `base`, with the DST policies' additions marked.
+    private func calendarElapses(_ text: String, from base: Instant, displayZone: TimeZoneRules,
+                                 directory: ZoneInfoDirectory) throws -> Elapses {
+        var spec: CalendarSpec
+        let evaluationZone: TimeZoneRules
+        // The same resolution as the daemon's, with the display zone as the notification's zone.
+        do throws(TimeSyntaxError) {
+            (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
+        } catch {
+            throw CommandFailure("invalid calendar expression '\(text)': \(error)")
+        }
+        var result = Elapses(original: text, normalized: spec.normalized, evaluationZone: evaluationZone)
+        spec.dstGap = dstGap.flatMap(DSTGapPolicy.init(rawValue:)) ?? .skip
+        spec.dstFold = dstFold.flatMap(DSTFoldPolicy.init(rawValue:)) ?? .first
+        if spec.dstGap != .skip { result.policyJSON += ", \"dst_gap\": \(Self.jsonString(spec.dstGap.rawValue))" }
+        if spec.dstFold != .first { result.policyJSON += ", \"dst_fold\": \(Self.jsonString(spec.dstFold.rawValue))" }
+        var cursor = base
+        while result.elapses.count < count, let t = spec.nextElapse(after: cursor, in: evaluationZone) {
+            result.elapses.append(t)
+            cursor = t
+        }
+        result.addedBy = Self.marks(result.elapses, of: spec, from: base, in: evaluationZone)
+        return result
+    }
+
+    private func printJSON(_ r: Elapses) {
+        let next = r.elapses.map { "\"\(Timestamp.rfc3339UTC($0))\"" }.joined(separator: ", ")
+        print("{\"expression\": \(Self.jsonString(r.original)), \"normalized\": \(Self.jsonString(r.normalized)), "
+            + "\"timezone\": \(Self.jsonString(r.evaluationZone.identifier))\(r.policyJSON), \"next\": [\(next)]}")
+    }
+
+    private func printHuman(_ r: Elapses, displayZone: TimeZoneRules, now: Instant) {
         // Like systemd-analyze, the original is only worth a line when normalisation changed it.
-        if original != normalized { print("  Original form: \(JSONText.visible(original))") }
-        print("Normalized form: \(JSONText.visible(normalized))")
-        if elapses.isEmpty {
+        if r.original != r.normalized { print("  Original form: \(JSONText.visible(r.original))") }
+        print("Normalized form: \(JSONText.visible(r.normalized))")
+        if r.elapses.isEmpty {
             print("    Next elapse: never")
             return
         }
         let showUTC = !displayZone.isUTCEquivalent
-        for (i, t) in elapses.enumerated() {
+        for (i, t) in r.elapses.enumerated() {
             // Right-aligned to the colon as systemd-analyze does, also from `Iter. #10` on.
             let name = i == 0 ? "Next elapse" : "Iter. #\(i + 1)"
             let label = String(repeating: " ", count: max(0, 15 - name.count)) + name
-            let mark = i < addedBy.count ? addedBy[i].map { " (\($0))" } ?? "" : ""
+            let mark = i < r.addedBy.count ? r.addedBy[i].map { " (\($0))" } ?? "" : ""
             print("\(label): \(Self.human(t, in: displayZone))\(mark)")
             if showUTC { print("       (in UTC): \(Self.human(t, in: .utc))") }
             // As systemd-analyze's --base-time: relative to the real now, not to --from.

@@ -50,43 +50,79 @@ struct PrecisionBenchmark: AsyncParsableCommand {
         do { try await waitForName(client) } catch {
             throw ValidationError("\(error); the daemon said: \(daemon.stderr)")
         }
-
-        let gateway = (destination: Gateway.busName, path: Gateway.objectPath, interface: Gateway.interface)
-        func schedule(_ fields: [(String, DBusValue)]) async throws {
-            _ = try await client.call(destination: gateway.destination, path: gateway.path, interface: gateway.interface,
-                                      member: "Schedule", arguments: [.vardict(fields)])
+        try await Self.schedule(client, count: pending) { i in
+            [("key", .string("p\(i)")), ("title", .string("pending \(i)")), ("after", .string("\(86_400 + i)s"))]
         }
-        // Pending: 64 calls in flight, as the peer harness schedules them.
+        var probe = try await Probe(address: bus.address)
+        let singleLate = try await measureSingles(client, &probe)
+        let burstLate = try await measureBursts(client, &probe)
+        probe.fired.cancel()
+        probe.floorSignals.cancel()
+        daemon.signal(SIGTERM)
+        _ = try await daemon.kill(timeout: .seconds(10))
+        await bus.stop()
+        report(singles: singleLate, bursts: burstLate)
+    }
+
+    /// What receives both sides' signals, and the connection the floor emits from; the singles
+    /// and the bursts share them, as they share the daemon.
+    struct Probe {
+        let subscriber: DBusConnection
+        let fired: DBusSignalSubscription
+        let floorSignals: DBusSignalSubscription
+        let emitter: DBusConnection
+        let floorInterface: InterfaceName
+        var firedIterator: AsyncStream<DBusSignal>.Iterator
+        var floorIterator: AsyncStream<DBusSignal>.Iterator
+
+        init(address: String) async throws {
+            let subscriber = try await DBusConnection.connect(address: address)
+            let floorInterface = InterfaceName("io.github.tocsin.Bench1")
+            let fired = try await subscriber.subscribe(MatchRule(interface: Gateway.interface, member: "Fired", path: Gateway.objectPath))
+            let floorSignals = try await subscriber.subscribe(MatchRule(interface: floorInterface, member: "Tick"))
+            emitter = try await DBusConnection.connect(address: address)
+            self.subscriber = subscriber
+            self.floorInterface = floorInterface
+            self.fired = fired
+            self.floorSignals = floorSignals
+            firedIterator = fired.makeAsyncIterator()
+            floorIterator = floorSignals.makeAsyncIterator()
+        }
+    }
+
+    /// Late by (ms), per measurement, for Tocsin and for the floor.
+    typealias Lateness = (tocsin: [Double], floor: [Double])
+
+    private static func schedule(_ client: DBusConnection, _ fields: [(String, DBusValue)]) async throws {
+        _ = try await client.call(destination: Gateway.busName, path: Gateway.objectPath, interface: Gateway.interface,
+                                  member: "Schedule", arguments: [.vardict(fields)])
+    }
+
+    /// `count` notifications, 64 calls in flight, as the peer harness schedules them.
+    private static func schedule(_ client: DBusConnection, count: Int,
+                                 _ fields: @escaping @Sendable (Int) -> [(String, DBusValue)]) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for lane in 0..<64 {
                 group.addTask {
-                    for i in stride(from: lane, to: pending, by: 64) {
-                        try await schedule([("key", .string("p\(i)")), ("title", .string("pending \(i)")), ("after", .string("\(86_400 + i)s"))])
-                    }
+                    for i in stride(from: lane, to: count, by: 64) { try await schedule(client, fields(i)) }
                 }
             }
             try await group.waitForAll()
         }
+    }
 
-        let subscriber = try await DBusConnection.connect(address: bus.address)
-        let fired = try await subscriber.subscribe(MatchRule(interface: gateway.interface, member: "Fired", path: gateway.path))
-        let floorInterface = InterfaceName("io.github.tocsin.Bench1")
-        let floorSignals = try await subscriber.subscribe(MatchRule(interface: floorInterface, member: "Tick"))
-        let emitter = try await DBusConnection.connect(address: bus.address)
-        var firedIterator = fired.makeAsyncIterator()
-        var floorIterator = floorSignals.makeAsyncIterator()
-
-        var tocsinLate: [Double] = []
-        var floorLate: [Double] = []
+    private func measureSingles(_ client: DBusConnection, _ probe: inout Probe) async throws -> Lateness {
+        var late: Lateness = ([], [])
+        let emitter = probe.emitter, floorInterface = probe.floorInterface
         for i in 0..<singles {
             // Tocsin: one `at`, 300 ms ahead, on a millisecond (what `at` carries).
             let due = (SystemClock().now().microseconds / 1000 + 300) * 1000
-            try await schedule([("key", .string("s\(i)")), ("title", .string("single \(i)")),
-                                ("at", .string(Self.rfc3339Milliseconds(due)))])
-            while let signal = await firedIterator.next() {
+            try await Self.schedule(client, [("key", .string("s\(i)")), ("title", .string("single \(i)")),
+                                             ("at", .string(Self.rfc3339Milliseconds(due)))])
+            while let signal = await probe.firedIterator.next() {
                 let now = SystemClock().now().microseconds
                 guard case .string("s\(i)")? = signal.arguments.first else { continue }
-                tocsinLate.append(Double(now - due) / 1000)
+                late.tocsin.append(Double(now - due) / 1000)
                 break
             }
             // The floor: the same instant, 300 ms ahead, a thread's absolute sleep and one signal.
@@ -97,32 +133,28 @@ struct PrecisionBenchmark: AsyncParsableCommand {
                 try? emitter.emit(path: "/io/github/tocsin/Bench1", interface: floorInterface, member: "Tick", arguments: [.string("f\(i)")])
             }
             thread.start()
-            if await floorIterator.next() != nil {
-                floorLate.append(Double(SystemClock().now().microseconds - floorDue) / 1000)
+            if await probe.floorIterator.next() != nil {
+                late.floor.append(Double(SystemClock().now().microseconds - floorDue) / 1000)
             }
         }
-        // Bursts: `burst` due at one instant, to the last one received, against the same floor
-        // sending as many `Fired`-shaped signals, marshalled beforehand, through libdbus in one go.
-        var tocsinBurst: [Double] = []
-        var floorBurst: [Double] = []
+        return late
+    }
+
+    /// Bursts: `burst` due at one instant, to the last one received, against the same floor
+    /// sending as many `Fired`-shaped signals, marshalled beforehand, through libdbus in one go.
+    private func measureBursts(_ client: DBusConnection, _ probe: inout Probe) async throws -> Lateness {
+        var late: Lateness = ([], [])
+        let emitter = probe.emitter, floorInterface = probe.floorInterface
         for round in 0..<(burst > 0 ? bursts : 0) {
             let due = (SystemClock().now().microseconds / 1000 + 2000) * 1000
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<64 {
-                    group.addTask {
-                        for i in stride(from: lane, to: burst, by: 64) {
-                            try await schedule([("key", .string("b\(round)-\(i)")), ("title", .string("burst \(i)")),
-                                                ("at", .string(Self.rfc3339Milliseconds(due)))])
-                        }
-                    }
-                }
-                try await group.waitForAll()
+            try await Self.schedule(client, count: burst) { i in
+                [("key", .string("b\(round)-\(i)")), ("title", .string("burst \(i)")), ("at", .string(Self.rfc3339Milliseconds(due)))]
             }
             var got = 0
-            while got < burst, let signal = await firedIterator.next() {
+            while got < burst, let signal = await probe.firedIterator.next() {
                 guard case .string(let key)? = signal.arguments.first, key.hasPrefix("b\(round)-") else { continue }
                 got += 1
-                if got == burst { tocsinBurst.append(Double(SystemClock().now().microseconds - due) / 1000) }
+                if got == burst { late.tocsin.append(Double(SystemClock().now().microseconds - due) / 1000) }
             }
             let floorDue = (SystemClock().now().microseconds / 1000 + 500) * 1000
             let messages = try (0..<burst).map { i in
@@ -142,24 +174,22 @@ struct PrecisionBenchmark: AsyncParsableCommand {
             }
             sender.start()
             got = 0
-            while got < burst, await floorIterator.next() != nil {
+            while got < burst, await probe.floorIterator.next() != nil {
                 got += 1
-                if got == burst { floorBurst.append(Double(SystemClock().now().microseconds - floorDue) / 1000) }
+                if got == burst { late.floor.append(Double(SystemClock().now().microseconds - floorDue) / 1000) }
             }
         }
-        fired.cancel()
-        floorSignals.cancel()
-        daemon.signal(SIGTERM)
-        _ = try await daemon.kill(timeout: .seconds(10))
-        await bus.stop()
+        return late
+    }
 
-        let t = Percentiles(tocsinLate), f = Percentiles(floorLate)
+    private func report(singles singleLate: Lateness, bursts burstLate: Lateness) {
+        let t = Percentiles(singleLate.tocsin), f = Percentiles(singleLate.floor)
         print("precision: \(singles) singles over \(pending) pending, due instant to Fired received (ms)")
         print("  tocsin  p50 \(formatted(t.p50, decimals: 3))  p99 \(formatted(t.p99, decimals: 3))  max \(formatted(t.max, decimals: 3))")
         print("  floor   p50 \(formatted(f.p50, decimals: 3))  p99 \(formatted(f.p99, decimals: 3))  max \(formatted(f.max, decimals: 3))   (timer + one signal through the bus)")
         print("  tocsin above the floor: p50 +\(formatted(t.p50 - f.p50, decimals: 3)) ms, p99 +\(formatted(t.p99 - f.p99, decimals: 3)) ms")
-        if !tocsinBurst.isEmpty {
-            let tb = tocsinBurst.min()!, fb = floorBurst.min() ?? .nan
+        if !burstLate.tocsin.isEmpty {
+            let tb = burstLate.tocsin.min()!, fb = burstLate.floor.min() ?? .nan
             print("burst: \(burst) due together over \(pending) pending, due instant to the last Fired received, best of \(bursts) (ms)")
             print("  tocsin \(formatted(tb, decimals: 1))  floor \(formatted(fb, decimals: 1)) (as many signals, marshalled beforehand, one libdbus send)  ratio \(formatted(tb / fb, decimals: 2))")
         }

@@ -49,105 +49,135 @@ public struct TocsinConfiguration: Sendable {
         var config = TocsinConfiguration()
         var issues: [FieldIssue] = []
         var top = TableReader(root, context: "the top level")
-
-        if let node = top.node("daemon") {
-            if case .table(let t) = node.value {
-                config.daemon = DaemonSettings.decode(t, issues: &issues)
-            } else {
-                top.report("daemon", "'daemon' must be a table ([daemon]), found \(node.value.typeName)")
-            }
-        }
-
-        if let node = top.node("backend") {
-            if case .table(let t) = node.value {
-                for e in t.entries {
-                    guard case .table(let bt) = e.node.value else {
-                        issues.append(FieldIssue(field: "backend.\(e.key)", location: e.node.location,
-                                                 message: "'backend.\(e.key)' must be a table ([backend.\(e.key)]), found \(e.node.value.typeName)"))
-                        continue
-                    }
-                    if let problem = BackendNames.validate(e.key) {
-                        issues.append(FieldIssue(field: "backend", location: bt.location, message: problem))
-                        continue
-                    }
-                    var r = TableReader(bt, context: "[backend.\(e.key)]")
-                    if let type = r.requiredString("type") {
-                        config.backends.append(BackendDeclaration(name: e.key, type: type,
-                                                                  typeLocation: r.valueLocation(of: "type"), table: bt))
-                    }
-                    issues += r.issues
-                }
-            } else {
-                top.report("backend", "'backend' must be a table of backends ([backend.NAME]), found \(node.value.typeName)")
-            }
-        }
-
-        if let node = top.node("fleet") {
-            if case .table(let t) = node.value {
-                var r = TableReader(t, context: "[fleet]")
-                if let name = r.requiredString("backend") {
-                    if let decl = config.backends.first(where: { $0.name == name }) {
-                        if decl.type == "mqtt" { config.fleet = FleetSettings(backend: name) } else {
-                            r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
-                        }
-                    } else {
-                        let mqtt = config.backends.filter { $0.type == "mqtt" }.map(\.name)
-                        r.report("backend", BackendNames.unknown(name, in: "[fleet]", among: mqtt,
-                                                           otherwise: mqtt.isEmpty ? "declare one with [backend.NAME] type = \"mqtt\"" : nil))
-                    }
-                }
-                r.finish(known: FleetSettings.keys.map(\.name))
-                issues += r.issues
-            } else {
-                top.report("fleet", "'fleet' must be a table ([fleet]), found \(node.value.typeName)")
-            }
-        }
-
+        config.decodeDaemon(&top, &issues)
+        // [fleet] names one of the backends, so they are read first.
+        config.decodeBackends(&top, &issues)
+        config.decodeFleet(&top, &issues)
         // The floor of this file's notifications is this file's [daemon] min_period.
         var limits = limits
         limits.minPeriod = config.daemon.minPeriod
-        if let node = top.node("notification") {
-            if case .array(let items) = node.value {
-                var seenKeys: [String: SourceLocation] = [:]
-                for (i, item) in items.enumerated() {
-                    guard case .table(let nt) = item.value else {
-                        issues.append(FieldIssue(field: "notification", location: item.location,
-                                                 message: "'notification' must be an array of tables ([[notification]]), found an element of type \(item.value.typeName)"))
-                        continue
-                    }
-                    switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits) {
-                    case .success(var spec):
-                        // Config notifications need stable keys across reloads: derive one from the position
-                        // only as a last resort, and say so in the docs.
-                        if spec.key == nil { spec.key = "config-\(i + 1)" }
-                        if let key = spec.key, let first = seenKeys[key] {
-                            issues.append(FieldIssue(field: "key", location: nt["key"]?.location ?? nt.location,
-                                                     message: "duplicate notification key '\(key)' (first defined at \(first))"))
-                        } else if let key = spec.key {
-                            seenKeys[key] = nt["key"]?.location ?? nt.location
-                            config.notifications.append(spec)
-                        }
-                    case .failure(let f):
-                        issues += f.issues
-                    }
-                }
-            } else {
-                top.report("notification", "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)")
-            }
-        }
-        if let node = top.node("quiet") {
-            if case .table(let t) = node.value {
-                config.quiet = QuietSettings.decode(t, issues: &issues)
-            } else {
-                top.report("quiet", "'quiet' must be a table ([quiet]), found \(node.value.typeName)")
-            }
-        }
+        config.decodeNotifications(&top, limits: limits, &issues)
+        config.decodeQuiet(&top, &issues)
         top.finish(known: topLevelKeys)
         issues += top.issues
+        issues += config.unknownBackendNames(root)
 
-        // Backend names are checked on the raw tables, so a notification with other mistakes still
-        // gets this one reported too.
-        let names = Set(config.backends.map(\.name))
+        let diags = issues.sorted { $0.location < $1.location }.map {
+            Diagnostic(file: file, location: $0.location, message: $0.message)
+        }
+        return (config, diags)
+    }
+}
+
+// MARK: - One section at a time
+//
+// Each reads its top-level key through `top` (so `top.finish` knows it was read), puts what it
+// decoded into `self` and what was wrong into `issues`, and leaves the other sections alone.
+extension TocsinConfiguration {
+    private mutating func decodeDaemon(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+        guard let node = top.node("daemon") else { return }
+        if case .table(let t) = node.value {
+            daemon = DaemonSettings.decode(t, issues: &issues)
+        } else {
+            top.report("daemon", "'daemon' must be a table ([daemon]), found \(node.value.typeName)")
+        }
+    }
+
+    /// `[backend.NAME]`: only the name and `type` here; the rest is the type's factory's.
+    private mutating func decodeBackends(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+        guard let node = top.node("backend") else { return }
+        guard case .table(let t) = node.value else {
+            top.report("backend", "'backend' must be a table of backends ([backend.NAME]), found \(node.value.typeName)")
+            return
+        }
+        for e in t.entries {
+            guard case .table(let bt) = e.node.value else {
+                issues.append(FieldIssue(field: "backend.\(e.key)", location: e.node.location,
+                                         message: "'backend.\(e.key)' must be a table ([backend.\(e.key)]), found \(e.node.value.typeName)"))
+                continue
+            }
+            if let problem = BackendNames.validate(e.key) {
+                issues.append(FieldIssue(field: "backend", location: bt.location, message: problem))
+                continue
+            }
+            var r = TableReader(bt, context: "[backend.\(e.key)]")
+            if let type = r.requiredString("type") {
+                backends.append(BackendDeclaration(name: e.key, type: type, typeLocation: r.valueLocation(of: "type"), table: bt))
+            }
+            issues += r.issues
+        }
+    }
+
+    /// `[fleet]`: its backend must be one of the declared mqtt backends.
+    private mutating func decodeFleet(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+        guard let node = top.node("fleet") else { return }
+        guard case .table(let t) = node.value else {
+            top.report("fleet", "'fleet' must be a table ([fleet]), found \(node.value.typeName)")
+            return
+        }
+        var r = TableReader(t, context: "[fleet]")
+        if let name = r.requiredString("backend") {
+            if let decl = backends.first(where: { $0.name == name }) {
+                if decl.type == "mqtt" { fleet = FleetSettings(backend: name) } else {
+                    r.report("backend", "[fleet] backend '\(name)' is of type '\(decl.type)'; it must be an mqtt backend")
+                }
+            } else {
+                let mqtt = backends.filter { $0.type == "mqtt" }.map(\.name)
+                r.report("backend", BackendNames.unknown(name, in: "[fleet]", among: mqtt,
+                                                   otherwise: mqtt.isEmpty ? "declare one with [backend.NAME] type = \"mqtt\"" : nil))
+            }
+        }
+        r.finish(known: FleetSettings.keys.map(\.name))
+        issues += r.issues
+    }
+
+    /// `[[notification]]`: each decoded alone, then given its key and checked against the others' keys.
+    private mutating func decodeNotifications(_ top: inout TableReader, limits: SpecLimits, _ issues: inout [FieldIssue]) {
+        guard let node = top.node("notification") else { return }
+        guard case .array(let items) = node.value else {
+            top.report("notification", "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)")
+            return
+        }
+        var seenKeys: [String: SourceLocation] = [:]
+        for (i, item) in items.enumerated() {
+            guard case .table(let nt) = item.value else {
+                issues.append(FieldIssue(field: "notification", location: item.location,
+                                         message: "'notification' must be an array of tables ([[notification]]), found an element of type \(item.value.typeName)"))
+                continue
+            }
+            switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits) {
+            case .success(var spec):
+                // Config notifications need stable keys across reloads: derive one from the position
+                // only as a last resort, and say so in the docs.
+                if spec.key == nil { spec.key = "config-\(i + 1)" }
+                if let key = spec.key, let first = seenKeys[key] {
+                    issues.append(FieldIssue(field: "key", location: nt["key"]?.location ?? nt.location,
+                                             message: "duplicate notification key '\(key)' (first defined at \(first))"))
+                } else if let key = spec.key {
+                    seenKeys[key] = nt["key"]?.location ?? nt.location
+                    notifications.append(spec)
+                }
+            case .failure(let f):
+                issues += f.issues
+            }
+        }
+    }
+
+    private mutating func decodeQuiet(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+        guard let node = top.node("quiet") else { return }
+        if case .table(let t) = node.value {
+            quiet = QuietSettings.decode(t, issues: &issues)
+        } else {
+            top.report("quiet", "'quiet' must be a table ([quiet]), found \(node.value.typeName)")
+        }
+    }
+
+    /// Backend names used by notifications and `[quiet]` that no `[backend.NAME]` declares.
+    /// Checked on the raw tables, so a notification with other mistakes still gets this one
+    /// reported too.
+    private func unknownBackendNames(_ root: TOMLTable) -> [FieldIssue] {
+        var issues: [FieldIssue] = []
+        let names = Set(backends.map(\.name))
         if case .array(let items)? = root["notification"]?.value {
             for (i, item) in items.enumerated() {
                 guard case .table(let nt) = item.value, case .array(let list)? = nt["backends"]?.value else { continue }
@@ -159,15 +189,10 @@ public struct TocsinConfiguration: Sendable {
                 }
             }
         }
-
-        for (name, location) in config.quiet.backendLocations where !names.contains(name) {
+        for (name, location) in quiet.backendLocations where !names.contains(name) {
             let message = BackendNames.unknown(name, in: "[quiet] backends", among: Array(names))
             issues.append(FieldIssue(field: "backends", location: location, message: message))
         }
-
-        let diags = issues.sorted { $0.location < $1.location }.map {
-            Diagnostic(file: file, location: $0.location, message: $0.message)
-        }
-        return (config, diags)
+        return issues
     }
 }

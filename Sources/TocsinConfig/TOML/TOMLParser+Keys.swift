@@ -140,8 +140,31 @@ extension TOMLParser {
     }
 
     mutating func parseHeader() throws(TOMLAbort) {
-        let start = pos
-        let headerLoc = location(start)
+        let headerLoc = location(pos)
+        let (keys, isArray) = try parseHeaderBrackets()
+        section = nextSection
+        nextSection += 1
+        // Until the header is known to be valid, keys go to a scratch table that is discarded.
+        current = arena.newTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
+        guard let parent = headerParent(keys, headerLoc: headerLoc) else { return }
+        let last = keys.last
+        if let idx = arena.find(last.name, in: parent) {
+            reopenHeader(keys, isArray: isArray, entry: idx, in: parent, headerLoc: headerLoc)
+            return
+        }
+        let child = arena.newTable(location: headerLoc, depth: arena.tables[parent].depth + 1)
+        arena.tables[child].definedByHeader = true
+        if isArray {
+            arena.arrays.append(TOMLTableArena.ArrayOfTables(tables: [child], location: headerLoc))
+            arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: parent)
+        } else {
+            arena.append(last.name, keyLocation: last.location, .table(child), to: parent)
+        }
+        current = child
+    }
+
+    /// `[key.path]` or `[[key.path]]`, from its first bracket to after its last.
+    private mutating func parseHeaderBrackets() throws(TOMLAbort) -> (keys: KeyPath, isArray: Bool) {
         let isArray = byte(pos + 1) == ASCII.lbracket
         pos += isArray ? 2 : 1
         skipSpaces()
@@ -159,11 +182,13 @@ extension TOMLParser {
             }
             pos += 1
         }
-        section = nextSection
-        nextSection += 1
-        // Until the header is known to be valid, keys go to a scratch table that is discarded.
-        current = arena.newTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
+        return (keys, isArray)
+    }
 
+    /// The table a header's last key goes in: its leading keys walked from the root, creating
+    /// the tables that do not exist yet and entering an array of tables' latest element; nil,
+    /// reported, when one of them is a value.
+    private mutating func headerParent(_ keys: KeyPath, headerLoc: SourceLocation) -> TOMLTableArena.ID? {
         var table = root
         var i = 0
         while i < keys.count - 1 {
@@ -175,7 +200,7 @@ extension TOMLParser {
                 case .value(let node):
                     let keyLocation = arena.tables[table].entries[idx].keyLocation
                     report(notATable(keys.display(upTo: i + 1), node, keyLocation: keyLocation), at: part.location)
-                    return
+                    return nil
                 }
             } else {
                 let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
@@ -184,53 +209,48 @@ extension TOMLParser {
             }
             i += 1
         }
-        let last = keys.last
+        return table
+    }
+
+    /// A header whose last key exists already: allowed for a table so far only implied by other
+    /// headers (`[a.b]` then `[a]`) and for another element of an array of tables; reported
+    /// otherwise, with what the key already is.
+    private mutating func reopenHeader(_ keys: KeyPath, isArray: Bool, entry idx: Int, in table: TOMLTableArena.ID,
+                                       headerLoc: SourceLocation) {
         var name: String { keys.display() }
-        if let idx = arena.find(last.name, in: table) {
-            let keyLocation = arena.tables[table].entries[idx].keyLocation
-            switch arena.kind(at: idx, in: table) {
-            case .table(let child):
-                if isArray {
-                    report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(arena.tables[child].location))", at: headerLoc)
-                } else if arena.tables[child].definedByHeader {
-                    report("duplicate table [\(name)] (first defined at \(arena.tables[child].location))", at: headerLoc)
-                } else if arena.tables[child].dottedSection != -1 {
-                    report("cannot define table [\(name)]: it was already defined by dotted keys at \(keyLocation)", at: headerLoc)
-                } else {
-                    arena.tables[child].definedByHeader = true
-                    arena.tables[child].location = headerLoc
-                    arena.tables[table].entries[idx].keyLocation = last.location
-                    current = child
-                }
-            case .tables(let array):
-                if isArray {
-                    let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
-                    arena.tables[child].definedByHeader = true
-                    arena.appendElement(child, to: array)
-                    current = child
-                } else {
-                    report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(arena.arrays[array].location))", at: headerLoc)
-                }
-            case .value(let node):
-                if case .table = node.value {
-                    report("inline table '\(name)' (defined at \(keyLocation)) cannot be extended", at: headerLoc)
-                } else if isArray, case .array = node.value {
-                    report("cannot append to static array '\(name)' (defined at \(keyLocation)) with [[\(name)]]", at: headerLoc)
-                } else {
-                    report("key '\(name)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table", at: headerLoc)
-                }
+        let keyLocation = arena.tables[table].entries[idx].keyLocation
+        switch arena.kind(at: idx, in: table) {
+        case .table(let child):
+            if isArray {
+                report("cannot define array of tables [[\(name)]]: '\(name)' is already a table (defined at \(arena.tables[child].location))", at: headerLoc)
+            } else if arena.tables[child].definedByHeader {
+                report("duplicate table [\(name)] (first defined at \(arena.tables[child].location))", at: headerLoc)
+            } else if arena.tables[child].dottedSection != -1 {
+                report("cannot define table [\(name)]: it was already defined by dotted keys at \(keyLocation)", at: headerLoc)
+            } else {
+                arena.tables[child].definedByHeader = true
+                arena.tables[child].location = headerLoc
+                arena.tables[table].entries[idx].keyLocation = keys.last.location
+                current = child
             }
-            return
+        case .tables(let array):
+            if isArray {
+                let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
+                arena.tables[child].definedByHeader = true
+                arena.appendElement(child, to: array)
+                current = child
+            } else {
+                report("cannot define table [\(name)]: '\(name)' is an array of tables (defined at \(arena.arrays[array].location))", at: headerLoc)
+            }
+        case .value(let node):
+            if case .table = node.value {
+                report("inline table '\(name)' (defined at \(keyLocation)) cannot be extended", at: headerLoc)
+            } else if isArray, case .array = node.value {
+                report("cannot append to static array '\(name)' (defined at \(keyLocation)) with [[\(name)]]", at: headerLoc)
+            } else {
+                report("key '\(name)' is already \(withArticle(node.value.typeName)) (defined at \(keyLocation)), not a table", at: headerLoc)
+            }
         }
-        let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
-        arena.tables[child].definedByHeader = true
-        if isArray {
-            arena.arrays.append(TOMLTableArena.ArrayOfTables(tables: [child], location: headerLoc))
-            arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: table)
-        } else {
-            arena.append(last.name, keyLocation: last.location, .table(child), to: table)
-        }
-        current = child
     }
 }
 

@@ -71,15 +71,29 @@ extension TOMLParser {
         guard p == stop else {
             throw fail("invalid number '\(token)'", at: start)
         }
-        if isFloat {
-            var hasUnderscore = false
-            for k in start..<stop where buf[k] == ASCII.underscore { hasUnderscore = true; break }
-            let cleaned = hasUnderscore
-                ? String(decoding: UnsafeBufferPointer(rebasing: buf[start..<stop]).filter { $0 != ASCII.underscore }, as: UTF8.self)
-                : token
-            guard let d = Double(cleaned) else { throw fail("invalid float '\(token)'", at: start) }
-            return .float(d)
-        }
+        if isFloat { return try float(start: start, stop: stop) }
+        return decimalInteger(start: start, digitsFrom: i, stop: stop, negative: negative)
+    }
+
+    /// A float already checked against TOML's grammar; only Double's parsing is left, after
+    /// taking out the underscores TOML allows and Double does not.
+    private mutating func float(start: Int, stop: Int) throws(TOMLAbort) -> TOMLValue {
+        var token: String { makeString(start, stop) }
+        var hasUnderscore = false
+        for k in start..<stop where buf[k] == ASCII.underscore { hasUnderscore = true; break }
+        let cleaned = hasUnderscore
+            ? String(decoding: UnsafeBufferPointer(rebasing: buf[start..<stop]).filter { $0 != ASCII.underscore }, as: UTF8.self)
+            : token
+        guard let d = Double(cleaned) else { throw fail("invalid float '\(token)'", at: start) }
+        return .float(d)
+    }
+
+    /// A decimal integer already checked against TOML's grammar, accumulated from the bytes
+    /// without a String (the common case of a config value). Inlined: it is on the parser's
+    /// hot path and has this one caller.
+    @inline(__always)
+    private mutating func decimalInteger(start: Int, digitsFrom i: Int, stop: Int, negative: Bool) -> TOMLValue {
+        var token: String { makeString(start, stop) }
         var magnitude: UInt64 = 0
         for k in i..<stop where buf[k] != ASCII.underscore {
             let (m, o1) = magnitude.multipliedReportingOverflow(by: 10)
