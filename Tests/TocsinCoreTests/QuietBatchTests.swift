@@ -204,7 +204,7 @@ final class BatchRecorder: BatchDeliveryBackend, Sendable {
     }
     func withdraw(key: String, reason: WithdrawReason) async {
         withdrawing.update { $0 = true }
-        try? await gate.wait("the test to open the gate", timeout: .seconds(10)) { $0 }
+        _ = try? await gate.wait("the test to open the gate", timeout: .seconds(10)) { $0 }
     }
     func shutdown() async {}
     func health() async -> BackendHealth { .ok }
