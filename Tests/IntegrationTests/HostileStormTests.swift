@@ -30,32 +30,37 @@ struct HostileStormTests {
         gw.Schedule(dbus.Dictionary({'key': 'tick', 'title': 't', 'every': '1s', 'backends': dbus.Array(['events'], signature='s')}, signature='sv'))
         # The storm comes from another process: this one's connection only measures, so a
         # Status reply or a Fired signal never queues behind 20 MB replies to the same client.
-        import multiprocessing
-        def storm_client(address, count):
-            dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-            b = dbus.bus.BusConnection(address)
-            g = dbus.Interface(b.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway', introspect=False), 'io.github.tocsin.Gateway1')
-            l = GLib.MainLoop(); st = {'open': count, 'bad': 0}
-            def one(r=None, e=None):
-                if r is None or len(r) != total + 1: st['bad'] += 1
-                st['open'] -= 1
-                if st['open'] == 0: l.quit()
-            for _ in range(count):
-                g.List(timeout=600, reply_handler=lambda r: one(r), error_handler=lambda e: one(None, e))
-            l.run()
-            sys.exit(1 if st['bad'] else 0)
-        proc = multiprocessing.Process(target=storm_client, args=(sys.argv[1], storm))
-        proc.start()
+        # A fresh interpreter, not a fork of this one: a forked child inherits this process's
+        # bus connection and GLib state, and may wait for ever on a lock a thread held at fork.
+        import subprocess
+        client = """
+        import sys, dbus, dbus.mainloop.glib
+        from gi.repository import GLib
+        address, count, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        b = dbus.bus.BusConnection(address)
+        g = dbus.Interface(b.get_object('io.github.tocsin.Gateway', '/io/github/tocsin/Gateway', introspect=False), 'io.github.tocsin.Gateway1')
+        l = GLib.MainLoop(); st = {'open': count, 'bad': 0}
+        def one(r=None, e=None):
+            if r is None or len(r) != total + 1: st['bad'] += 1
+            st['open'] -= 1
+            if st['open'] == 0: l.quit()
+        for _ in range(count):
+            g.List(timeout=600, reply_handler=lambda r: one(r), error_handler=lambda e: one(None, e))
+        l.run()
+        sys.exit(1 if st['bad'] else 0)
+        """
+        proc = subprocess.Popen([sys.executable, '-c', client, sys.argv[1], str(storm), str(total)])
         st = {'errors': [], 'status': []}
         def status():
-            if not proc.is_alive(): loop.quit(); return False
+            if proc.poll() is not None: loop.quit(); return False
             t = time.time()
             gw.Status(reply_handler=lambda r: st['status'].append(time.time() - t), error_handler=lambda e: st['errors'].append(str(e)))
             return True
         GLib.timeout_add(100, status)
         loop.run()
-        proc.join()
-        st['counts'] = [total + 1] * storm if proc.exitcode == 0 else []
+        proc.wait()
+        st['counts'] = [total + 1] * storm if proc.returncode == 0 else []
         _, storm_peak = mem()
         gw.Cancel('tick')
         after, _ = mem()
