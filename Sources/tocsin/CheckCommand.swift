@@ -10,7 +10,7 @@ import TocsinModel
 
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "check",
+        commandName: "check", _superCommandName: Tocsin.name,
         abstract: "Validate a configuration file.",
         discussion: "Prints every problem as file:line:column with the source line, and exits 1; or prints a summary and exits 0."
     )

@@ -47,7 +47,7 @@ struct NotificationFlags: ParsableArguments {
 
 struct ScheduleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "schedule", abstract: "Schedule a notification; prints its key.",
+        commandName: "schedule", _superCommandName: Tocsin.name, abstract: "Schedule a notification; prints its key.",
         discussion: """
         Give exactly one trigger: --at, --after, --every, --on-calendar, or --remind-before with --at.
         Times are RFC 3339 (2026-12-01T18:00:00+01:00), @<unix seconds>, or +<duration> from now.
@@ -96,7 +96,7 @@ struct ScheduleCommand: AsyncParsableCommand {
 }
 
 struct PostCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "post", abstract: "Deliver a notification now; prints its key.")
+    static let configuration = CommandConfiguration(commandName: "post", _superCommandName: Tocsin.name, abstract: "Deliver a notification now; prints its key.")
     @OptionGroup var notification: NotificationFlags
     @OptionGroup var bus: ClientOptions
 
@@ -109,7 +109,7 @@ struct PostCommand: AsyncParsableCommand {
 }
 
 struct ListCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List pending notifications, soonest first.")
+    static let configuration = CommandConfiguration(commandName: "list", _superCommandName: Tocsin.name, abstract: "List pending notifications, soonest first.")
     @Flag(help: "One JSON array.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
     @OptionGroup var bus: ClientOptions
@@ -175,7 +175,7 @@ extension ListCommand {
 }
 
 struct CancelCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a notification, or all of them.")
+    static let configuration = CommandConfiguration(commandName: "cancel", _superCommandName: Tocsin.name, abstract: "Cancel a notification, or all of them.")
     @Argument(help: "The key to cancel.") var key: String?
     @Flag(help: "Cancel every pending notification.") var all = false
     @OptionGroup var bus: ClientOptions
@@ -199,7 +199,7 @@ struct CancelCommand: AsyncParsableCommand {
 }
 
 struct AckCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "ack", abstract: "Acknowledge a ringing notification (stops the alarm).")
+    static let configuration = CommandConfiguration(commandName: "ack", _superCommandName: Tocsin.name, abstract: "Acknowledge a ringing notification (stops the alarm).")
     @Argument var key: String
     @OptionGroup var bus: ClientOptions
 
@@ -212,7 +212,7 @@ struct AckCommand: AsyncParsableCommand {
 }
 
 struct SnoozeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "snooze", abstract: "Silence a notification and deliver it again later.")
+    static let configuration = CommandConfiguration(commandName: "snooze", _superCommandName: Tocsin.name, abstract: "Silence a notification and deliver it again later.")
     @Argument var key: String
     @Argument(help: "How long, e.g. 5min (default: the configured snooze).") var duration: String?
     @OptionGroup var bus: ClientOptions
@@ -225,7 +225,7 @@ struct SnoozeCommand: AsyncParsableCommand {
 }
 
 struct ReloadCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "reload", abstract: "Reload the daemon's configuration.")
+    static let configuration = CommandConfiguration(commandName: "reload", _superCommandName: Tocsin.name, abstract: "Reload the daemon's configuration.")
     @OptionGroup var bus: ClientOptions
 
     func run() async throws {
@@ -235,7 +235,7 @@ struct ReloadCommand: AsyncParsableCommand {
 }
 
 struct WatchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "watch", abstract: "Print one line per gateway event until interrupted.")
+    static let configuration = CommandConfiguration(commandName: "watch", _superCommandName: Tocsin.name, abstract: "Print one line per gateway event until interrupted.")
     @Flag(help: "JSON lines.") var json = false
     @OptionGroup var bus: ClientOptions
 

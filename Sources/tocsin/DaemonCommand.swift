@@ -14,7 +14,7 @@ import TocsinModel
 
 struct DaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "daemon",
+        commandName: "daemon", _superCommandName: Tocsin.name,
         abstract: "Run the notification gateway in the foreground."
     )
 

@@ -9,7 +9,7 @@ import TocsinModel
 /// missed, unanswered), newest first, from the daemon's `History` method.
 struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "history", abstract: "Show recorded events, newest first.",
+        commandName: "history", _superCommandName: Tocsin.name, abstract: "Show recorded events, newest first.",
         discussion: "Every firing, acknowledge, snooze, cancel, missed and unanswered event is kept in the state database, up to [daemon] history_max_entries and history_max_age.")
     @Option(help: "Only this notification's events.") var key: String?
     @Option(help: "Only events at or after this time: RFC 3339 or @<unix seconds>.") var since: String?

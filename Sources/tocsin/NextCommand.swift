@@ -7,7 +7,7 @@ import TocsinModel
 // Owned by the time helper: `tocsin next`.
 struct NextCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "next",
+        commandName: "next", _superCommandName: Tocsin.name,
         abstract: "Show when a calendar expression or period elapses next.",
         discussion: """
             Output mirrors `systemd-analyze calendar`: elapses are computed exactly as systemd does, \

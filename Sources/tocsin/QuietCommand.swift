@@ -10,7 +10,7 @@ import TocsinModel
 /// methods any client uses (`QuietOn`, `QuietOff`, `QuietStatus`).
 struct QuietCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "quiet", abstract: "Show quiet hours, or switch them on or off.",
+        commandName: "quiet", _superCommandName: Tocsin.name, abstract: "Show quiet hours, or switch them on or off.",
         discussion: """
         Without an argument, shows whether it is quiet, why, until when, and how many firings are held.
           tocsin quiet on                 quiet until 'tocsin quiet off'

@@ -10,7 +10,7 @@ import TocsinModel
 /// backends work", so a newcomer never has to read the daemon's log to learn that popups are off.
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Show whether the daemon runs, what it holds and which backends work.")
+        commandName: "status", _superCommandName: Tocsin.name, abstract: "Show whether the daemon runs, what it holds and which backends work.")
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
     @OptionGroup var bus: ClientOptions

@@ -10,8 +10,10 @@ import TocsinSystem
 /// `dispatch_main()`: an idle daemon then makes no wake-ups at all (see docs/ARCHITECTURE.md, "Idle wake-ups").
 @main
 struct Tocsin: ParsableCommand {
+    static let name = "tocsin"
+
     static let configuration = CommandConfiguration(
-        commandName: "tocsin",
+        commandName: name,
         abstract: "A notification gateway: schedule notifications, alarms and reminders.",
         version: Gateway.version,
         subcommands: [
@@ -28,7 +30,7 @@ struct Tocsin: ParsableCommand {
         // for every other start-up failure, rather than trap.
         do { try LoopExecutor.installAsGlobalExecutor() } catch { fail(CommandFailure("cannot start: \(error)")) }
         do {
-            var command = try parseAsRoot()
+            var command = try parseArguments(Array(CommandLine.arguments.dropFirst()))
             if let asyncCommand = command as? any AsyncParsableCommand {
                 try LoopExecutor.runMain {
                     var c = asyncCommand
@@ -43,6 +45,26 @@ struct Tocsin: ParsableCommand {
             // Usage errors (`ValidationError`, unknown options): the parser's own message and help.
             exit(withError: error)
         }
+    }
+
+    /// A command line that names a subcommand first is parsed with that subcommand as the root:
+    /// the whole tree's parse first tries the arguments twice as a `--generate-completion-script`
+    /// request, which was 40 % of a command's `main` (docs/BENCHMARKS.md, "Footprint"). The
+    /// subcommands name `tocsin` as their super-command, so help and usage read as before. Words
+    /// the root answers, and any error, go through the whole tree, so their output is unchanged.
+    static func parseArguments(_ arguments: [String]) throws -> any ParsableCommand {
+        if let first = arguments.first,
+           let subcommand = configuration.subcommands.first(where: { $0.configuration.commandName == first }),
+           !arguments.contains(where: answeredByTheRoot),
+           let command = try? subcommand.parseAsRoot(Array(arguments.dropFirst())) {
+            return command
+        }
+        return try parseAsRoot(arguments)
+    }
+
+    private static func answeredByTheRoot(_ argument: String) -> Bool {
+        argument == "-h" || argument == "--help" || argument == "help" || argument == "--version"
+            || argument.hasPrefix("--generate-completion-script") || argument.hasPrefix("--experimental")
     }
 
     private static func fail(_ failure: CommandFailure) -> Never {

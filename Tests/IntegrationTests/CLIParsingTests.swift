@@ -1,0 +1,60 @@
+import Testing
+import TocsinTesting
+
+/// `tocsin` parses a command line that starts with a subcommand with that subcommand as the root
+/// (the whole tree's parse costs a fifth of a command's instructions); help, usage and errors must
+/// still read as they do through the whole tree, each naming `tocsin SUBCOMMAND`.
+@Suite("tocsin command-line parsing")
+struct CLIParsingTests {
+    static let binary = Products.executable("tocsin")
+    static let subcommands = ["daemon", "schedule", "post", "list", "cancel", "ack", "snooze", "reload",
+                              "watch", "next", "check", "status", "quiet", "history"]
+
+    static func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        // No bus: a command that got past parsing fails to connect, which the rows tell apart.
+        let run = try runBlocking(binary, arguments, environment: ["LANG": "C", "PATH": "/usr/bin:/bin",
+                                                                   "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"])
+        return (run.status, run.stdout, run.stderr)
+    }
+
+    /// Which problem the parser names first varies (a missing argument comes before the unknown
+    /// option); the usage lines must name the command as the whole tree does.
+    @Test("an unknown option is a usage error naming `tocsin SUBCOMMAND`, exit 64", arguments: subcommands)
+    func unknownOption(subcommand: String) throws {
+        let r = try Self.run([subcommand, "--no-such-option"])
+        #expect(r.status == 64, "\(subcommand): \(r.err)")
+        #expect(r.err.hasPrefix("Error: "), "\(subcommand): \(r.err)")
+        #expect(r.err.contains("Usage: tocsin \(subcommand)"), "\(subcommand): \(r.err)")
+        #expect(r.err.contains("See 'tocsin \(subcommand) --help' for more information."), "\(subcommand): \(r.err)")
+    }
+
+    @Test("`tocsin SUBCOMMAND --help` is `tocsin help SUBCOMMAND`, with the usage line of the whole tree", arguments: subcommands)
+    func help(subcommand: String) throws {
+        let flag = try Self.run([subcommand, "--help"])
+        let word = try Self.run(["help", subcommand])
+        #expect(flag.status == 0 && word.status == 0, "\(subcommand): \(flag.err) \(word.err)")
+        #expect(flag.out == word.out, "\(subcommand)")
+        #expect(flag.out.contains("USAGE: tocsin \(subcommand)"), "\(subcommand): \(flag.out)")
+    }
+
+    @Test("a valid command line runs the subcommand; a missing argument fails as before")
+    func validAndInvalid() throws {
+        let next = try Self.run(["next", "--from", "@0", "--count", "1", "--timezone", "UTC", "daily"])
+        #expect(next.status == 0, "\(next.err)")
+        #expect(next.out.contains("Next elapse: Fri 1970-01-02 00:00:00 UTC"), "\(next.out)")
+        let status = try Self.run(["status", "--utc"])
+        #expect(status.status == 1 && status.err.contains("/nonexistent"), "parsed, then failed to connect: \(status.err)")
+        let ack = try Self.run(["ack"])
+        #expect(ack.status == 64 && ack.err.contains("Missing expected argument '<key>'"), "\(ack.err)")
+        #expect(ack.err.contains("Usage: tocsin ack <key>"), "\(ack.err)")
+    }
+
+    @Test("the root still answers --version and --generate-completion-script")
+    func rootWords() throws {
+        let version = try Self.run(["--version"])
+        #expect(version.status == 0 && !version.out.isEmpty, "\(version.err)")
+        let script = try Self.run(["--generate-completion-script", "bash"])
+        #expect(script.status == 0, "\(script.err)")
+        for subcommand in Self.subcommands { #expect(script.out.contains(subcommand), "\(subcommand)") }
+    }
+}
