@@ -163,4 +163,18 @@ struct ConfigSchemaTests {
         #expect(Suggestion.closest(to: "userinfo", among: known) == "user_info")
         #expect(Suggestion.closest(to: "zzzzzz", among: known) == nil)
     }
+
+    @Test("a typo gets its suggestion while it can still be shown; past the report's limit it gets none")
+    func suggestionsStopWhereTheReportDoes() {
+        let limit = Diagnostic.reportLimit
+        // Row 1: the typo is the table's first unknown key. Row 2: it comes after `limit` others.
+        for (row, fillers) in [(1, 0), (2, limit)] {
+            let toml = "[daemon]\n" + (0..<fillers).map { "unknown_\($0) = 1\n" }.joined() + "max_pendin = 5\n"
+            let found = diagnostics(toml)
+            #expect(found.count == fillers + 1, "row \(row)")
+            let typo = found.last ?? ""
+            #expect(typo.hasPrefix("\(fillers + 2):1: unknown key 'max_pendin' in [daemon]"), "row \(row): \(typo)")
+            #expect(typo.hasSuffix("; did you mean 'max_pending'?") == (fillers < limit), "row \(row): \(typo)")
+        }
+    }
 }
