@@ -4,10 +4,8 @@
 #   bash scripts/package.sh              # prints the .deb's path on stdout, the rest on stderr
 #   bash scripts/package.sh --print-version
 #
-# - The binary is a release build with the Swift runtime, standard library, Foundation and Dispatch
-#   linked in (--static-swift-stdlib), in its own scratch path (.build-release-static, so it never
-#   rebuilds the development .build), without the $ORIGIN run path SwiftPM adds by default
-#   (--disable-local-rpath: nothing is loaded from beside the binary), and stripped.
+# - The binary is scripts/build-release.sh's (its header gives the flags and why: the Swift runtime,
+#   standard library, FoundationEssentials, Dispatch and libstdc++ linked in, no run path), stripped.
 # - Depends: is computed by dpkg-shlibdeps from the binary's NEEDED entries and the shlibs/symbols
 #   files of the Debian packages that provide them, plus the packages of the libraries the binary
 #   opens with dlopen (sonames in its strings); no library is typed by hand. The one named
@@ -44,19 +42,13 @@ scratch="$root/.build-release-static"
 # The commit's time, so a rebuild of the same commit gives the same dates (man page, changelog, mtimes).
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
 
-# -z now: resolve every symbol at start-up, so the GOT can be read-only (lintian's hardening-no-bindnow).
-flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path "$scratch")
 say "building tocsin $version (release, Swift runtime linked statically) in $scratch"
-swift build "${flags[@]}" --product tocsin >&2
 # swift-argument-parser's manual generator, built beside it: SwiftPM's generate-manual plugin
-# would build the whole package a second time in another configuration.
-swift build "${flags[@]}" --product generate-manual >&2
+# would build the whole package a second time in another configuration. The script fails if
+# either still loads a Swift, ICU or C++ runtime library.
+bash scripts/build-release.sh tocsin generate-manual >/dev/null
 built="$scratch/release/tocsin"
 
-# Nothing of the Swift toolchain may be loaded at run time.
-if readelf -d "$built" | grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu)' >&2; then
-  say "the binary still loads a Swift or ICU library (above); it would need the toolchain"; exit 1
-fi
 if readelf -d "$built" | grep -E '\((RPATH|RUNPATH)\)' >&2; then
   say "the binary has a run path (above)"; exit 1
 fi

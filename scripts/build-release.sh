@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds products the way they ship, in .build-release-static (so it never rebuilds the
+# development .build); scripts/package.sh packages what this builds, and the footprint benchmark
+# measures it (docs/BENCHMARKS.md, "Footprint"):
+#   bash scripts/build-release.sh [PRODUCT...]     default: tocsin; prints the directory of the binaries
+#
+# - --static-swift-stdlib: the Swift runtime, standard library, FoundationEssentials and Dispatch
+#   are linked in, so nothing of a Swift toolchain is loaded at run time.
+# - libstdc++ is linked in too. The Swift runtime is its only user, and loading the shared library
+#   (with its 4,300 symbol relocations) took about a fifth of each command's start-up. The static
+#   standard library's link line asks for `-lstdc++`; a linker script of that name, found first on
+#   the search path, makes that one word GCC's static archive. GCC's runtime library exception
+#   allows this for any program.
+# - --disable-local-rpath: no $ORIGIN run path, since nothing is loaded from beside the binary.
+# - -z now: every symbol is resolved at start-up, so the GOT can be read-only (lintian's
+#   hardening-no-bindnow).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch="$PWD/.build-release-static"
+products=("$@")
+[ ${#products[@]} -gt 0 ] || products=(tocsin)
+
+archive="$(cc -print-file-name=libstdc++.a)"
+if [ ! -f "$archive" ]; then
+  echo "build-release: no static libstdc++ (libstdc++.a) for cc; install libstdc++-12-dev" >&2
+  exit 1
+fi
+stdcxx="$scratch/static-libstdc++"
+mkdir -p "$stdcxx"
+echo "INPUT($archive)" > "$stdcxx/libstdc++.so"
+
+flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+       -Xlinker "-L$stdcxx" --scratch-path "$scratch")
+for product in "${products[@]}"; do
+  swift build "${flags[@]}" --product "$product" >&2
+  if readelf -d "$scratch/release/$product" | grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+)' >&2; then
+    echo "build-release: $product still loads a library linked in statically (above)" >&2
+    exit 1
+  fi
+done
+echo "$scratch/release"
