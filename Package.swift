@@ -46,8 +46,9 @@ let package = Package(
     ],
     targets: [
         // MARK: C libraries and shims
-        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
-                       providers: [.apt(["libsqlite3-dev"])]),
+        // Headers only (libsqlite3-dev): lazy.c loads libsqlite3 on first use, so only the daemon,
+        // which keeps state, loads it; every other command starts without it.
+        .target(name: "CSQLite", path: "Sources/CSQLite"),
         .systemLibrary(name: "CDBus", path: "Sources/CDBus", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
         .target(name: "CTocsinSystem", path: "Sources/CTocsinSystem"),

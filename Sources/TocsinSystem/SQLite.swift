@@ -51,7 +51,9 @@ package final class SQLiteDatabase {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
-            var msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            // No handle: SQLite could not allocate one, or the library itself could not be loaded.
+            var msg = db.map { String(cString: sqlite3_errmsg($0)) }
+                ?? tocsin_sqlite_load_error().map { String(cString: $0) } ?? "out of memory"
             // "unable to open database file" alone does not say why (no permission, no file
             // descriptor left); the OS error does.
             if let db, case let os = sqlite3_system_errno(db), os != 0 { msg += " (\(String(cString: strerror(os))))" }
