@@ -45,7 +45,18 @@ scratch="$root/.build-release-static"
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
 
 # -z now: resolve every symbol at start-up, so the GOT can be read-only (lintian's hardening-no-bindnow).
-flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now --scratch-path "$scratch")
+# The rest keeps the idle daemon's resident pages down (docs/BENCHMARKS.md "Footprint", 1.1-1.3 MB
+# together): -z pack-relative-relocs (DT_RELR, glibc >= 2.36) writes the ~48,000 relative
+# relocations of the position-independent binary as a 9 kB bitmap instead of a 1.1 MB table the
+# loader reads at every start; --no-export-dynamic undoes the --export-dynamic swiftc passes, which
+# put all ~10,000 of the binary's symbols in its dynamic symbol table (0.9 MB, searched by the loader
+# for every symbol the C libraries bind), when nothing looks them up by name (the libraries
+# loaded with dlopen are opened RTLD_LOCAL and call nothing of ours). lld, since swiftc's default
+# linker, gold, cannot write DT_RELR, and GNU ld put Swift's writable .rodata where RELRO can no
+# longer cover the relocated data.
+flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+       -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
+       --scratch-path "$scratch")
 say "building tocsin $version (release, Swift runtime linked statically) in $scratch"
 swift build "${flags[@]}" --product tocsin >&2
 # swift-argument-parser's manual generator, built beside it: SwiftPM's generate-manual plugin
