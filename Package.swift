@@ -137,7 +137,7 @@ let package = Package(
 
         .target(
             name: "TocsinDesktopBackend",
-            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", "CLibNotify", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["TocsinCore", "TocsinModel", "TocsinSystem", "TocsinTime", "CLibNotify", "DBus", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Desktop",
             swiftSettings: strict
         ),

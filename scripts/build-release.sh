@@ -14,6 +14,16 @@
 # - --disable-local-rpath: no $ORIGIN run path, since nothing is loaded from beside the binary.
 # - -z now: every symbol is resolved at start-up, so the GOT can be read-only (lintian's
 #   hardening-no-bindnow).
+# - The rest keeps the idle daemon's resident pages down (docs/BENCHMARKS.md "Footprint", 1.1-1.3 MB
+#   together): -z pack-relative-relocs (DT_RELR, glibc >= 2.36; package.sh raises the libc6
+#   dependency to match) writes the ~48,000 relative relocations of the position-independent
+#   binary as a 9 kB bitmap instead of a 1.1 MB table the loader reads at every start;
+#   --no-export-dynamic undoes the --export-dynamic swiftc passes, which put all ~10,000 of the
+#   binary's symbols in its dynamic symbol table (0.9 MB, searched by the loader for every symbol
+#   the C libraries bind), when nothing looks them up by name (the libraries loaded with dlopen are
+#   opened RTLD_LOCAL and call nothing of ours). lld, since swiftc's default linker, gold, cannot
+#   write DT_RELR, and GNU ld put Swift's writable .rodata where RELRO can no longer cover the
+#   relocated data.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$PWD/.build-release-static"
@@ -30,6 +40,7 @@ mkdir -p "$stdcxx"
 echo "INPUT($archive)" > "$stdcxx/libstdc++.so"
 
 flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+       -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
        -Xlinker "-L$stdcxx" --scratch-path "$scratch")
 for product in "${products[@]}"; do
   swift build "${flags[@]}" --product "$product" >&2

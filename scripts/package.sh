@@ -131,6 +131,16 @@ for soname in $(grep -a -o -E 'lib[A-Za-z0-9_+-]+(-[0-9.]+)?\.so\.[0-9]+' "$pkg/
   say "the binary opens $soname with dlopen: Depends: ${dep:-$owner}"
   depends+=", ${dep:-$owner}"
 done
+# Packed relocations (DT_RELR, see scripts/build-release.sh) need glibc 2.36, which the binary states as a
+# version with no symbol, GLIBC_ABI_DT_RELR; dpkg-shlibdeps counts only the versions of symbols
+# used, so the libc6 requirement is raised here to the version libc6's symbols file gives it.
+if readelf -V "$built" | grep -q 'Name: GLIBC_ABI_DT_RELR'; then
+  relr="$(sed -n 's/^ GLIBC_ABI_DT_RELR@GLIBC_ABI_DT_RELR \([^ ]*\).*/\1/p' "$(dpkg-query --control-path "libc6:$arch" symbols)")"
+  have="$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$depends")"
+  if [ -z "$relr" ] || [ -z "$have" ]; then say "cannot find libc6's version for GLIBC_ABI_DT_RELR or in '$depends'"; exit 1; fi
+  if dpkg --compare-versions "$have" lt "$relr"; then depends="${depends/"libc6 (>= $have)"/"libc6 (>= $relr)"}"; fi
+  say "the binary's relocations are packed (DT_RELR): Depends: libc6 (>= $relr) at least"
+fi
 depends+=", tzdata"
 
 (cd "$pkg" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) > "$pkg/DEBIAN/md5sums"

@@ -42,11 +42,14 @@ public struct DesktopBackend: DeliveryBackend {
     }
 
     /// "no notification server" when nobody owns org.freedesktop.Notifications on the session bus.
+    /// Before the first popup, asked without starting GLib (`ServerProbe`).
     public func health() async -> BackendHealth {
-        guard let link = runtime.link(logger: route.logger) else {
-            return .unavailable(LibNotifyRuntime.unavailableReason)
+        let problem: String?
+        if let link = runtime.linkIfStarted() {
+            problem = await link.loop.perform(cancelled: Optional("cancelled")) { link.serverProblem() }
+        } else {
+            problem = await ServerProbe.problem()
         }
-        let problem = await link.loop.perform(cancelled: Optional("cancelled")) { link.serverProblem() }
         return problem.map { .unavailable($0) } ?? .ok
     }
 

@@ -40,6 +40,8 @@ static int loaded(void) {
     return library != NULL;
 }
 
+int tocsin_libnotify_load(void) { return loaded(); }
+
 /* A symbol of the loaded library; one missing from it is a broken installation, reported and fatal. */
 static void *symbol(const char *name) {
     void *p = loaded() ? dlsym(library, name) : NULL;

@@ -147,6 +147,39 @@ struct DesktopPopupTests {
             #expect(g.process.status == nil, "the daemon is still running")
         } }
     }
+
+    @Test("health before the first popup follows the server without starting GLib's bus threads; after a popup, the same answer")
+    func healthBeforeFirstPopup() async throws {
+        try await withGateway(config: Self.config) { g in try await withTeardown { t in
+            func desktopHealth() async throws -> String? {
+                let out = try await TestProcess.run(Products.executable("tocsin"), ["status", "--json", "--bus", g.bus.address])
+                #expect(out.status == .exited(0), "\(out.stderrText)")
+                let object = try JSONSerialization.jsonObject(with: Data(out.stdoutText.utf8)) as? [String: Any]
+                return (object?["backends"] as? [String: String])?["popup"]
+            }
+            // GDBus's worker threads, which live as long as the daemon once a GLib bus connection was made.
+            func glibThreads() -> Set<String> {
+                let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(g.process.pid)/task")) ?? []
+                return Set(tasks.compactMap { try? String(contentsOfFile: "/proc/\(g.process.pid)/task/\($0)/comm", encoding: .utf8) }
+                    .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+                    .filter { $0 == "gmain" || $0 == "gdbus" })
+            }
+            #expect(try await desktopHealth() == "no notification server")
+            let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
+            t.add { await server.stop() }
+            #expect(try await desktopHealth() == "ok")
+            #expect(glibThreads().isEmpty, "status started GLib's bus threads before any popup")
+
+            // A popup starts the GLib link; health is then asked over its connection, with the same answer.
+            let monitor = try await NotificationMonitor.start(bus: g.bus)
+            t.add { await monitor.stop() }
+            _ = try await g.gdbus("PostNow", "{'key': <'first'>, 'title': <'First'>}")
+            _ = try #require(try await monitor.wait("return", "Notify").first)
+            #expect(glibThreads() == ["gmain", "gdbus"], "the popup's GLib connection runs its threads")
+            #expect(try await desktopHealth() == "ok")
+        } }
+    }
+
     @Test("the session bus dies and comes back: the daemon stays up and popups reach the new bus's server")
     func busRestart() async throws {
         try await withTeardown { t in

@@ -124,6 +124,10 @@ void tocsin_free_string_list(GList *list);
  * loaded or was never asked for. */
 const char *tocsin_libnotify_load_error(void);
 
+/* Loads libnotify.so.4 if it is not yet loaded: nonzero when it is (then nothing of GLib has run
+ * beyond the libraries' own initialisers), zero with tocsin_libnotify_load_error's reason. */
+int tocsin_libnotify_load(void);
+
 /* G_SOURCE_REMOVE and G_PRIORITY_DEFAULT. */
 static inline gboolean tocsin_source_remove(void) { return 0; }
 static inline gint tocsin_priority_default(void) { return 0; }
