@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+import TocsinTesting
+
+/// libsqlite3, libmosquitto and libnotify are opened on first use, not linked (lazy_library.h):
+/// a machine without one must get an error naming it where it is needed, and nothing else may
+/// notice. Each row hides one library from `tocsin` by mounting /dev/null over it in a mount
+/// namespace of its own (`unshare -m`, as root, which CI is).
+@Suite("A library opened on first use is missing")
+struct MissingLibraryTests {
+    static let binary = Products.executable("tocsin")
+
+    /// Runs `tocsin ARGUMENTS` with `library` (a soname) replaced by an empty file.
+    static func runWithout(_ library: String, _ arguments: [String]) async throws -> TestProcess.Output {
+        let path = "/usr/lib/x86_64-linux-gnu/\(library)"
+        let real = try #require(realpath(path, nil).map { p in defer { free(p) }; return String(cString: p) }, "\(path)")
+        let script = "mount --bind /dev/null \"$1\" && shift && exec \"$@\""
+        return try await TestProcess.run("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh", real,
+                                                             binary] + arguments,
+                                         environment: ["PATH": "/usr/bin:/bin", "LANG": "C"], timeout: .seconds(30))
+    }
+
+    @Test("without libsqlite3 the daemon exits 1 naming the library; commands that keep no state run as before")
+    func withoutSQLite() async throws {
+        let dir = TemporaryDirectory()
+        let config = try dir.write("empty.toml", "")
+        let daemon = try await Self.runWithout("libsqlite3.so.0", ["daemon", "--state-dir", dir.path + "/state", "--config", config])
+        #expect(daemon.status == .exited(1), "\(daemon.stderrText)")
+        #expect(daemon.stderrText.contains("cannot open state database"), "\(daemon.stderrText)")
+        #expect(daemon.stderrText.contains("cannot load libsqlite3.so.0: "), "\(daemon.stderrText)")
+        let next = try await Self.runWithout("libsqlite3.so.0", ["next", "--from", "@0", "--timezone", "UTC", "daily"])
+        #expect(next.status == .exited(0), "\(next.stderrText)")
+        #expect(next.stdoutText.contains("Next elapse: Fri 1970-01-02 00:00:00 UTC"), "\(next.stdoutText)")
+    }
+}
