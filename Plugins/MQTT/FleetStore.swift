@@ -49,7 +49,7 @@ final class FleetStore: Sendable {
     init(path: String) throws(OpenError) {
         // Like the state store: readable by its owner only (SQLite gives -wal and -shm the same mode).
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw OpenError(description: "cannot create \(path): errno \(errno)") }
+        guard fd >= 0 else { throw OpenError(description: "cannot create \(path): \(String(cString: strerror(errno)))") }
         close(fd)
         do throws(StoreError) {
             let db = try SQLiteDatabase(path: path)
@@ -65,7 +65,8 @@ final class FleetStore: Sendable {
             try? db.exec("DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)")
             self.db = Mutex(try Statements(db))
         } catch {
-            throw OpenError(description: "cannot open \(path): \(error.message)")
+            // The open's own error already names the file; a later one (a pragma, a table) does not.
+            throw OpenError(description: error.code == .cannotOpen ? error.message : "cannot open \(path): \(error.message)")
         }
     }
 

@@ -53,7 +53,11 @@ struct FleetStoreTests {
 
     @Test("a directory that does not exist is a clear error, not a crash")
     func unopenable() {
-        #expect(throws: FleetStore.OpenError.self) { try FleetStore(path: "/nonexistent/dir/mqtt.sqlite") }
+        let path = "/nonexistent/dir/mqtt.sqlite"
+        let error = #expect(throws: FleetStore.OpenError.self) { try FleetStore(path: path) }
+        let text = error?.description ?? ""
+        #expect(text == "cannot create \(path): No such file or directory", "\(text)")
+        #expect(text.components(separatedBy: path).count == 2, "the path once: \(text)")
     }
 
     @Test("ids older than 30 days are dropped when the store opens; recent ones stay")
