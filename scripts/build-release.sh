@@ -30,9 +30,11 @@ scratch="$PWD/.build-release-static"
 products=("$@")
 [ ${#products[@]} -gt 0 ] || products=(tocsin)
 
-archive="$(cc -print-file-name=libstdc++.a)"
+# The archive of the GCC installation the toolchain's clang links with (swiftc links through it).
+clang="$(dirname "$(readlink -f "$(command -v swift)")")/clang"
+archive="$("$clang" -print-file-name=libstdc++.a)"
 if [ ! -f "$archive" ]; then
-  echo "build-release: no static libstdc++ (libstdc++.a) for cc; install libstdc++-12-dev" >&2
+  echo "build-release: $clang finds no static libstdc++ (libstdc++.a); install libstdc++-12-dev" >&2
   exit 1
 fi
 stdcxx="$scratch/static-libstdc++"
@@ -44,7 +46,8 @@ flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlink
        -Xlinker "-L$stdcxx" --scratch-path "$scratch")
 for product in "${products[@]}"; do
   swift build "${flags[@]}" --product "$product" >&2
-  if readelf -d "$scratch/release/$product" | grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+)' >&2; then
+  dynamic="$(readelf -d "$scratch/release/$product")"
+  if grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+)' <<<"$dynamic" >&2; then
     echo "build-release: $product still loads a library linked in statically (above)" >&2
     exit 1
   fi

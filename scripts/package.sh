@@ -134,7 +134,7 @@ done
 # Packed relocations (DT_RELR, see scripts/build-release.sh) need glibc 2.36, which the binary states as a
 # version with no symbol, GLIBC_ABI_DT_RELR; dpkg-shlibdeps counts only the versions of symbols
 # used, so the libc6 requirement is raised here to the version libc6's symbols file gives it.
-if readelf -V "$built" | grep -q 'Name: GLIBC_ABI_DT_RELR'; then
+if grep 'Name: GLIBC_ABI_DT_RELR' <<<"$(readelf -V "$built")" >/dev/null; then
   relr="$(sed -n 's/^ GLIBC_ABI_DT_RELR@GLIBC_ABI_DT_RELR \([^ ]*\).*/\1/p' "$(dpkg-query --control-path "libc6:$arch" symbols)")"
   have="$(sed -n 's/.*libc6 (>= \([^)]*\)).*/\1/p' <<<"$depends")"
   if [ -z "$relr" ] || [ -z "$have" ]; then say "cannot find libc6's version for GLIBC_ABI_DT_RELR or in '$depends'"; exit 1; fi

@@ -65,8 +65,8 @@ final class FleetStore: Sendable {
             try? db.exec("DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)")
             self.db = Mutex(try Statements(db))
         } catch {
-            // The open's own error already names the file; a later one (a pragma, a table) does not.
-            throw OpenError(description: error.code == .cannotOpen ? error.message : "cannot open \(path): \(error.message)")
+            // The SQLite wrapper's errors name the file already.
+            throw OpenError(description: "cannot open the mqtt backend's store: \(error.message)")
         }
     }
 

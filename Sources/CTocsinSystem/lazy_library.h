@@ -50,7 +50,8 @@ static const char *lazy_load_error(void) {
 static void *lazy_symbol(const char *name) {
     void *p = lazy_loaded() ? dlsym(lazy_library, name) : NULL;
     if (p == NULL) {
-        fprintf(stderr, "tocsin: " TOCSIN_LAZY_SONAME " has no %s (%s)\n", name,
+        /* dlsym on the handle also searches the libraries it loaded (libnotify's GLib). */
+        fprintf(stderr, "tocsin: neither " TOCSIN_LAZY_SONAME " nor a library it loads has %s (%s)\n", name,
                 lazy_library ? "symbol missing" : lazy_failure);
         abort();
     }

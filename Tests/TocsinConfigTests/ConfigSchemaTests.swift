@@ -164,17 +164,33 @@ struct ConfigSchemaTests {
         #expect(Suggestion.closest(to: "zzzzzz", among: known) == nil)
     }
 
-    @Test("a typo gets its suggestion while it can still be shown; past the report's limit it gets none")
-    func suggestionsStopWhereTheReportDoes() {
-        let limit = Diagnostic.reportLimit
-        // Row 1: the typo is the table's first unknown key. Row 2: it comes after `limit` others.
-        for (row, fillers) in [(1, 0), (2, limit)] {
-            let toml = "[daemon]\n" + (0..<fillers).map { "unknown_\($0) = 1\n" }.joined() + "max_pendin = 5\n"
-            let found = diagnostics(toml)
-            #expect(found.count == fillers + 1, "row \(row)")
-            let typo = found.last ?? ""
-            #expect(typo.hasPrefix("\(fillers + 2):1: unknown key 'max_pendin' in [daemon]"), "row \(row): \(typo)")
-            #expect(typo.hasSuffix("; did you mean 'max_pending'?") == (fillers < limit), "row \(row): \(typo)")
-        }
+    struct SuggestionRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Unknown keys before the typo.
+        var fillers: Int
+        /// A line after the typo whose error the reader finds before any unknown key.
+        var after: String
+        var suggested: Bool
+        var testDescription: String { name }
+    }
+
+    static let suggestionRows = [
+        SuggestionRow(name: "the typo is the table's first unknown key", fillers: 0, after: "", suggested: true),
+        SuggestionRow(name: "the typo comes after as many unknown keys as a report shows", fillers: Diagnostic.reportLimit,
+                      after: "", suggested: false),
+        // Found first, located last: sorted by location, the typo is the 100th diagnostic, shown.
+        SuggestionRow(name: "one short of the limit, with a later key's error found first", fillers: Diagnostic.reportLimit - 1,
+                      after: "max_pending_per_client = 0\n", suggested: true),
+    ]
+
+    @Test("a typo gets its suggestion wherever a report can show it; past the report's limit it gets none",
+          arguments: suggestionRows)
+    func suggestionsStopWhereTheReportDoes(_ row: SuggestionRow) {
+        let toml = "[daemon]\n" + (0..<row.fillers).map { "unknown_\($0) = 1\n" }.joined() + "max_pendin = 5\n" + row.after
+        let found = diagnostics(toml)
+        let typo = found.first { $0.contains("'max_pendin'") } ?? ""
+        #expect(found.count == row.fillers + 1 + (row.after.isEmpty ? 0 : 1), "\(row.name): \(found.suffix(2))")
+        #expect(typo.hasPrefix("\(row.fillers + 2):1: unknown key 'max_pendin' in [daemon]"), "\(row.name): \(typo)")
+        #expect(typo.hasSuffix("; did you mean 'max_pending'?") == row.suggested, "\(row.name): \(typo)")
     }
 }

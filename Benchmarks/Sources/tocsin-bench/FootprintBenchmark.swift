@@ -15,7 +15,7 @@ struct FootprintBenchmark: AsyncParsableCommand {
         commandName: "footprint",
         abstract: "Daemon RSS against dunst and CLI wall time against gdbus, systemd-analyze and tomllib.",
         discussion: """
-        Measure the binary as it ships: swift build -c release --static-swift-stdlib, stripped.
+        Measure the binary as it ships: bash scripts/build-release.sh, then strip it.
         Run from the repository root (the bus configuration and the example config are found there).
         """)
 
