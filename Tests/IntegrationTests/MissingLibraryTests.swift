@@ -10,16 +10,15 @@ import TocsinTesting
 struct MissingLibraryTests {
     static let binary = Products.executable("tocsin")
 
-    /// The file the dynamic loader opens for `soname`, wherever this system keeps it: loaded here,
-    /// it is the mapping of that name in /proc/self/maps.
+    /// The file the dynamic loader opens for `soname`, wherever this system keeps it: the loader's
+    /// cache names it (`ldconfig -p`), and the mount goes over the file its link ends at.
     static func file(of soname: String) throws -> String {
-        let handle = try #require(dlopen(soname, RTLD_NOW | RTLD_LOCAL), "\(soname) is installed")
-        defer { dlclose(handle) }
-        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
-        let stem = soname.prefix { $0 != "." }  // "libsqlite3"
-        let path = maps.split(separator: "\n").compactMap { line in line.split(separator: " ").last.map(String.init) }
-            .first { $0.hasPrefix("/") && ($0.split(separator: "/").last ?? "").hasPrefix(stem + ".so") }
-        return try #require(path, "a mapping of \(soname)")
+        let cache = try runBlocking("/sbin/ldconfig", ["-p"])
+        let line = cache.stdout.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname + " ") }
+        let path = try #require(line?.components(separatedBy: " => ").last, "\(soname) in ldconfig -p: \(cache.stdout.prefix(300))")
+        let real = try #require(realpath(path, nil), "\(path) resolves")
+        defer { free(real) }
+        return String(cString: real)
     }
 
     /// Runs `tocsin ARGUMENTS` with `library` (a soname) replaced by an empty file.
