@@ -189,7 +189,7 @@ extension TocsinCenter {
                     contents = await unrecorded(parts[done].reading, error)
                     for case .hold(let h) in commit.ops { batch.failedHolds.append(h) }
                 }
-                perform(slices[done], contents: contents)
+                perform(slices[done], contents: contents, claimedAt: now)
                 if done + 2 < parts.count { await deliveriesStarted() }
             } else {
                 await finishCalls(&batch, result)

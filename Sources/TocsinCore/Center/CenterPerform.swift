@@ -7,7 +7,7 @@ import TocsinSystem
 extension TocsinCenter {
     /// Performs `actions` in order: withdrawals, events, and the firings, which go to `dispatch`
     /// together (released held firings first: they are the oldest).
-    func perform(_ actions: [MachineAction], contents: [String: Notification]) {
+    func perform(_ actions: [MachineAction], contents: [String: Notification], claimedAt: Instant? = nil) {
         var firings: [Firing] = []
         var released: [Firing] = []
         // A `CancelAll` past the limit signals its first keys one by one and the rest in its
@@ -18,6 +18,11 @@ extension TocsinCenter {
             switch a {
             case .persist: continue
             case .deliver(let d):
+                // A firing this batch claimed ahead (due after `claimedAt`) may have been withdrawn
+                // by a request of the same batch, applied after the claim (a Cancel answered true).
+                // When the commit outlasted the lead, it is due by now and would go out here: it
+                // goes out only if still in delivery, as a staged one does (`releaseStaged`).
+                if let claimedAt, d.fired > claimedAt, machine.inDelivery[d.key]?.occurrence != d.occurrence { continue }
                 guard let n = contents[d.key] else {
                     logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
                     continue
