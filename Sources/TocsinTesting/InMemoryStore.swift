@@ -27,6 +27,10 @@ public final class InMemoryStore: NotificationStore {
         /// Commits (1-based, counted over the store's life) that will fail.
         public var failing: Set<Int> = []
         public var held = false
+        /// Commits waiting at the gate now (`hold()`). `commits` counts a commit as soon as it
+        /// starts, before it reaches the gate: a test that must know the commit has not gone
+        /// past the gate (to let it go with `releaseWaiting()`) waits on this instead.
+        public var waiting = 0
         /// The quiet-hours state as committed.
         public var quiet = QuietSnapshot()
         /// Commits that carry quiet-hours ops fail while true (a full disk), with all their ops.
@@ -57,7 +61,23 @@ public final class InMemoryStore: NotificationStore {
 
     public func release() {
         state.update { $0.held = false }
-        let waiting = gate.withLock { g in let w = g; g = []; return w }
+        openGate()
+    }
+
+    /// Lets the commits waiting at the gate go on and keeps holding those started later: a test
+    /// steps a center through two consecutive batches (one it queued work behind, then that
+    /// work's own), which `release()` and then `hold()` would do only if the test won the race
+    /// with the center's next commit.
+    public func releaseWaiting() { openGate() }
+
+    /// `waiting` changes only under the gate's lock, so it always counts the gate.
+    private func openGate() {
+        let waiting = gate.withLock { g in
+            let w = g
+            g = []
+            state.update { $0.waiting = 0 }
+            return w
+        }
         for c in waiting { c.resume() }
     }
 
@@ -97,6 +117,7 @@ public final class InMemoryStore: NotificationStore {
                 let resumeNow = gate.withLock { g -> Bool in
                     if !self.state.value.held { return true }
                     g.append(c)
+                    self.state.update { $0.waiting += 1 }
                     return false
                 }
                 if resumeNow { c.resume() }

@@ -1,6 +1,7 @@
+import Logging
 import Testing
 import TocsinConfig
-import TocsinCore
+@testable import TocsinCore
 import TocsinTesting
 import TocsinTime
 import TocsinModel
@@ -123,6 +124,57 @@ struct ClaimAheadTests {
         h.clock.advance(to: t0 + .seconds(30))
         await h.center.tick()
         #expect(await h.settled().map(\.notification.title) == ["Replaced"])
+    }
+
+    /// Regression (CI's LoadTests saw a key cancelled with true and then fired): the claim and a
+    /// Cancel applied after it share a batch, and the batch's commit outlasts the lead, so the
+    /// claimed firing is already due when the batch performs it. The in-memory store holds the
+    /// batch's commits while the clock passes the instant, as a slow disk did in CI.
+    @Test("cancelled in the batch that claimed it, whose commit outlasts the lead: Cancel answers true and nothing goes out")
+    func cancelledInTheClaimingBatch() async throws {
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let spy = RecordingBackend(name: "spy")
+        let options = CenterOptions(defaultZone: .utc)
+        let c = TocsinCenter(options: options, store: store, clock: clock, timer: clock,
+                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await c.start(backends: [spy])
+        let events = await c.events()
+        let seen = Task { await events.reduce(into: [CenterEvent]()) { $0.append($1) } }
+        try await c.schedule(spec("tea", at(10)))
+        let claimAt = try #require(clock.armedAt)
+        #expect(claimAt == t0 + .seconds(10) - options.claimAhead)
+        // A batch whose commit waits at the gate, so the wake-up and the Cancel queue behind it
+        // and form the next batch together: the claim (time's facts) first, then the Cancel.
+        store.hold()
+        let first = Task { try await c.schedule(spec("other", at(100))) }
+        try await store.state.wait("the first batch's commit at the gate", timeout: .seconds(10)) { $0.waiting == 1 }
+        clock.advance(to: claimAt)
+        let tick = Task { await c.tick() }
+        let cancel = Task { try await c.cancel("tea") }
+        try await withTimeout(.seconds(10), "the wake-up and the cancel queued") {
+            while await c.queuedWork < 2 { await Task.yield() }
+        }
+        let before = store.commits.count
+        store.releaseWaiting()
+        #expect(try await first.value == "other")
+        // The claim's slice and the Cancel's transaction wait at the gate while the lead runs out.
+        let held = try await store.state.wait("the claiming batch's commits at the gate", timeout: .seconds(10)) { $0.waiting == 2 }
+        let batch = held.commits.dropFirst(before)
+        #expect(batch.contains { $0.contains { if case .progress(key: "tea", _, _, _) = $0 { true } else { false } } }, "the claim is in this batch")
+        #expect(batch.contains { $0.contains { if case .delete(key: "tea", _) = $0 { true } else { false } } }, "the Cancel is in this batch")
+        clock.advance(to: t0 + .seconds(10) + TimeSpan(microseconds: 5_000))
+        store.release()
+        await tick.value
+        #expect(try await cancel.value, "a firing claimed ahead is still pending until its instant")
+        await c.waitForDeliveries()
+        #expect(spy.deliveries.isEmpty, "cancelled with true and then delivered")
+        let history = try await c.history(HistoryQuery(key: "tea"))
+        // No assertion on `fired` entries: the claim's transaction records one at claim time
+        // (`HistoryLog`) and a Cancel within the lead does not remove it, fix or no fix.
+        #expect(history.contains { $0.kind == .cancelled }, "\(history)")
+        await c.shutdown()
+        #expect(!(await seen.value).contains { if case .fired = $0 { true } else { false } }, "cancelled with true and then fired")
     }
 
     @Test("an alarm is claimed at its instant, so acknowledging it before its first ring stops that ring")
