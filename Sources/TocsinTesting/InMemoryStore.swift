@@ -198,6 +198,10 @@ public final class InMemoryStore: NotificationStore {
             entry.title = row?.title ?? ""
             entry.backends = entry.backends ?? row?.backends ?? []
             s.history.append(entry)
+        case .unrecordFired(let key, let occurrence, let due):
+            if let i = s.history.lastIndex(where: { $0.kind == .fired && $0.key == key && $0.occurrence == occurrence && $0.due == due }) {
+                s.history.remove(at: i)
+            }
         case .pruneHistory(let before, let keep, let batch):
             var removed = 0
             s.history.removeAll { e in

@@ -45,6 +45,21 @@ extension StoreConformance {
             _ = try await commit(store, [.pruneHistory(olderThan: t0, keep: 2, batch: 100)])
             f.equal(try await store.history(HistoryQuery()).map(\.time), [t0 + .seconds(10), t0 + .seconds(9)], "the newest 2 kept")
         },
+        StoreConformanceCase("unrecordFired removes only the newest fired entry of that key, occurrence and due") { store, f in
+            func fired(_ seconds: Int64, _ key: String, occurrence: UInt32, due: Int64) -> StoreOp {
+                .record(HistoryEvent(kind: .fired, time: t0 + .seconds(seconds), key: key, due: t0 + .seconds(due), occurrence: occurrence))
+            }
+            // An older identical firing (a clock set back), other occurrences, other dues, other
+            // keys and other kinds of the same key all stay.
+            _ = try await commit(store, [fired(1, "k", occurrence: 1, due: 10), fired(2, "k", occurrence: 2, due: 10),
+                                         fired(3, "k", occurrence: 1, due: 20), fired(4, "j", occurrence: 1, due: 10),
+                                         .record(HistoryEvent(kind: .interrupted, time: t0 + .seconds(5), key: "k", due: t0 + .seconds(10), occurrence: 1)),
+                                         fired(6, "k", occurrence: 1, due: 10)])
+            _ = try await commit(store, [.unrecordFired(key: "k", occurrence: 1, due: t0 + .seconds(10)),
+                                         .unrecordFired(key: "none", occurrence: 1, due: t0 + .seconds(10))])
+            f.equal(try await store.history(HistoryQuery()).map(\.time), (1...5).reversed().map { t0 + .seconds(Int64($0)) },
+                    "entries left: all but the newest fired one of k, occurrence 1, due t0+10 s")
+        },
     ]
 
     static let batchCases: [StoreConformanceCase] = [

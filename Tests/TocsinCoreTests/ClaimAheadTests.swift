@@ -69,6 +69,8 @@ struct ClaimAheadTests {
         h.clock.advance(to: t0 + .seconds(10))
         await h.center.tick()
         #expect(await h.settled().map(\.notification.title) == ["Replaced"])
+        let fired = try await h.center.history(HistoryQuery(key: "tea")).filter { $0.kind == .fired }
+        #expect(fired.map(\.title) == ["Replaced"], "the old content's claim was dropped before its instant: \(fired)")
     }
 
     @Test("CancelAll between the claim and the instant counts the claimed one-shot and nothing goes out")
@@ -81,6 +83,22 @@ struct ClaimAheadTests {
         h.clock.advance(to: t0 + .seconds(100))
         await h.center.tick()
         #expect(await h.settled().isEmpty)
+        #expect(try await h.center.history(HistoryQuery(key: "tea")).map(\.kind) == [.cancelled])
+    }
+
+    @Test("a reload that removes or edits a config notification between the claim and the instant: nothing goes out, and history has no firing")
+    func reloadedInTheLead() async throws {
+        let h = try await Harness()
+        _ = try await h.center.applyConfig([spec("gone", at(10)), spec("edited", at(10))])
+        _ = try await wake(h)
+        let report = try await h.center.applyConfig([spec("edited", at(10), title: "Edited")])
+        #expect(report.removed == ["gone"] && report.changed == ["edited"])
+        await h.center.tick()  // the edited one is claimed again: its lead has begun
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        #expect(await h.settled().map(\.notification.title) == ["Edited"])
+        let fired = try await h.center.history(HistoryQuery()).filter { $0.kind == .fired }
+        #expect(fired.map(\.title) == ["Edited"], "\(fired)")
     }
 
     @Test("held across a suspend that began in its lead: it goes out late, and says so")
@@ -124,6 +142,13 @@ struct ClaimAheadTests {
         h.clock.advance(to: t0 + .seconds(30))
         await h.center.tick()
         #expect(await h.settled().map(\.notification.title) == ["Replaced"])
+        // A claim dropped before its instant never fired, and the history says so.
+        for key in ["tick", "cake"] {
+            #expect(try await h.center.history(HistoryQuery(key: key)).map(\.kind) == [.cancelled], "\(key)")
+        }
+        let tea = try await h.center.history(HistoryQuery(key: "tea")).filter { $0.kind == .fired }
+        #expect(tea.map(\.title) == ["Replaced"], "\(tea)")
+        #expect(tea.map(\.due) == [t0 + .seconds(30)], "\(tea)")
     }
 
     /// Regression (CI's LoadTests saw a key cancelled with true and then fired): the claim and a
@@ -170,9 +195,8 @@ struct ClaimAheadTests {
         await c.waitForDeliveries()
         #expect(spy.deliveries.isEmpty, "cancelled with true and then delivered")
         let history = try await c.history(HistoryQuery(key: "tea"))
-        // No assertion on `fired` entries: the claim's transaction records one at claim time
-        // (`HistoryLog`) and a Cancel within the lead does not remove it, fix or no fix.
-        #expect(history.contains { $0.kind == .cancelled }, "\(history)")
+        // The claim's transaction recorded it as fired; the Cancel's took that back.
+        #expect(history.map(\.kind) == [.cancelled], "\(history)")
         await c.shutdown()
         #expect(!(await seen.value).contains { if case .fired = $0 { true } else { false } }, "cancelled with true and then fired")
     }

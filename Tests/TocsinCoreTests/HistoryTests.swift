@@ -50,6 +50,15 @@ struct HistoryTests {
         #expect(kinds == [.acknowledged, .snoozed, .missed, .unanswered])
     }
 
+    @Test("a claim dropped before its instant takes its firing's entry back, in the same transaction, even with recording off")
+    func unclaimed() {
+        let drop = MachineAction.unclaimed(key: "tea", occurrence: Occurrence(instant: t0, number: 3), due: t0)
+        let back = StoreOp.unrecordFired(key: "tea", occurrence: 3, due: t0)
+        let on = HistoryLog(retention: HistoryRetention()).ops([.persist(.delete(key: "tea", keepUserInfo: false)), drop], now: t0)
+        #expect(on == [.delete(key: "tea", keepUserInfo: false), back], "no entry of its own, so no pruning either")
+        #expect(HistoryLog(retention: HistoryRetention(maxEntries: 0)).ops([drop], now: t0) == [back])
+    }
+
     @Test("history_max_entries = 0 records nothing")
     func disabled() {
         let log = HistoryLog(retention: HistoryRetention(maxEntries: 0))

@@ -268,4 +268,34 @@ struct MachineTests {
             #expect(error.message.contains("max_pending_per_client"))
         }
     }
+
+    @Test("dropping a claim made ahead, before its instant, says so (cancel, replace, reload); one whose instant has come does not")
+    func unclaimedBeforeTheInstant() throws {
+        func unclaimed(_ actions: [MachineAction]) -> [String] {
+            actions.compactMap { if case .unclaimed(let k, let o, let due) = $0 { return "\(k)#\(o.number)@\(due == t0 + .seconds(10))" } else { return nil } }
+        }
+        var m = machine()
+        let early = t0 + .seconds(10) - TimeSpan(microseconds: 20_000)
+        for key in ["cancel", "replace", "late"] { try schedule(&m, note(key, .at(t0 + .seconds(10)))) }
+        try schedule(&m, note("late-tick", .every(period: .minutes(1), starting: t0 + .seconds(10), count: nil, until: nil)))
+        let cfg: [(notification: Notification, fingerprint: String)] = [(note("gone", .at(t0 + .seconds(10)), source: .config), "g"), (note("edited", .at(t0 + .seconds(10)), source: .config), "e")]
+        var out: [MachineAction] = []
+        _ = m.applyConfig(cfg, now: t0, into: &out)
+        out = []
+        #expect(m.claimAhead(until: t0 + .seconds(10), limit: 100, into: &out) == 6)
+        #expect(unclaimed(out).isEmpty, "claiming drops nothing")
+        out = []
+        #expect(m.cancel("cancel", now: early, into: &out))
+        #expect(unclaimed(out) == ["cancel#1@true"])
+        #expect(unclaimed(try schedule(&m, note("replace", .at(t0 + .seconds(30))), now: early)) == ["replace#1@true"])
+        out = []
+        _ = m.applyConfig([(note("edited", .at(t0 + .seconds(40)), source: .config), "e2")], now: early, into: &out)
+        #expect(unclaimed(out).sorted() == ["edited#1@true", "gone#1@true"])
+        // At the instant the firing may be out: the claim is dropped and its entry stays.
+        out = []
+        #expect(m.cancel("late-tick", now: t0 + .seconds(10), into: &out))
+        #expect(!m.cancel("late", now: t0 + .seconds(10), into: &out), "a one-shot whose instant has come is no longer pending")
+        #expect(unclaimed(out).isEmpty)
+        #expect(m.inDelivery["late-tick"] == nil)
+    }
 }

@@ -16,7 +16,7 @@ extension TocsinCenter {
         var cancelledSignals = 0
         for a in actions {
             switch a {
-            case .persist: continue
+            case .persist, .unclaimed: continue
             case .deliver(let d):
                 // A firing this batch claimed ahead (due after `claimedAt`) may have been withdrawn
                 // by a request of the same batch, applied after the claim (a Cancel answered true).

@@ -7,6 +7,13 @@ import TocsinSystem
 /// The entries go into the same transaction as the change they describe (a firing's claim, a
 /// cancellation's delete): recording costs no fsync of its own, and a crash keeps both or neither.
 /// Pure, so what is recorded is tested as operations.
+///
+/// A firing claimed ahead of its instant is recorded with its claim, before it goes out; when a
+/// request drops that claim before the instant, the entry is taken back in the request's
+/// transaction (`MachineAction.unclaimed`). Recording it at the instant instead would cost a
+/// commit there (the flush claiming ahead exists to avoid) and a crash between the emit and that
+/// commit would lose the entry of a firing that went out, while start-up holding the claim again
+/// (`closeInterrupted`) relies on its entry being there already (`PlannedDelivery.recorded`).
 struct HistoryLog: Sendable {
     var retention: HistoryRetention
     /// Old entries removed per transaction beyond the number added: pruning is bounded work on
@@ -33,6 +40,9 @@ struct HistoryLog: Sendable {
                 records += 1
             case .withdraw, .deliverHeld:
                 continue
+            case .unclaimed(let key, let occurrence, let due):
+                // Even with recording off: the entry may date from before it was turned off.
+                out.append(.unrecordFired(key: key, occurrence: occurrence.number, due: due))
             case .emit(let event):
                 guard on, var entry = Self.entry(event, now: now) else { continue }
                 if entry.kind != .interrupted { entry.backends = Self.withdrawn(from: actions, around: i, key: entry.key) }

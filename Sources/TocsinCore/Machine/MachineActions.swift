@@ -13,6 +13,10 @@ public enum MachineAction: Hashable, Sendable {
     /// closed when it was held, so it goes out once, in the order the machine gives.
     case deliverHeld(Firing)
     case withdraw(key: String, backends: [String], reason: WithdrawReason)
+    /// A firing claimed ahead of its instant (`claimAhead`) whose claim a request dropped before
+    /// that instant (cancel, replace, reload): it never goes out, though its claim's transaction
+    /// recorded it as fired. The history takes that entry back (`HistoryLog`); nothing else acts.
+    case unclaimed(key: String, occurrence: Occurrence, due: Instant)
     /// A lifecycle event for subscribers (cancelled, acknowledged, snoozed, missed, unanswered).
     case emit(CenterEvent)
 }
@@ -26,12 +30,14 @@ extension MachineAction {
             case .upsert(let row): return row.notification.key
             case .delete(let k, _), .progress(let k, _, _, _), .alert(let k, _), .pending(let k, _), .markCancelled(let k): return k
             case .record(let e): return e.key
+            case .unrecordFired(let k, _, _): return k
             case .hold(let h): return h.firing.key
             case .pruneHistory, .quietSwitch, .quietActive, .unhold: return ""
             }
         case .deliver(let d): return d.key
         case .deliverHeld(let f): return f.key
         case .withdraw(let k, _, _): return k
+        case .unclaimed(let k, _, _): return k
         case .emit(let e): return e.key
         }
     }

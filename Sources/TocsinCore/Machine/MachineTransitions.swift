@@ -62,7 +62,7 @@ extension NotificationMachine {
         e.next = PackedOccurrence(next)
         if let client { e.owner = ownerRow(client.name) }
         out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
-        if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
+        dropClaim(n.key, now: now, into: &out)
         if let existing, existing.isActive { out.append(.withdraw(key: n.key, backends: targets(existing), reason: .replaced)) }
         put(e)
         return n.key
@@ -107,10 +107,22 @@ extension NotificationMachine {
             out.append(.persist(.delete(key: key, keepUserInfo: false)))
             remove(key)
         }
-        if inDelivery[key] != nil { setInDelivery(key, nil) }
+        dropClaim(key, now: now, into: &out)
         out.append(.withdraw(key: key, backends: targets(e), reason: .cancelled))
         out.append(.emit(.cancelled(key: key)))
         return true
+    }
+
+    /// Drops `key`'s open claim, if any. One whose instant is still to come was made ahead of it
+    /// (`claimAhead`) and never handed to a backend (nothing goes out before its instant), so it
+    /// never will be: `unclaimed` lets the history take back the `fired` entry its claim recorded,
+    /// in the same transaction as the drop. The test is `claimedAhead`'s, so a Cancel answered
+    /// true for such a claim and the history agree. One due by `now` may be out already and keeps
+    /// its entry.
+    private mutating func dropClaim(_ key: String, now: Instant?, into out: inout [MachineAction]) {
+        guard let p = inDelivery[key] else { return }
+        if claimedAhead(key, now: now) { out.append(.unclaimed(key: key, occurrence: p.occurrence, due: p.due)) }
+        setInDelivery(key, nil)
     }
 
     /// A firing claimed ahead of its instant that is still to come (`claimAhead`).
@@ -186,7 +198,7 @@ extension NotificationMachine {
             out.append(.persist(.delete(key: key, keepUserInfo: false)))
             remove(key)
             setFingerprint(key, nil)
-            if inDelivery[key] != nil { setInDelivery(key, nil) }
+            dropClaim(key, now: now, into: &out)
             if e.isActive {
                 out.append(.withdraw(key: key, backends: targets(e), reason: .cancelled))
                 out.append(.emit(.cancelled(key: key)))
@@ -209,7 +221,7 @@ extension NotificationMachine {
             if next == nil { report.skipped.append(n.key) }
             e.next = PackedOccurrence(next)
             out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
-            if inDelivery[n.key] != nil { setInDelivery(n.key, nil) }
+            dropClaim(n.key, now: now, into: &out)
             put(e)
             setFingerprint(n.key, fingerprint)
         }

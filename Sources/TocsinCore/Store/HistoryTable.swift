@@ -14,6 +14,7 @@ final class HistoryTable {
         """
 
     private let insertStmt: SQLiteStatement
+    private let unrecordStmt: SQLiteStatement
     private let pruneAgeStmt: SQLiteStatement
     private let pruneCountStmt: SQLiteStatement
     private let queryStmt: SQLiteStatement
@@ -24,6 +25,11 @@ final class HistoryTable {
             INSERT INTO history(time, event, key, title, backends, due, until_time, occurrence, late, count)
             VALUES (?1, ?2, ?3, COALESCE((SELECT title FROM notification WHERE key=?3), ''),
                     COALESCE(?4, (SELECT backends FROM notification WHERE key=?3), ''), ?5, ?6, ?7, ?8, ?9)
+            """)
+        // The newest match, found through `history_key` (key, id).
+        unrecordStmt = try db.prepare("""
+            DELETE FROM history WHERE id =
+              (SELECT max(id) FROM history WHERE key = ?1 AND event = 'fired' AND occurrence = ?2 AND due = ?3)
             """)
         pruneAgeStmt = try db.prepare("DELETE FROM history WHERE id IN (SELECT id FROM history WHERE time < ?1 ORDER BY time LIMIT ?2)")
         pruneCountStmt = try db.prepare("""
@@ -48,6 +54,13 @@ final class HistoryTable {
         s.bind(8, e.late.map { $0 ? 1 : 0 })
         s.bind(9, e.count.map(Int64.init))
         try s.run()
+    }
+
+    func unrecordFired(key: String, occurrence: UInt32, due: Instant) throws(StoreError) {
+        unrecordStmt.bind(1, key)
+        unrecordStmt.bind(2, Int64(occurrence))
+        unrecordStmt.bind(3, due.microseconds)
+        try unrecordStmt.run()
     }
 
     func prune(olderThan: Instant, keep: Int, batch: Int) throws(StoreError) {

@@ -46,6 +46,11 @@ public enum StoreOp: Hashable, Sendable {
     /// Appends a history entry; the store fills in what the center leaves open (title, backends)
     /// from the notification's row as it is at this point of the transaction.
     case record(HistoryEvent)
+    /// Removes the newest `fired` entry of `key`'s occurrence `occurrence` due at `due`: the one
+    /// its claim recorded, taken back when the claim was dropped before its instant
+    /// (`MachineAction.unclaimed`). One claim per key is open at a time, so the newest such entry
+    /// is that claim's; an older firing of the same occurrence (a clock set back) stays.
+    case unrecordFired(key: String, occurrence: UInt32, due: Instant)
     /// Removes at most `batch` history entries older than `olderThan` or beyond the newest `keep`.
     case pruneHistory(olderThan: Instant, keep: Int, batch: Int)
     /// Quiet hours (`Quiet/QuietStore.swift`), in the same transaction as the rest of the batch:

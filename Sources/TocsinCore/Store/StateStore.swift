@@ -315,6 +315,7 @@ final class StateStore {
         case .pending(let key, let p): try savePending(key: key, p)
         case .markCancelled(let key): try markCancelled(key: key)
         case .record(let entry): try history.insert(entry)
+        case .unrecordFired(let key, let occurrence, let due): try history.unrecordFired(key: key, occurrence: occurrence, due: due)
         case .pruneHistory(let before, let keep, let batch): try history.prune(olderThan: before, keep: keep, batch: batch)
         case .quietSwitch(let o): try saveQuietSwitch(o)
         case .quietActive(let a): try saveQuietActive(a)
