@@ -151,6 +151,24 @@ struct ClaimAheadTests {
         #expect(tea.map(\.due) == [t0 + .seconds(30)], "\(tea)")
     }
 
+    /// A request whose batch starts after the instant, before the wake-up that releases the held
+    /// firing, comes after it: the firing goes out (once) and the history keeps its entry. It was
+    /// dropped unseen with its claim, while history said it fired.
+    @Test("cancelled after the instant, before the wake-up released it: it still goes out, and history says so")
+    func cancelledAfterTheInstant() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
+        _ = try await wake(h)
+        h.clock.advance(to: t0 + .seconds(10) + TimeSpan(microseconds: 1_000))
+        #expect(try await h.center.cancel("tick"))
+        await h.center.tick()
+        let got = await h.settled()
+        #expect(got.map(\.key) == ["tick"])
+        #expect(got.first?.fired == t0 + .seconds(10))
+        let kinds = try await h.center.history(HistoryQuery(key: "tick")).map(\.kind)
+        #expect(kinds == [.cancelled, .fired])
+    }
+
     /// Regression (CI's LoadTests saw a key cancelled with true and then fired): the claim and a
     /// Cancel applied after it share a batch, and the batch's commit outlasts the lead, so the
     /// claimed firing is already due when the batch performs it. The in-memory store holds the

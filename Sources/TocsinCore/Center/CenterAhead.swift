@@ -12,8 +12,11 @@ import TocsinSystem
 ///
 /// A request that reaches the daemon after a firing's claim and before its instant is still
 /// applied first when it drops the claim: cancelling, replacing or reloading the notification
-/// releases nothing at the instant. At most `aheadLimit` firings wait at once (two burst slices),
-/// so a crash just after a burst's instant leaves as few claims in doubt as the burst window does.
+/// releases nothing at the instant, and the history keeps no `fired` entry for it (`HistoryLog`).
+/// One that reaches a batch begun at or after the instant comes after the firing, which that
+/// batch releases first (`runBatch`), as the machine assumes (`NotificationMachine.cancel`).
+/// At most `aheadLimit` firings wait at once (two burst slices), so a crash just after a
+/// burst's instant leaves as few claims in doubt as the burst window does.
 extension TocsinCenter {
     static var aheadLimit: Int { 2 * sliceSize }
 

@@ -101,6 +101,10 @@ extension TocsinCenter {
 
     private func runBatch(_ work: [Work]) async {
         let now = clock.now()
+        // Held firings due by `now` go out before the requests apply: the machine treats a claim
+        // whose instant has come as out (a Cancel or replace then keeps its `fired` entry), and a
+        // request that reaches a batch after the instant, before the wake-up, must find it so.
+        releaseStaged(now: now)
         var batch = Batch(work: work)
         applyFacts(work, now: now, into: &batch)
         machine.beginRecording()
