@@ -172,9 +172,43 @@ struct ClaimAheadTests {
     /// Regression (CI's LoadTests saw a key cancelled with true and then fired): the claim and a
     /// Cancel applied after it share a batch, and the batch's commit outlasts the lead, so the
     /// claimed firing is already due when the batch performs it. The in-memory store holds the
-    /// batch's commits while the clock passes the instant, as a slow disk did in CI.
+    /// claim's commit while the clock passes the instant, as a slow disk did in CI.
     @Test("cancelled in the batch that claimed it, whose commit outlasts the lead: Cancel answers true and nothing goes out")
     func cancelledInTheClaimingBatch() async throws {
+        let r = try await claimAndCancelInOneBatch(failingTheCancel: false)
+        #expect(try await r.cancel.value, "a firing claimed ahead is still pending until its instant")
+        await r.center.waitForDeliveries()
+        #expect(r.spy.deliveries.isEmpty, "cancelled with true and then delivered")
+        let history = try await r.center.history(HistoryQuery(key: "tea"))
+        // The claim's transaction recorded it as fired; the Cancel's took that back.
+        #expect(history.map(\.kind) == [.cancelled], "\(history)")
+        await r.center.shutdown()
+        #expect(!(await r.seen.value).contains { if case .fired = $0 { true } else { false } }, "cancelled with true and then fired")
+    }
+
+    /// Review finding: the firing withdrawn in its claiming batch was dropped before the Cancel's
+    /// own commit answered; when that commit failed, the rollback restored the claim but nothing
+    /// held the firing any more, so it never went out.
+    @Test("the same, but the Cancel's commit fails: the Cancel fails, and the firing goes out late, once")
+    func cancelInTheClaimingBatchFails() async throws {
+        let r = try await claimAndCancelInOneBatch(failingTheCancel: true)
+        await #expect(throws: CenterError.self) { try await r.cancel.value }
+        // The rollback left the claim standing and the firing held, due already: the timer is
+        // armed for it, and the next wake-up sends it.
+        #expect(r.clock.armedAt == t0 + .seconds(10), "armed for the held firing")
+        await r.center.tick()
+        await r.center.waitForDeliveries()
+        #expect(r.spy.deliveries.map(\.key) == ["tea"], "the claim stood, so it goes out once")
+        let history = try await r.center.history(HistoryQuery(key: "tea"))
+        #expect(history.map(\.kind) == [.fired], "\(history)")
+        await r.center.shutdown()
+    }
+
+    /// A center on the in-memory store with "tea" due at t0 + 10 s, whose claim-ahead wake-up and
+    /// a Cancel of it form one batch; the claim's commit is held at the gate while the clock
+    /// passes the instant (5 ms past it), then let go. The Cancel's commit fails if asked.
+    private func claimAndCancelInOneBatch(failingTheCancel: Bool) async throws
+        -> (center: TocsinCenter, clock: VirtualClock, spy: RecordingBackend, cancel: Task<Bool, any Error>, seen: Task<[CenterEvent], Never>) {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
@@ -199,24 +233,22 @@ struct ClaimAheadTests {
             while await c.queuedWork < 2 { await Task.yield() }
         }
         let before = store.commits.count
+        if failingTheCancel { store.failCommit(number: before + 2) }
         store.releaseWaiting()
         #expect(try await first.value == "other")
-        // The claim's slice and the Cancel's transaction wait at the gate while the lead runs out.
-        let held = try await store.state.wait("the claiming batch's commits at the gate", timeout: .seconds(10)) { $0.waiting == 2 }
-        let batch = held.commits.dropFirst(before)
-        #expect(batch.contains { $0.contains { if case .progress(key: "tea", _, _, _) = $0 { true } else { false } } }, "the claim is in this batch")
-        #expect(batch.contains { $0.contains { if case .delete(key: "tea", _) = $0 { true } else { false } } }, "the Cancel is in this batch")
+        // The claim's slice waits at the gate while the lead runs out; the Cancel's transaction
+        // follows it (a batch's commits reach the store in order).
+        let held = try await store.state.wait("the claiming batch's first commit at the gate", timeout: .seconds(10)) { $0.waiting == 1 }
+        #expect(await c.queuedWork == 0, "the wake-up and the Cancel are in the batch being committed")
+        #expect(held.commits.dropFirst(before).contains { $0.contains { if case .progress(key: "tea", _, _, _) = $0 { true } else { false } } },
+                "the claim is in this batch")
         clock.advance(to: t0 + .seconds(10) + TimeSpan(microseconds: 5_000))
         store.release()
         await tick.value
-        #expect(try await cancel.value, "a firing claimed ahead is still pending until its instant")
-        await c.waitForDeliveries()
-        #expect(spy.deliveries.isEmpty, "cancelled with true and then delivered")
-        let history = try await c.history(HistoryQuery(key: "tea"))
-        // The claim's transaction recorded it as fired; the Cancel's took that back.
-        #expect(history.map(\.kind) == [.cancelled], "\(history)")
-        await c.shutdown()
-        #expect(!(await seen.value).contains { if case .fired = $0 { true } else { false } }, "cancelled with true and then fired")
+        _ = await cancel.result
+        #expect(store.commits.dropFirst(before + 1).first?.contains { if case .delete(key: "tea", _) = $0 { true } else { false } } == true,
+                "the Cancel's transaction comes right after the claim's")
+        return (c, clock, spy, cancel, seen)
     }
 
     @Test("an alarm is claimed at its instant, so acknowledging it before its first ring stops that ring")

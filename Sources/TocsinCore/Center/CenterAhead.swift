@@ -44,7 +44,15 @@ extension TocsinCenter {
         guard let first = staged.first, first.delivery.fired <= now else { return }
         let count = staged.firstIndex { $0.delivery.fired > now } ?? staged.endIndex
         var firings: [Firing] = []
-        for (held, n) in staged[..<count] where machine.inDelivery[held.key]?.occurrence == held.occurrence {
+        // One whose claim a request dropped stays held while that request's batch is not durable
+        // (`isRecording`): if its commit fails, the rollback puts the claim back, and it must
+        // still go out. `pruneStaged` forgets it once the request is durable.
+        var undecided: [(delivery: PlannedDelivery, notification: Notification)] = []
+        for (held, n) in staged[..<count] {
+            guard machine.inDelivery[held.key]?.occurrence == held.occurrence else {
+                if machine.isRecording { undecided.append((held, n)) }
+                continue
+            }
             var d = held
             if now - d.fired > NotificationMachine.lateTolerance {
                 d.reason = .late
@@ -54,7 +62,7 @@ extension TocsinCenter {
             emit(.fired(f, backends: d.targets))
             firings.append(f)
         }
-        staged.removeFirst(count)
+        staged.replaceSubrange(..<count, with: undecided)
         if !firings.isEmpty { dispatch(firings) }
     }
 

@@ -18,16 +18,18 @@ extension TocsinCenter {
             switch a {
             case .persist, .unclaimed: continue
             case .deliver(let d):
-                // A firing this batch claimed ahead (due after `claimedAt`) may have been withdrawn
-                // by a request of the same batch, applied after the claim (a Cancel answered true).
-                // When the commit outlasted the lead, it is due by now and would go out here: it
-                // goes out only if still in delivery, as a staged one does (`releaseStaged`).
-                if let claimedAt, d.fired > claimedAt, machine.inDelivery[d.key]?.occurrence != d.occurrence { continue }
                 guard let n = contents[d.key] else {
                     logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
                     continue
                 }
-                if d.fired > clock.now() {
+                // A firing this batch claimed ahead (due after `claimedAt`) may have been withdrawn
+                // by a request of the same batch, applied after the claim (a Cancel answered true).
+                // When the commit outlasted the lead, it is due by now and would go out here. It
+                // is held instead, as if still ahead: the request's own commit decides, dropping
+                // it once durable (`pruneStaged`) or, when it fails and is rolled back, leaving the
+                // claim standing, so it goes out late (`releaseStaged`).
+                let withdrawn = claimedAt.map { d.fired > $0 } == true && machine.inDelivery[d.key]?.occurrence != d.occurrence
+                if withdrawn || d.fired > clock.now() {
                     stage(d, n)
                     continue
                 }

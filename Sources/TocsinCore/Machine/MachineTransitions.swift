@@ -84,6 +84,7 @@ extension NotificationMachine {
         // No withdraw of a replaced one: the delivery replaces its popup by key, and a withdraw
         // racing with it could close the new popup.
         put(e)
+        dropClaim(n.key, now: now, into: &out)
         setInDelivery(n.key, pend)
         out.append(.deliver(PlannedDelivery(key: n.key, occurrence: occ, due: now, fired: now, reason: .postNow,
                                             targets: to, isAlarm: ring != nil)))

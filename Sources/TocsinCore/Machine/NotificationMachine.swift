@@ -230,6 +230,9 @@ public struct NotificationMachine: Sendable {
     /// The batch is durable: forget the pre-images.
     public mutating func endRecording() { undoLog = nil }
 
+    /// A batch's changes are applied but not yet durable: `rollback` may still undo them.
+    public var isRecording: Bool { undoLog != nil }
+
     /// Applies `body` outside the batch being recorded: facts that arrive while a batch's requests
     /// are still uncommitted (a delivery confirmed mid-burst) must survive that batch's rollback.
     public mutating func unrecorded(_ body: (inout NotificationMachine) -> Void) {
