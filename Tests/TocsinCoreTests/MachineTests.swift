@@ -269,20 +269,20 @@ struct MachineTests {
         }
     }
 
-    @Test("dropping a claim made ahead, before its instant, says so (cancel, replace, reload, PostNow); one whose instant has come does not")
+    @Test("dropping a claim made ahead, before its instant, says so (cancel, replace, reload, PostNow), and a Schedule without replace keeps it; one whose instant has come does not")
     func unclaimedBeforeTheInstant() throws {
         func unclaimed(_ actions: [MachineAction]) -> [String] {
             actions.compactMap { if case .unclaimed(let k, let o, let due) = $0 { return "\(k)#\(o.number)@\(due == t0 + .seconds(10))" } else { return nil } }
         }
         var m = machine()
         let early = t0 + .seconds(10) - TimeSpan(microseconds: 20_000)
-        for key in ["cancel", "replace", "late", "posted"] { try schedule(&m, note(key, .at(t0 + .seconds(10)))) }
+        for key in ["cancel", "replace", "late", "posted", "kept"] { try schedule(&m, note(key, .at(t0 + .seconds(10)))) }
         try schedule(&m, note("late-tick", .every(period: .minutes(1), starting: t0 + .seconds(10), count: nil, until: nil)))
         let cfg: [(notification: Notification, fingerprint: String)] = [(note("gone", .at(t0 + .seconds(10)), source: .config), "g"), (note("edited", .at(t0 + .seconds(10)), source: .config), "e")]
         var out: [MachineAction] = []
         _ = m.applyConfig(cfg, now: t0, into: &out)
         out = []
-        #expect(m.claimAhead(until: t0 + .seconds(10), limit: 100, into: &out) == 7)
+        #expect(m.claimAhead(until: t0 + .seconds(10), limit: 100, into: &out) == 8)
         #expect(unclaimed(out).isEmpty, "claiming drops nothing")
         out = []
         #expect(m.cancel("cancel", now: early, into: &out))
@@ -291,6 +291,11 @@ struct MachineTests {
         out = []
         _ = m.applyConfig([(note("edited", .at(t0 + .seconds(40)), source: .config), "e2")], now: early, into: &out)
         #expect(unclaimed(out).sorted() == ["edited#1@true", "gone#1@true"])
+        // A Schedule that must not replace finds the claimed one-shot still pending, as Cancel does.
+        out = []
+        #expect(try m.schedule(note("kept", .at(t0 + .seconds(50))), replace: false, now: early, maxPending: 100, into: &out) == "kept")
+        #expect(out.isEmpty, "kept as it is: \(out)")
+        #expect(m.inDelivery["kept"] != nil)
         // PostNow on the key delivers the new content now; the claimed firing never goes out.
         out = []
         _ = try m.post(note("posted", .at(t0 + .seconds(10))), now: early, into: &out)

@@ -49,10 +49,11 @@ extension NotificationMachine {
 
     /// Adds `n` or replaces the notification with its key (unless `replace` is false and that one
     /// is still active: then it is kept and its key returned). `maxPending` bounds the active count.
+    /// A one-shot claimed ahead of its instant counts as still active here, as it does for `cancel`.
     public mutating func schedule(_ n: Notification, replace: Bool, now: Instant, maxPending: Int, client: Client? = nil,
                                   into out: inout [MachineAction]) throws(CenterError) -> String {
         let existing = entry(n.key)
-        if let existing, existing.isActive, !replace { return n.key }
+        if let existing, existing.isActive || claimedAhead(n.key, now: now), !replace { return n.key }
         guard let next = n.trigger.next(after: now, previous: nil) else { throw Self.neverFires(n.trigger) }
         if !(existing?.isActive ?? false), activeCount >= maxPending {
             throw CenterError(.quotaExceeded, "\(activeCount) notifications are pending, the limit ([daemon] max_pending) is \(maxPending); cancel some first")
