@@ -204,6 +204,26 @@ struct ClaimAheadTests {
         await r.center.shutdown()
     }
 
+    /// Review finding: the machine takes a claim whose instant is still to come as never sent, so
+    /// with the clock set back after the firing went out (its delivery not yet confirmed), a
+    /// Cancel took back the `fired` entry of a firing a backend had.
+    @Test("a firing sent, then the clock set back before its delivery is confirmed: a Cancel keeps its fired entry")
+    func clockSetBackAfterTheFiringWentOut() async throws {
+        let hang = RecordingBackend(name: "spy", behaviour: .hang)
+        let h = try await Harness(backends: [hang])
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await wake(h)
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        try await withTimeout(.seconds(10), "the firing handed to the backend") {
+            while hang.attempts < 1 { await Task.yield() }
+        }
+        h.clock.jump(to: t0 + .seconds(5))
+        #expect(try await h.center.cancel("tea"))
+        let kinds = try await h.center.history(HistoryQuery(key: "tea")).map(\.kind)
+        #expect(kinds == [.cancelled, .fired], "the backend has it: \(kinds)")
+    }
+
     /// A center on the in-memory store with "tea" due at t0 + 10 s, whose claim-ahead wake-up and
     /// a Cancel of it form one batch; the claim's commit is held at the gate while the clock
     /// passes the instant (5 ms past it), then let go. The Cancel's commit fails if asked.

@@ -66,6 +66,18 @@ extension TocsinCenter {
         if !firings.isEmpty { dispatch(firings) }
     }
 
+    /// The requests' actions without an `unclaimed` whose firing went out already: the machine
+    /// judges a claim by its instant (still to come: never sent), and only the center knows that
+    /// shutdown sent it early (`releaseStagedEarly`) or that the clock was set back after it was
+    /// sent. A claim not yet sent is held (`staged`) or in this batch's facts.
+    func withoutSentClaims(_ actions: [MachineAction], facts: [MachineAction]) -> [MachineAction] {
+        actions.filter { a in
+            guard case .unclaimed(let key, let occurrence, _) = a else { return true }
+            return staged.contains { $0.delivery.key == key && $0.delivery.occurrence == occurrence }
+                || facts.contains { if case .deliver(let d) = $0 { d.key == key && d.occurrence == occurrence } else { false } }
+        }
+    }
+
     /// Shutdown: what is claimed goes out now, at most `claimAhead` early, rather than be left to
     /// a start-up that may come after its instant and report it interrupted.
     func releaseStagedEarly() {

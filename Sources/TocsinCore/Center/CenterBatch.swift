@@ -176,7 +176,7 @@ extension TocsinCenter {
         var parts: [(ops: [StoreOp], reading: [String])] = slices.map { slice in
             (log.ops(slice, now: now), slice.compactMap { if case .deliver(let d) = $0 { return d.key }; return nil })
         }
-        parts.append((log.ops(batch.calls.flatMap(\.actions), now: now), []))
+        parts.append((log.ops(withoutSentClaims(batch.calls.flatMap(\.actions), facts: batch.facts), now: now), []))
         let fold = batch.calls.isEmpty
         var commits: [Int: PendingCommit] = [0: startCommit(parts[0], confirming: false, after: nil, into: &batch)]
         if parts.count > 1 { commits[1] = startCommit(parts[1], confirming: fold && 1 < slices.count, after: commits[0], into: &batch) }
