@@ -46,6 +46,9 @@ public final class InMemoryStore: NotificationStore {
     public let state = WaitableState(State())
     private let gate = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let counter = Mutex(0)
+    /// The last `commitEach` queued: each call's commits start after those of the call before,
+    /// the order the protocol promises (a task per call could start in either order).
+    private let queue = Mutex<Task<Void, Never>?>(nil)
 
     public init() {}
 
@@ -104,6 +107,21 @@ public final class InMemoryStore: NotificationStore {
             }
             c.finish()
         }
+    }
+
+    public func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>> {
+        let (stream, c) = AsyncStream.makeStream(of: Result<[String: Notification], StoreError>.self)
+        queue.withLock { last in
+            let before = last
+            last = Task {
+                await before?.value
+                for b in batches {
+                    do throws(StoreError) { c.yield(.success(try await commit(b.ops, reading: b.reading))) } catch { c.yield(.failure(error)) }
+                }
+                c.finish()
+            }
+        }
+        return stream
     }
 
     /// An empty batch is no transaction: it is neither counted nor held.

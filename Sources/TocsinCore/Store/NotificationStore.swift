@@ -126,7 +126,9 @@ public protocol NotificationStore: Sendable {
     func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification]
     /// Commits each batch in its own transaction, in order, and reports each as soon as it is
     /// durable (with the rows it reads), so the caller can deliver one batch of a burst while the
-    /// next is being committed.
+    /// next is being committed. The batches are queued before this returns: those of successive
+    /// calls apply in the order of the calls, which is how the center keeps one batch's
+    /// transactions in the order its machine made them.
     func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>>
     /// The full rows of `keys` that exist.
     func notifications(_ keys: [String]) async throws(StoreError) -> [String: Notification]
@@ -155,20 +157,5 @@ extension NotificationStore {
             }
         }
         return all
-    }
-
-    /// One commit after the other, each awaited: right for stores whose commits are cheap.
-    public func commitEach(_ batches: [(ops: [StoreOp], reading: [String])]) -> AsyncStream<Result<[String: Notification], StoreError>> {
-        AsyncStream { c in
-            let task = Task {
-                for b in batches {
-                    do throws(StoreError) { c.yield(.success(try await commit(b.ops, reading: b.reading))) } catch {
-                        c.yield(.failure(error))
-                    }
-                }
-                c.finish()
-            }
-            c.onTermination = { _ in task.cancel() }
-        }
     }
 }
