@@ -45,10 +45,11 @@ struct IdleWakeupTests {
     }
 
     /// What an idle window of `seconds` measured: context switches of every thread (including
-    /// threads born or gone in the window), after `settle` seconds. Both are measurement windows,
-    /// not synchronisation. Under ThreadSanitizer the runtime adds a thread of its own that sleeps
-    /// in nanosleep and wakes ten times a second whatever the program does: it is not Tocsin's, so
-    /// in that run (and only then) threads parked in nanosleep are left out.
+    /// threads born or gone in the window), once the daemon has gone quiet (`waitUntilQuiet`). The
+    /// window's 100 ms steps sample it; time is the quantity measured there. Under ThreadSanitizer
+    /// the runtime adds a thread of its own that sleeps in nanosleep and wakes ten times a second
+    /// whatever the program does: it is not Tocsin's, so in that run (and only then) threads parked
+    /// in nanosleep are left out.
     struct Window {
         var total: Int
         /// "name[tid]=switches" of each thread that switched.
@@ -57,11 +58,34 @@ struct IdleWakeupTests {
         var threadNames: [String]
     }
 
-    static func measure(pid: pid_t, settle: Duration = .seconds(2), seconds: Int64 = 60) async throws -> Window {
-        try await Task.sleep(for: settle)
+    static let underTSan = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
+
+    /// Waits, with a deadline, until no thread of the daemon has switched for `quietFor`: the work
+    /// the last replies left behind (commits, a checkpoint) is observed to have finished rather
+    /// than assumed finished after a fixed time. A daemon that never goes quiet fails here, which
+    /// is this suite's finding too.
+    static func waitUntilQuiet(pid: pid_t, quietFor: Duration = .milliseconds(500),
+                               timeout: Duration = TimingBudget.scaled(.seconds(30))) async throws {
+        func total() -> Int {
+            let skip = underTSan ? sleepers(of: pid) : []
+            return switches(of: pid).filter { !skip.contains($0.key) }.reduce(0) { $0 + $1.value.count }
+        }
+        let deadline = ContinuousClock.now + timeout
+        var last = total(), since = ContinuousClock.now
+        while ContinuousClock.now - since < quietFor {
+            guard ContinuousClock.now < deadline else {
+                throw TestTimeoutError(what: "the daemon (pid \(pid)) to go quiet for \(quietFor)", after: timeout)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            let now = total()
+            if now != last { last = now; since = ContinuousClock.now }
+        }
+    }
+
+    static func measure(pid: pid_t, seconds: Int64 = 60) async throws -> Window {
+        try await waitUntilQuiet(pid: pid)
         let before = switches(of: pid)
         var last = before
-        let underTSan = ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil
         var sanitizerThreads = Set<String>()
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
