@@ -46,13 +46,21 @@ public final class SQLiteStore: NotificationStore {
     }
 
     public func commit(_ ops: [StoreOp], reading: [String]) async throws(StoreError) -> [String: Notification] {
-        try await worker.run { s throws(StoreError) in
-            if !ops.isEmpty {
+        try await worker.run { s throws(StoreError) in try Self.apply(ops, reading: reading, on: s).get() }
+    }
+
+    /// One batch on the store thread, the same for `commit` and `commitEach` so that the two cannot
+    /// drift: its transaction, then the read-back. The batch is durable once the transaction is;
+    /// a failed read must not make it look as if it were not, so it reads as nothing.
+    static func apply(_ ops: [StoreOp], reading: [String], on s: StateStore) -> Result<[String: Notification], StoreError> {
+        if !ops.isEmpty {
+            do throws(StoreError) {
                 try s.transaction { () throws(StoreError) in for op in ops { try s.apply(op) } }
+            } catch {
+                return .failure(error)
             }
-            // The batch is durable; a failed read must not make it look as if it were not.
-            return reading.isEmpty ? [:] : ((try? s.read(reading)) ?? [:])
         }
+        return .success(reading.isEmpty ? [:] : ((try? s.read(reading)) ?? [:]))
     }
 
     /// Every batch is queued on the store thread at once: the thread commits the next while the
@@ -65,16 +73,7 @@ public final class SQLiteStore: NotificationStore {
             remaining -= 1
             let last = remaining == 0
             worker.submit { s in
-                if !b.ops.isEmpty {
-                    do throws(StoreError) {
-                        try s.transaction { () throws(StoreError) in for op in b.ops { try s.apply(op) } }
-                    } catch {
-                        c.yield(.failure(error))
-                        if last { c.finish() }
-                        return
-                    }
-                }
-                c.yield(.success(b.reading.isEmpty ? [:] : ((try? s.read(b.reading)) ?? [:])))
+                c.yield(Self.apply(b.ops, reading: b.reading, on: s))
                 if last { c.finish() }
             } refused: {
                 c.yield(.failure(StoreError(.failed, "the state database is closed")))
