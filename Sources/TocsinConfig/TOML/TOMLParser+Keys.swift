@@ -57,11 +57,13 @@ extension TOMLParser {
             }
             return KeyPart(name: try parseLiteralString(), offset: start, location: loc)
         }
-        while pos < end, tomlIsBareKeyByte(buf[pos]) { pos += 1 }
+        var p = pos
+        while p < end, tomlIsBareKeyByte(buf[p]) { p += 1 }
+        pos = p
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }
-        return KeyPart(name: makeString(start, pos), offset: start, location: loc)
+        return KeyPart(name: makeValidString(start, pos), offset: start, location: loc)
     }
 
     // MARK: Statements
