@@ -129,7 +129,7 @@ extension TOMLParser {
                 } else {
                     if direct.isEmpty { direct.reserveCapacity(4) }
                     directPrints[direct.count] = keys.first.print
-                    direct.append(TOMLTable.Entry(key: keys.first.name, keyLocation: keys.first.location, node: value))
+                    direct.append(TOMLTable.Entry(key: keys.first.name, keyLocation: keys.first.location, node: consume value))
                 }
             } else {
                 let table: TOMLTableArena.ID

@@ -59,9 +59,7 @@ extension TOMLParser {
             }
             return KeyPart(name: try parseLiteralString(), offset: start, location: loc)
         }
-        var p = pos
-        while p < end, tomlIsBareKeyByte(buf[p]) { p += 1 }
-        pos = p
+        pos = tomlBareKeyEnd(buf, from: pos, end: end)
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }

@@ -80,6 +80,42 @@ extension TOMLParser {
     }
 }
 
+/// The end of the run of bare-key bytes (`A-Z a-z 0-9 _ -`) starting at `from`: eight bytes at
+/// a time while a word is ASCII, then byte by byte.
+@inline(__always) func tomlBareKeyEnd(_ buf: UnsafeBufferPointer<UInt8>, from: Int, end: Int) -> Int {
+    var p = from
+    if let base = buf.baseAddress {
+        while p + 8 <= end {
+            let w = UInt64(littleEndian: UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self))
+            if w & 0x8080_8080_8080_8080 != 0 { break }
+            let other = ~tomlBareKeyFlags(w) & 0x8080_8080_8080_8080
+            if other == 0 {
+                p += 8
+                continue
+            }
+            return p + other.trailingZeroBitCount >> 3
+        }
+    }
+    while p < end, tomlIsBareKeyByte(buf[p]) { p += 1 }
+    return p
+}
+
+/// For eight ASCII bytes (little-endian): the high bit of each that is a bare-key byte. Each
+/// range test adds a constant that sets a byte's high bit exactly when it is at least the range's
+/// start (resp. past its end); with every byte below 0x80 no sum carries into the next byte, so
+/// unlike the zero-byte trick every flag is exact, not only the first.
+@inline(__always) func tomlBareKeyFlags(_ w: UInt64) -> UInt64 {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    @inline(__always) func inRange(_ x: UInt64, _ lo: UInt64, _ hi: UInt64) -> UInt64 {
+        (x &+ ones &* (0x80 - lo)) & ~(x &+ ones &* (0x7F - hi))
+    }
+    let letters = inRange(w | ones &* 0x20, 0x61, 0x7A)
+    let digits = inRange(w, 0x30, 0x39)
+    let underscore = inRange(w, 0x5F, 0x5F)
+    let minus = inRange(w, 0x2D, 0x2D)
+    return (letters | digits | underscore | minus) & 0x8080_8080_8080_8080
+}
+
 /// `TOMLParser.basicStringStop` for code (a string-building closure) that has only the buffer.
 @inline(__always) func tomlBasicStringStop(_ buf: UnsafeBufferPointer<UInt8>, from: Int, end: Int) -> Int {
     var p = from
