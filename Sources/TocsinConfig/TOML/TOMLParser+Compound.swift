@@ -78,7 +78,6 @@ extension TOMLParser {
         pos += 1
         openDelimiters += 1
         var elements: [TOMLNode] = []
-        elements.reserveCapacity(4)
         while true {
             try skipArraySpace()
             if cur == ASCII.rbracket, !atEnd { pos += 1; openDelimiters -= 1; return elements }
@@ -86,6 +85,9 @@ extension TOMLParser {
             if cur == ASCII.comma {
                 throw fail("expected a value or ']' in array, found ','", at: pos)
             }
+            // Two to start with: most config arrays are short, and every parse result stays in
+            // memory, so unused capacity is memory the next allocations must walk past.
+            if elements.isEmpty { elements.reserveCapacity(2) }
             elements.append(try parseValue(depth: depth))
             try skipArraySpace()
             if cur == ASCII.comma, !atEnd {
@@ -127,7 +129,7 @@ extension TOMLParser {
                 if let previous = directIndex(of: keys.first, in: direct, prints: directPrints) {
                     report("duplicate key '\(keys.display())' (first defined at \(direct[previous].keyLocation))", at: keys.first.location)
                 } else {
-                    if direct.isEmpty { direct.reserveCapacity(4) }
+                    if direct.isEmpty { direct.reserveCapacity(2) }
                     directPrints[direct.count] = keys.first.print
                     direct.append(TOMLTable.Entry(key: keys.first.name, keyLocation: keys.first.location, node: consume value))
                 }
