@@ -27,6 +27,10 @@ struct TOMLTableArena {
         /// copying; sub-tables sit here as placeholders, tracked in `children`.
         var entries: [TOMLTable.Entry] = []
         var children: [(index: Int, kind: Kind)] = []
+        /// The `tomlKeyPrint` of the first eight entries' keys (0, unknown, past those), inline
+        /// so that the linear search of a small table rules out most keys without a String
+        /// comparison and without another allocation.
+        var prints = SIMD8<UInt64>()
         /// Built once a table grows past a few keys; small tables are scanned linearly, which is
         /// cheaper than hashing for the typical config table of under a dozen keys.
         var index: [String: Int]?
@@ -49,11 +53,22 @@ struct TOMLTableArena {
         return tables.count - 1
     }
 
-    func find(_ key: String, in t: ID) -> Int? {
+    func find(_ key: String, print: UInt64, in t: ID) -> Int? {
         if let index = tables[t].index { return index[key] }
         let entries = tables[t].entries
-        for i in entries.indices where entries[i].key == key { return i }
-        return nil
+        var prints = tables[t].prints
+        // Read through a pointer: subscripting a SIMD vector by a variable index copies it.
+        return withUnsafeBytes(of: &prints) { prints in
+            for i in entries.indices {
+                if i < 8 {
+                    let other = prints.load(fromByteOffset: i << 3, as: UInt64.self)
+                    if tomlKeyPrintsMatch(other, print) { return i }
+                    if tomlKeyPrintsDiffer(other, print) { continue }
+                }
+                if entries[i].key == key { return i }
+            }
+            return nil
+        }
     }
 
     func kind(at i: Int, in t: ID) -> Kind {
@@ -69,7 +84,21 @@ struct TOMLTableArena {
         return .value(tables[t].entries[i].node)
     }
 
-    mutating func append(_ key: String, keyLocation: SourceLocation, _ kind: Kind, to t: ID) {
+    mutating func append(_ key: String, print: UInt64, keyLocation: SourceLocation, value: consuming TOMLNode, to t: ID) {
+        _ = prepareAppend(key, print: print, to: t)
+        tables[t].entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: consume value))
+    }
+
+    /// A sub-table (`.table` or `.tables`): a placeholder entry, tracked in `children`.
+    mutating func appendChild(_ key: String, print: UInt64, keyLocation: SourceLocation, _ kind: Kind, to t: ID) {
+        let count = prepareAppend(key, print: print, to: t)
+        tables[t].children.append((count, kind))
+        tables[t].entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: Self.placeholder))
+    }
+
+    /// The bookkeeping of an append: the key index or print, and the first reservation.
+    /// Returns the new entry's position.
+    @inline(__always) private mutating func prepareAppend(_ key: String, print: UInt64, to t: ID) -> Int {
         let count = tables[t].entries.count
         if tables[t].index != nil {
             tables[t].index?[key] = count
@@ -80,14 +109,9 @@ struct TOMLTableArena {
             built[key] = count
             tables[t].index = built
         }
+        if count < 8 { tables[t].prints[count] = print }
         if count == 0 { tables[t].entries.reserveCapacity(8) }
-        switch kind {
-        case .value(let node):
-            tables[t].entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: node))
-        case .table, .tables:
-            tables[t].children.append((count, kind))
-            tables[t].entries.append(TOMLTable.Entry(key: key, keyLocation: keyLocation, node: Self.placeholder))
-        }
+        return count
     }
 
     mutating func appendElement(_ table: ID, to array: ArrayID) {
@@ -119,4 +143,37 @@ struct TOMLTableArena {
         }
         return TOMLTable(location: tables[t].location, uniqueEntries: entries)
     }
+}
+
+/// A summary of a key known to be ASCII (a bare key), for telling keys apart without comparing
+/// `String`s: its first seven bytes, and its length + 1 in the top byte, or 0xFF there when it is
+/// longer than seven bytes. 0 means unknown (a quoted key, which may be any Unicode text).
+@inline(__always) func tomlKeyPrint(_ buf: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
+    let n = end - start
+    let length = (n <= 7 ? UInt64(n + 1) : 0xFF) << 56
+    let kept = min(n, 7)
+    if start + 8 <= buf.count, let base = buf.baseAddress {
+        let w = UInt64(littleEndian: UnsafeRawPointer(base + start).loadUnaligned(as: UInt64.self))
+        return w & ((1 << UInt64(kept * 8)) &- 1) | length
+    }
+    var bits: UInt64 = 0
+    var i = 0
+    while i < kept {
+        bits |= UInt64(buf[start + i]) << UInt64(8 * i)
+        i += 1
+    }
+    return bits | length
+}
+
+/// True only when the keys of two prints certainly differ. Prints are exact for ASCII keys, and
+/// two ASCII strings are equal exactly when their bytes are; String equality (canonical
+/// equivalence: "K" equals U+212A KELVIN SIGN) is left to decide whenever either key is unknown,
+/// or both are long with the same first seven bytes.
+@inline(__always) func tomlKeyPrintsDiffer(_ a: UInt64, _ b: UInt64) -> Bool {
+    a != 0 && b != 0 && a != b
+}
+
+/// True only when the keys of two prints are certainly equal (both short, ASCII, same bytes).
+@inline(__always) func tomlKeyPrintsMatch(_ a: UInt64, _ b: UInt64) -> Bool {
+    a != 0 && a == b && a >> 56 != 0xFF
 }

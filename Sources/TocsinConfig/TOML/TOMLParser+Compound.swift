@@ -78,7 +78,6 @@ extension TOMLParser {
         pos += 1
         openDelimiters += 1
         var elements: [TOMLNode] = []
-        elements.reserveCapacity(4)
         while true {
             try skipArraySpace()
             if cur == ASCII.rbracket, !atEnd { pos += 1; openDelimiters -= 1; return elements }
@@ -86,6 +85,9 @@ extension TOMLParser {
             if cur == ASCII.comma {
                 throw fail("expected a value or ']' in array, found ','", at: pos)
             }
+            // Two to start with: most config arrays are short, and every parse result stays in
+            // memory, so unused capacity is memory the next allocations must walk past.
+            if elements.isEmpty { elements.reserveCapacity(2) }
             elements.append(try parseValue(depth: depth))
             try skipArraySpace()
             if cur == ASCII.comma, !atEnd {
@@ -110,6 +112,7 @@ extension TOMLParser {
         pos += 1
         openDelimiters += 1
         var direct: [TOMLTable.Entry] = []
+        var directPrints = SIMD8<UInt64>()
         var builder: TOMLTableArena.ID?
         let sectionID = nextSection
         nextSection += 1
@@ -123,12 +126,12 @@ extension TOMLParser {
             }
             let (keys, value) = try parseKeyValue(depth: depth)
             if builder == nil, keys.count == 1, direct.count < 8 {
-                let name = keys.first.name
-                if let previous = direct.first(where: { $0.key == name }) {
-                    report("duplicate key '\(keys.display())' (first defined at \(previous.keyLocation))", at: keys.first.location)
+                if let previous = directIndex(of: keys.first, in: direct, prints: directPrints) {
+                    report("duplicate key '\(keys.display())' (first defined at \(direct[previous].keyLocation))", at: keys.first.location)
                 } else {
-                    if direct.isEmpty { direct.reserveCapacity(4) }
-                    direct.append(TOMLTable.Entry(key: name, keyLocation: keys.first.location, node: value))
+                    if direct.isEmpty { direct.reserveCapacity(2) }
+                    directPrints[direct.count] = keys.first.print
+                    direct.append(TOMLTable.Entry(key: keys.first.name, keyLocation: keys.first.location, node: consume value))
                 }
             } else {
                 let table: TOMLTableArena.ID
@@ -136,7 +139,9 @@ extension TOMLParser {
                     table = builder
                 } else {
                     table = arena.newTable(location: loc, depth: depth)
-                    for e in direct { arena.append(e.key, keyLocation: e.keyLocation, .value(e.node), to: table) }
+                    for (i, e) in direct.enumerated() {
+                        arena.append(e.key, print: directPrints[i], keyLocation: e.keyLocation, value: e.node, to: table)
+                    }
                     direct = []
                     builder = table
                 }
@@ -165,6 +170,23 @@ extension TOMLParser {
                 if let builder { return arena.freeze(builder) }
                 return TOMLTable(location: loc, uniqueEntries: direct)
             }
+        }
+    }
+
+    /// Where `key` already is among an inline table's first (fewer than eight) plain keys.
+    private func directIndex(of key: KeyPart, in direct: [TOMLTable.Entry], prints: SIMD8<UInt64>) -> Int? {
+        var prints = prints
+        // Read through a pointer: subscripting a SIMD vector by a variable index copies it.
+        return withUnsafeBytes(of: &prints) { prints in
+            for i in direct.indices {
+                if i < 8 {
+                    let other = prints.load(fromByteOffset: i << 3, as: UInt64.self)
+                    if tomlKeyPrintsMatch(other, key.print) { return i }
+                    if tomlKeyPrintsDiffer(other, key.print) { continue }
+                }
+                if direct[i].key == key.name { return i }
+            }
+            return nil
         }
     }
 

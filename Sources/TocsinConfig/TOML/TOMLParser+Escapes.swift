@@ -3,22 +3,33 @@ extension TOMLParser {
     /// the `String`'s storage (escapes only shrink text, so the raw length bounds the result).
     /// Returns nil, with `pos` unchanged, on anything unusual: the general path then reports it.
     mutating func decodeEscapes(from start: Int) -> String? {
-        var p = pos
-        while p < end {
-            let b = buf[p]
-            if b == ASCII.quote { break }
-            if b == ASCII.backslash { p += 2; continue }
-            if (b < 0x20 && b != ASCII.tab) || b == 0x7F { return nil }
-            p += 1
-        }
-        guard p < end, buf[p] == ASCII.quote else { return nil }
-        let close = p
+        guard let close = basicStringClose(from: pos) else { return nil }
         var ok = true
         let buf = self.buf
         let v11 = version == .v1_1
         let s = String(unsafeUninitializedCapacity: close - start) { out in
             var w = 0, r = start
+            let src = UnsafeRawPointer(buf.baseAddress!), dst = UnsafeMutableRawPointer(out.baseAddress!)
             while r < close {
+                // Eight bytes at a time while a word holds no backslash (the closing quote is
+                // past `close`). `w <= r - start`, so a word stored at `w` fits the capacity.
+                // A word with a stop is stored whole too, but only the bytes before its first
+                // flagged byte (a true match: a backslash or a tab) count as written.
+                while r + 8 <= close {
+                    let word = src.loadUnaligned(fromByteOffset: r, as: UInt64.self)
+                    dst.storeBytes(of: word, toByteOffset: w, as: UInt64.self)
+                    let flags = tomlBasicStringStopFlags(word)
+                    if flags == 0 {
+                        w += 8
+                        r += 8
+                        continue
+                    }
+                    let k = flags.trailingZeroBitCount >> 3
+                    w += k
+                    r += k
+                    break
+                }
+                guard r < close else { break }
                 let b = buf[r]
                 if b != ASCII.backslash {
                     out[w] = b

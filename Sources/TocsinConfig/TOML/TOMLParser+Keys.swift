@@ -6,6 +6,8 @@ extension TOMLParser {
         var name: String
         var offset: Int
         var location: SourceLocation
+        /// `tomlKeyPrint` of a bare key; 0 (unknown) for a quoted one.
+        var print: UInt64 = 0
     }
 
     /// A dotted key without an allocation for the common single-part case.
@@ -57,11 +59,11 @@ extension TOMLParser {
             }
             return KeyPart(name: try parseLiteralString(), offset: start, location: loc)
         }
-        while pos < end, tomlIsBareKeyByte(buf[pos]) { pos += 1 }
+        pos = tomlBareKeyEnd(buf, from: pos, end: end)
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }
-        return KeyPart(name: makeString(start, pos), offset: start, location: loc)
+        return KeyPart(name: makeValidString(start, pos), offset: start, location: loc, print: tomlKeyPrint(buf, start, pos))
     }
 
     // MARK: Statements
@@ -81,12 +83,13 @@ extension TOMLParser {
     /// Applies a key/value pair under TOML's rules: dotted keys may create tables and re-enter
     /// tables they created in the same section, but never tables defined by a header, arrays of
     /// tables, inline tables or other values; the final key must be new.
-    mutating func insert(_ keys: KeyPath, _ value: TOMLNode, into start: TOMLTableArena.ID, section: Int) {
+    /// `value` is consumed so it moves into the table's entry array instead of being copied.
+    mutating func insert(_ keys: KeyPath, _ value: consuming TOMLNode, into start: TOMLTableArena.ID, section: Int) {
         if keys.rest.isEmpty {
-            if let idx = arena.find(keys.first.name, in: start) {
+            if let idx = arena.find(keys.first.name, print: keys.first.print, in: start) {
                 report("duplicate key '\(keys.display())' (first defined at \(arena.tables[start].entries[idx].keyLocation))", at: keys.first.location)
             } else {
-                arena.append(keys.first.name, keyLocation: keys.first.location, .value(value), to: start)
+                arena.append(keys.first.name, print: keys.first.print, keyLocation: keys.first.location, value: consume value, to: start)
             }
             return
         }
@@ -94,7 +97,7 @@ extension TOMLParser {
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = arena.find(part.name, in: table) {
+            if let idx = arena.find(part.name, print: part.print, in: table) {
                 let keyLocation = arena.tables[table].entries[idx].keyLocation
                 switch arena.kind(at: idx, in: table) {
                 case .table(let child):
@@ -119,17 +122,17 @@ extension TOMLParser {
             } else {
                 let child = arena.newTable(location: part.location, depth: arena.tables[table].depth + 1)
                 arena.tables[child].dottedSection = section
-                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
+                arena.appendChild(part.name, print: part.print, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1
         }
         let last = keys.last
-        if let idx = arena.find(last.name, in: table) {
+        if let idx = arena.find(last.name, print: last.print, in: table) {
             report("duplicate key '\(keys.display())' (first defined at \(arena.tables[table].entries[idx].keyLocation))", at: last.location)
             return
         }
-        arena.append(last.name, keyLocation: last.location, .value(value), to: table)
+        arena.append(last.name, print: last.print, keyLocation: last.location, value: consume value, to: table)
     }
 
     func notATable(_ key: String, _ node: TOMLNode, keyLocation: SourceLocation) -> String {
@@ -148,7 +151,7 @@ extension TOMLParser {
         current = arena.newTable(location: headerLoc, depth: min(keys.count, tomlMaxDepth))
         guard let parent = headerParent(keys, headerLoc: headerLoc) else { return }
         let last = keys.last
-        if let idx = arena.find(last.name, in: parent) {
+        if let idx = arena.find(last.name, print: last.print, in: parent) {
             reopenHeader(keys, isArray: isArray, entry: idx, in: parent, headerLoc: headerLoc)
             return
         }
@@ -156,9 +159,9 @@ extension TOMLParser {
         arena.tables[child].definedByHeader = true
         if isArray {
             arena.arrays.append(TOMLTableArena.ArrayOfTables(tables: [child], location: headerLoc))
-            arena.append(last.name, keyLocation: last.location, .tables(arena.arrays.count - 1), to: parent)
+            arena.appendChild(last.name, print: last.print, keyLocation: last.location, .tables(arena.arrays.count - 1), to: parent)
         } else {
-            arena.append(last.name, keyLocation: last.location, .table(child), to: parent)
+            arena.appendChild(last.name, print: last.print, keyLocation: last.location, .table(child), to: parent)
         }
         current = child
     }
@@ -193,7 +196,7 @@ extension TOMLParser {
         var i = 0
         while i < keys.count - 1 {
             let part = keys[i]
-            if let idx = arena.find(part.name, in: table) {
+            if let idx = arena.find(part.name, print: part.print, in: table) {
                 switch arena.kind(at: idx, in: table) {
                 case .table(let child): table = child
                 case .tables(let array): table = arena.arrays[array].tables[arena.arrays[array].tables.count - 1]
@@ -204,7 +207,7 @@ extension TOMLParser {
                 }
             } else {
                 let child = arena.newTable(location: headerLoc, depth: arena.tables[table].depth + 1)
-                arena.append(part.name, keyLocation: part.location, .table(child), to: table)
+                arena.appendChild(part.name, print: part.print, keyLocation: part.location, .table(child), to: table)
                 table = child
             }
             i += 1

@@ -78,6 +78,7 @@ extension TOMLParser {
     /// A float already checked against TOML's grammar; only Double's parsing is left, after
     /// taking out the underscores TOML allows and Double does not.
     private mutating func float(start: Int, stop: Int) throws(TOMLAbort) -> TOMLValue {
+        if let d = fastFloat(start, stop) { return .float(d) }
         var token: String { makeString(start, stop) }
         var hasUnderscore = false
         for k in start..<stop where buf[k] == ASCII.underscore { hasUnderscore = true; break }

@@ -9,15 +9,11 @@ extension TOMLParser {
         let open = pos
         pos += 1
         let start = pos
-        while pos < end {
-            let b = buf[pos]
-            if b == ASCII.quote {
-                let s = makeString(start, pos)
-                pos += 1
-                return s
-            }
-            if b == ASCII.backslash || (b < 0x20 && b != ASCII.tab) || b == 0x7F { break }
+        pos = basicStringStop(from: pos)
+        if pos < end, buf[pos] == ASCII.quote {
+            let s = makeValidString(start, pos)
             pos += 1
+            return s
         }
         if pos < end, buf[pos] == ASCII.backslash, let s = decodeEscapes(from: start) { return s }
         var out = [UInt8](UnsafeBufferPointer(rebasing: buf[start..<pos]))
@@ -100,7 +96,7 @@ extension TOMLParser {
             }
             pos += 1
         }
-        let s = clean ? makeString(start, pos) : ""
+        let s = clean ? makeValidString(start, pos) : ""
         pos += 1
         return s
     }

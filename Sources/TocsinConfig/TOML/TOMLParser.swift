@@ -74,7 +74,32 @@ struct TOMLParser {
         lineStart = pos
     }
 
-    mutating func location(_ offset: Int) -> SourceLocation {
+    /// Called for every key and value, usually a few ASCII bytes past the previous call on the
+    /// same line: that case is inlined, one masked word read, and the rest is out of line.
+    @inline(__always) mutating func location(_ offset: Int) -> SourceLocation {
+        var p = colCachePos, c = colCacheCol
+        if colCacheLineStart != lineStart { p = lineStart; c = 1 }
+        if p <= offset, offset - p <= 16, let base = buf.baseAddress {
+            // Up to two words, each with its bytes before `offset` all ASCII: one column each.
+            while p < offset, p + 8 <= end {
+                let n = min(8, offset - p)
+                let w = UInt64(littleEndian: UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self))
+                let first: UInt64 = (1 << (UInt64(n) * 8)) &- 1
+                if w & first & 0x8080_8080_8080_8080 != 0 { break }
+                p += n
+                c += n
+            }
+            if p == offset {
+                colCacheLineStart = lineStart
+                colCachePos = p
+                colCacheCol = c
+                return SourceLocation(line: line, column: c)
+            }
+        }
+        return locationScanning(offset)
+    }
+
+    @inline(never) private mutating func locationScanning(_ offset: Int) -> SourceLocation {
         guard offset >= lineStart else { return slowLocation(offset) }
         if colCacheLineStart != lineStart || colCachePos > offset {
             colCacheLineStart = lineStart
@@ -83,6 +108,20 @@ struct TOMLParser {
         }
         var p = colCachePos, c = colCacheCol
         let stop = min(offset, end)
+        // A word at a time while one fits in the buffer and its first `n` bytes (those before
+        // `stop`) are ASCII, each a column: the usual span, from one token to the next, is a
+        // few bytes of ASCII.
+        if let base = buf.baseAddress {
+            while p < stop, p + 8 <= end {
+                let w = UInt64(littleEndian: UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self))
+                let n = min(8, stop - p)
+                var high = w & 0x8080_8080_8080_8080
+                if n < 8 { high &= (1 << (UInt64(n) * 8)) - 1 }
+                if high != 0 { break }
+                c += n
+                p += n
+            }
+        }
         while p < stop {
             if buf[p] & 0xC0 != 0x80 { c += 1 }
             p += 1
@@ -305,14 +344,15 @@ struct TOMLParser {
     }
 }
 
+/// `A-Z a-z 0-9 _ -`, as one bit per ASCII byte in two words: a shift and a mask instead of a
+/// chain of range comparisons, in the loop every bare key and number runs through.
 @inline(__always) func tomlIsBareKeyByte(_ b: UInt8) -> Bool {
-    switch b {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
-        return true
-    default:
-        return false
-    }
+    // Bytes 0-63: '-' (0x2D) and '0'-'9' (0x30-0x39). Bytes 64-127: 'A'-'Z' (0x41-0x5A),
+    // '_' (0x5F), 'a'-'z' (0x61-0x7A).
+    let low: UInt64 = 0x03FF_2000_0000_0000
+    let high: UInt64 = 0x07FF_FFFE_87FF_FFFE
+    guard b < 0x80 else { return false }
+    return ((b < 0x40 ? low : high) >> UInt64(b & 0x3F)) & 1 != 0
 }
 
 func tomlUnicodeName(_ v: UInt32) -> String {
