@@ -2,17 +2,22 @@ public import TocsinCore
 public import TocsinModel
 
 /// `type = "dbus-signal"`: emits the gateway's `Fired` signal for each firing routed here, so
-/// any program can subscribe instead of polling. The daemon hands the factory the function that
-/// emits on the current bus connection; the backend itself knows nothing of connections.
+/// any program can subscribe instead of polling. The daemon hands the factory the functions that
+/// build and emit on the current bus connection; the backend itself knows nothing of connections.
 public struct DBusSignalBackend: BatchDeliveryBackend {
     /// Emits one signal per firing, in order; one result per firing (nil: queued on the bus).
     public typealias Emit = @Sendable ([Firing]) -> [DeliveryError?]
+    /// Builds ahead the signals of firings claimed before their instant, for `Emit` to send when
+    /// the same firings come (`BatchDeliveryBackend.prepare`).
+    public typealias Prepare = @Sendable ([Firing]) -> Void
     public let name: String
     let emit: Emit
+    let prepareAhead: Prepare
 
-    public init(name: String, emit: @escaping Emit) {
+    public init(name: String, emit: @escaping Emit, prepare: @escaping Prepare = { _ in }) {
         self.name = name
         self.emit = emit
+        self.prepareAhead = prepare
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
@@ -20,17 +25,23 @@ public struct DBusSignalBackend: BatchDeliveryBackend {
     }
 
     public func deliver(batch: [Firing]) -> [DeliveryError?] { emit(batch) }
+
+    public func prepare(batch: [Firing]) { prepareAhead(batch) }
 }
 
 public struct DBusSignalBackendFactory: BackendFactory {
     let emit: DBusSignalBackend.Emit
-    public init(emit: @escaping DBusSignalBackend.Emit) { self.emit = emit }
+    let prepare: DBusSignalBackend.Prepare
+    public init(emit: @escaping DBusSignalBackend.Emit, prepare: @escaping DBusSignalBackend.Prepare = { _ in }) {
+        self.emit = emit
+        self.prepare = prepare
+    }
     public var typeName: String { "dbus-signal" }
     public var optionKeys: [String] { [] }
     /// The signal's shape is the API's, so the table has nothing to set.
     public struct Options: Sendable { public init() {} }
     public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
-        DBusSignalBackend(name: name, emit: emit)
+        DBusSignalBackend(name: name, emit: emit, prepare: prepare)
     }
 }

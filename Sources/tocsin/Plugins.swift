@@ -14,16 +14,18 @@ enum Plugins {
     /// `link` is the daemon's bus connection; `check` passes none, since it only validates tables.
     static func registry(link: BusLink? = nil) -> BackendRegistry {
         let emit: DBusSignalBackend.Emit
+        var prepare: DBusSignalBackend.Prepare = { _ in }
         let bus: ServiceBus
         if let link {
             emit = link.firedEmitter()
+            prepare = link.firedPreparer()
             bus = ServiceBus(current: { link.current }, connections: { link.connections() })
         } else {
             emit = { firings in firings.map { _ in DeliveryError(.unavailable, "not connected to a bus") } }
             bus = .none
         }
         return BackendRegistry([
-            LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit), DBusServiceBackendFactory(bus: bus),
+            LogBackendFactory(), ExecBackendFactory(), DBusSignalBackendFactory(emit: emit, prepare: prepare), DBusServiceBackendFactory(bus: bus),
             DesktopBackendFactory(), SoundBackendFactory(), MQTTBackendFactory(),
         ])
     }

@@ -32,7 +32,7 @@ struct DBusBenchmark: AsyncParsableCommand {
         var options = CenterOptions(defaultZone: .utc)
         options.maxPending = 10_000_000
         let center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: SystemClock(), timer: timer, logger: logger)
-        try await center.start(backends: [DBusSignalBackend(name: "events", emit: link.firedEmitter())])
+        try await center.start(backends: [DBusSignalBackend(name: "events", emit: link.firedEmitter(), prepare: link.firedPreparer())])
         let loop = Task { await center.run() }
         let gateway = GatewayService(center: center, link: link) { nil }
         let server = try await DBusConnection.connect(address: bus.address)

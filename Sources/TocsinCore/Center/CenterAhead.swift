@@ -15,10 +15,16 @@ import TocsinSystem
 /// releases nothing at the instant, and the history keeps no `fired` entry for it (`HistoryLog`).
 /// One that reaches a batch begun at or after the instant comes after the firing, which that
 /// batch releases first (`runBatch`), as the machine assumes (`NotificationMachine.cancel`).
-/// At most `aheadLimit` firings wait at once (two burst slices), so a crash just after a
-/// burst's instant leaves as few claims in doubt as the burst window does.
+/// Once durable, the claims are handed to their batch backends' `prepare`, so that the
+/// dbus-signal backend's signals are built before the instant too.
+///
+/// At most `aheadLimit` firings wait at once: a burst of up to 1,024 due together is claimed and
+/// prepared whole before its instant (claiming only two slices ahead left the rest of a burst of
+/// 1,000 to be claimed and marshalled after it, at about twice the burst floor), and a crash
+/// between the claim and the deliveries' confirmation leaves at most that many in doubt. A
+/// larger burst claims the rest at the instant, through the burst window (`commitAndPerform`).
 extension TocsinCenter {
-    static var aheadLimit: Int { 2 * sliceSize }
+    public static var aheadLimit: Int { 8 * sliceSize }
 
     /// The lead the next wake-up is armed with: none once `aheadLimit` firings wait, so the loop
     /// does not wake early for a claim it may not make.

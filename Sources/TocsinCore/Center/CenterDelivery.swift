@@ -9,6 +9,13 @@ import TocsinSystem
 /// withdraw never overtakes the delivery it withdraws. Different pairs never wait on each other,
 /// so a hanging backend delays only its own queue.
 extension TocsinCenter {
+    /// Hands firings claimed ahead to the batch backends they go to (`BatchDeliveryBackend.prepare`).
+    func prepare(_ firings: [Firing]) {
+        var batches: [String: [Firing]] = [:]
+        for f in firings { for name in f.backends { batches[name, default: []].append(f) } }
+        for (name, list) in batches { (backends[name] as? any BatchDeliveryBackend)?.prepare(batch: list) }
+    }
+
     /// Hands firings to their backends. `firings` are new (quiet hours route them first:
     /// `routeQuiet`); `released` are firings quiet hours held, each for its one backend, which go
     /// out as they are, each backend's oldest first.

@@ -17,10 +17,12 @@ public struct CenterOptions: Sendable {
     /// How much history is kept (`[daemon] history_max_entries`, `history_max_age`).
     public var history = HistoryRetention()
     /// How long before its instant a plain firing is claimed (`NotificationMachine.claimAhead`):
-    /// its claim is durable by then, so at the instant only the emit is left. Long enough for a
-    /// commit of two slices (128 firings each) on a slow disk; a commit that takes longer only
-    /// makes its firings as late as they were without the lead. Zero: claim at the instant.
-    public var claimAhead = TimeSpan(microseconds: 20_000)
+    /// its claim is durable and its signal built by then, so at the instant only the hand-off is
+    /// left. Long enough to claim and prepare `TocsinCenter.aheadLimit` firings due together
+    /// (about 50 ms on a two-core VM; with 20 ms, a burst of 1,000 was still being claimed at
+    /// its instant); a claim that takes longer only makes its firings as late as they were
+    /// without the lead. Zero: claim at the instant.
+    public var claimAhead = TimeSpan(microseconds: 100_000)
     /// `[daemon] wake_alarms`: whether the daemon arms a wake-alarm timer for `wake = true`.
     public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
 

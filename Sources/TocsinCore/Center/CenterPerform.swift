@@ -10,6 +10,7 @@ extension TocsinCenter {
     func perform(_ actions: [MachineAction], contents: [String: Notification], claimedAt: Instant? = nil) {
         var firings: [Firing] = []
         var released: [Firing] = []
+        var ahead: [Firing] = []
         // A `CancelAll` past the limit signals its first keys one by one and the rest in its
         // `cancelledAll`, which always closes it (`CenterEvent.cancelledSignalLimit`).
         let bulk = actions.contains { if case .emit(.cancelledAll(let n)) = $0 { return n > CenterEvent.cancelledSignalLimit }; return false }
@@ -31,6 +32,7 @@ extension TocsinCenter {
                 let withdrawn = claimedAt.map { d.fired > $0 } == true && machine.inDelivery[d.key]?.occurrence != d.occurrence
                 if withdrawn || d.fired > clock.now() {
                     stage(d, n)
+                    if !withdrawn { ahead.append(firing(d, n)) }
                     continue
                 }
                 let f = firing(d, n)
@@ -56,6 +58,7 @@ extension TocsinCenter {
             }
         }
         if !firings.isEmpty || !released.isEmpty { dispatch(firings, released: released) }
+        if !ahead.isEmpty { prepare(ahead) }
     }
 
     private func log(_ event: CenterEvent) {

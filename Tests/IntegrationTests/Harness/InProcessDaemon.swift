@@ -40,7 +40,7 @@ final class InProcessDaemon: Sendable {
 
     /// Only `dbus-signal`, on the daemon's connection: what most gateway tests route to.
     static let signalBackend: @Sendable (BusLink) -> [any BackendFactory] = { link in
-        [DBusSignalBackendFactory(emit: link.firedEmitter())]
+        [DBusSignalBackendFactory(emit: link.firedEmitter(), prepare: link.firedPreparer())]
     }
 
     /// Connects to `address` as a bus client.

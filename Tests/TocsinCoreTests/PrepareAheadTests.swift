@@ -1,0 +1,105 @@
+import Logging
+import Testing
+@testable import TocsinCore
+import TocsinTesting
+import TocsinTime
+import TocsinModel
+
+/// Firings claimed ahead are handed to their batch backends' `prepare` before the instant, so
+/// that only the hand-off is left at it; what a backend prepared is what it is then given.
+@Suite("Preparing firings claimed ahead")
+struct PrepareAheadTests {
+    /// A batch backend (as dbus-signal is) that records what it is asked to prepare and deliver.
+    final class Preparing: BatchDeliveryBackend, Sendable {
+        let name = "signals"
+        let prepared = WaitableState<[Firing]>([])
+        let delivered = WaitableState<[Firing]>([])
+        var ringPolicy: RingPolicy? { nil }
+        var quietMode: QuietMode { .hold }
+        func start(events: any BackendEventSink) async {}
+        func deliver(_ firing: Firing) async throws(DeliveryError) { delivered.update { $0.append(firing) } }
+        func deliver(batch: [Firing]) -> [DeliveryError?] {
+            delivered.update { $0 += batch }
+            return batch.map { _ in nil }
+        }
+        func prepare(batch: [Firing]) { prepared.update { $0 += batch } }
+        func withdraw(key: String, reason: WithdrawReason) async {}
+        func shutdown() async {}
+        func health() async -> BackendHealth { .ok }
+    }
+
+    struct Rig {
+        let clock = VirtualClock(now: t0)
+        let dir = TemporaryDirectory()
+        let backend = Preparing()
+        let center: TocsinCenter
+        let lead: TimeSpan
+
+        init() async throws {
+            let options = CenterOptions(defaultZone: .utc)
+            lead = options.claimAhead
+            center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: clock, timer: clock,
+                                      logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            try await center.start(backends: [backend])
+        }
+
+        /// Lets the center handle the wake-up it armed, and whatever that dispatched.
+        func wake() async throws -> Instant {
+            let armed = try #require(clock.armedAt)
+            clock.advance(to: armed)
+            await center.tick()
+            await center.waitForDeliveries()
+            return armed
+        }
+    }
+
+    @Test("a firing claimed ahead is prepared before its instant and delivered at it as prepared")
+    func preparedThenDelivered() async throws {
+        let r = try await Rig()
+        _ = try await r.center.schedule(spec("tea", at(10)))
+        #expect(try await r.wake() == t0 + .seconds(10) - r.lead)
+        let prepared = r.backend.prepared.value
+        #expect(prepared.map(\.key) == ["tea"])
+        #expect(prepared.first?.fired == t0 + .seconds(10), "prepared with its instant as its time")
+        #expect(r.backend.delivered.value.isEmpty, "delivered before its instant")
+        #expect(try await r.wake() == t0 + .seconds(10))
+        #expect(r.backend.delivered.value == prepared, "delivered other than prepared")
+    }
+
+    @Test("cancelled between the claim and the instant: prepared, never delivered")
+    func cancelledInTheLead() async throws {
+        let r = try await Rig()
+        _ = try await r.center.schedule(spec("tea", at(10)))
+        _ = try await r.wake()
+        #expect(r.backend.prepared.value.map(\.key) == ["tea"])
+        #expect(try await r.center.cancel("tea"))
+        r.clock.advance(to: t0 + .seconds(10))
+        await r.center.tick()
+        await r.center.waitForDeliveries()
+        #expect(r.backend.delivered.value.isEmpty)
+    }
+
+    @Test("a burst of aheadLimit due together is claimed and prepared whole before its instant; the rest at it")
+    func burstPreparedWhole() async throws {
+        #expect(TocsinCenter.aheadLimit >= 1_000, "a burst of 1,000 (the benchmarks') is no longer prepared whole")
+        let r = try await Rig()
+        let count = TocsinCenter.aheadLimit + 10
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<16 {
+                group.addTask {
+                    for i in stride(from: lane, to: count, by: 16) { _ = try await r.center.schedule(spec("b\(i)", at(10))) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        _ = try await r.wake()
+        #expect(r.backend.prepared.value.count == TocsinCenter.aheadLimit)
+        #expect(Set(r.backend.prepared.value.map(\.key)).count == TocsinCenter.aheadLimit)
+        #expect(r.backend.delivered.value.isEmpty, "delivered before its instant")
+        #expect(try await r.wake() == t0 + .seconds(10))
+        let delivered = r.backend.delivered.value
+        #expect(delivered.count == count)
+        #expect(Set(delivered.map(\.key)).count == count, "some delivered twice")
+        #expect(r.backend.prepared.value.count == TocsinCenter.aheadLimit, "what is claimed at the instant is not prepared")
+    }
+}
