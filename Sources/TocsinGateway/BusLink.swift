@@ -76,10 +76,13 @@ public final class BusLink: Sendable {
                 return firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") }
             }
             let ready = preparedFired.withLock { prepared in
-                firings.map { f -> DBusMessage? in
+                let ready = firings.map { f -> DBusMessage? in
                     guard let p = prepared.removeValue(forKey: f.key), p.firing == f else { return nil }
                     return p.message
                 }
+                // A dictionary keeps its capacity when emptied: a burst's would stay allocated.
+                if prepared.isEmpty { prepared = [:] }
+                return ready
             }
             var messages: [DBusMessage] = []
             messages.reserveCapacity(firings.count)

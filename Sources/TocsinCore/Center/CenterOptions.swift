@@ -18,10 +18,11 @@ public struct CenterOptions: Sendable {
     public var history = HistoryRetention()
     /// How long before its instant a plain firing is claimed (`NotificationMachine.claimAhead`):
     /// its claim is durable and its signal built by then, so at the instant only the hand-off is
-    /// left. Long enough to claim and prepare `TocsinCenter.aheadLimit` firings due together
-    /// (about 50 ms on a two-core VM; with 20 ms, a burst of 1,000 was still being claimed at
-    /// its instant); a claim that takes longer only makes its firings as late as they were
-    /// without the lead. Zero: claim at the instant.
+    /// left. Long enough to claim and prepare `TocsinCenter.aheadLimit` firings due together: on
+    /// a two-core VM a burst of 1,000 reached its subscriber at 1.5x the floor with a 20 ms lead,
+    /// 1.4x with 50 ms, 1.0-1.35x with 150 ms (docs/BENCHMARKS.md, "Precision"). A claim that
+    /// takes longer only makes its firings as late as they were without the lead. Zero: claim at
+    /// the instant.
     public var claimAhead = TimeSpan(microseconds: 100_000)
     /// `[daemon] wake_alarms`: whether the daemon arms a wake-alarm timer for `wake = true`.
     public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
