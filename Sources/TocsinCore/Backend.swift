@@ -304,9 +304,11 @@ public protocol BatchDeliveryBackend: DeliveryBackend {
     /// Firings claimed ahead of their instant, handed over once their claims are durable, so that
     /// the costly part of a delivery (building a thousand signals took a burst 13-27 ms) is done
     /// before the instant and only the hand-off happens at it. `deliver(batch:)` usually follows
-    /// with equal firings; not when a request dropped a claim in between, and not unchanged when
-    /// a firing goes out late (its `fired` and `reason` then differ). Nothing may reach the
-    /// outside here, and what was prepared for a firing never delivered must not accumulate.
+    /// with equal firings, but not always: a request may drop a claim in between, a firing that
+    /// goes out late has its own `fired` and `reason`, and quiet hours may route it to other
+    /// backends. So a backend uses what it prepared only for an identical firing. Nothing may
+    /// reach the outside here, and what was prepared for a firing never delivered must not
+    /// accumulate.
     func prepare(batch: [Firing])
 }
 

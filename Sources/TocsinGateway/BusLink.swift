@@ -14,8 +14,8 @@ public final class BusLink: Sendable {
     }
     private let state = Mutex(State())
     let logger: Logger
-    /// `Fired` signals built ahead (`firedPreparer`), by key, with the firing each was built for.
-    private let preparedFired = Mutex<[String: (firing: Firing, message: DBusMessage)]>([:])
+    /// `Fired` signals built ahead (`firedPreparer`).
+    private let prepared = Mutex(PreparedSignals())
 
     public init(logger: Logger) { self.logger = logger }
 
@@ -68,22 +68,14 @@ public final class BusLink: Sendable {
 
     /// The emitter the `dbus-signal` backend uses: one `Fired` signal per firing, all queued on the
     /// connection in one pass. An unreachable bus is retried like any backend. A signal built
-    /// ahead for an equal firing (`firedPreparer`) is sent as it is; one built for a firing that
-    /// has since changed (late, or the notification replaced) is dropped and built again.
+    /// ahead for an identical firing (`firedPreparer`) is sent as it is; one built for a firing
+    /// that has since changed (late, replaced, routed by quiet hours) is dropped and built again.
     public func firedEmitter() -> @Sendable ([Firing]) -> [DeliveryError?] {
         { [self] firings in
             guard let c = current else {
                 return firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") }
             }
-            let ready = preparedFired.withLock { prepared in
-                let ready = firings.map { f -> DBusMessage? in
-                    guard let p = prepared.removeValue(forKey: f.key), p.firing == f else { return nil }
-                    return p.message
-                }
-                // A dictionary keeps its capacity when emptied: a burst's would stay allocated.
-                if prepared.isEmpty { prepared = [:] }
-                return ready
-            }
+            let ready = prepared.withLock { $0.take(firings) }
             var messages: [DBusMessage] = []
             messages.reserveCapacity(firings.count)
             var errors: [DeliveryError?] = []
@@ -106,29 +98,23 @@ public final class BusLink: Sendable {
         }
     }
 
-    /// How many prepared signals are kept: twice what the center claims ahead at once. Those of
-    /// claims a request dropped are never sent; when they would pass this, all are dropped (the
-    /// emitter then builds what it finds missing).
-    static let preparedLimit = 2 * TocsinCenter.aheadLimit
-
     /// What the `dbus-signal` backend prepares with: builds the `Fired` signals of firings claimed
     /// ahead of their instant, so that marshalling them (about 13 µs each through libdbus) is not
-    /// spent after it. One per key: a later claim of the same key replaces the one before. A
-    /// firing whose signal cannot be built is left to the emitter, which reports the error.
+    /// spent after it. One per key: a later claim of the same key replaces the one before; a
+    /// firing already prepared (a second `dbus-signal` backend) is not built again. A firing whose
+    /// signal cannot be built is left to the emitter, which reports the error.
     public func firedPreparer() -> @Sendable ([Firing]) -> Void {
         { [self] firings in
+            let todo = prepared.withLock { p in firings.filter { !p.isPrepared($0) } }
             var built: [(Firing, DBusMessage)] = []
-            built.reserveCapacity(firings.count)
-            for f in firings {
+            built.reserveCapacity(todo.count)
+            for f in todo {
                 if let m = try? GatewayService.firedSignal(f, backends: f.backends) { built.append((f, m)) }
             }
-            preparedFired.withLock { prepared in
-                if prepared.count + built.count > Self.preparedLimit { prepared.removeAll() }
-                for (f, m) in built { prepared[f.key] = (f, m) }
-            }
+            prepared.withLock { $0.insert(built) }
         }
     }
 
-    /// Signals built ahead and not sent yet; for tests.
-    public var preparedFiredCount: Int { preparedFired.withLock { $0.count } }
+    /// Signals built ahead and not sent yet, and how many were sent as built; for tests.
+    public var preparedFired: (waiting: Int, used: Int) { prepared.withLock { ($0.count, $0.used) } }
 }

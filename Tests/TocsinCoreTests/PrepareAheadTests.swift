@@ -22,7 +22,15 @@ struct PrepareAheadTests {
             delivered.update { $0 += batch }
             return batch.map { _ in nil }
         }
-        func prepare(batch: [Firing]) { prepared.update { $0 += batch } }
+        /// Called with the number of `prepare` calls so far, after recording each.
+        let onPrepare = WaitableState<(@Sendable (Int) -> Void)?>(nil)
+        func prepare(batch: [Firing]) {
+            prepared.update { $0 += batch }
+            let calls = preparations.value + 1
+            preparations.update { $0 = calls }
+            onPrepare.value?(calls)
+        }
+        let preparations = WaitableState<Int>(0)
         func withdraw(key: String, reason: WithdrawReason) async {}
         func shutdown() async {}
         func health() async -> BackendHealth { .ok }
@@ -64,6 +72,29 @@ struct PrepareAheadTests {
         #expect(r.backend.delivered.value.isEmpty, "delivered before its instant")
         #expect(try await r.wake() == t0 + .seconds(10))
         #expect(r.backend.delivered.value == prepared, "delivered other than prepared")
+    }
+
+    /// Regression: the loop's next tick waits for the batch in progress, so a firing held for an
+    /// instant that passed while a thousand others were being claimed went out only after them.
+    @Test("a held firing whose instant passes while a long claim batch runs goes out during it, on time")
+    func releasedDuringALongBatch() async throws {
+        let r = try await Rig()
+        let clock = r.clock
+        _ = try await r.center.schedule(spec("tea", at(10)))
+        let later = Instant(microseconds: (t0 + .seconds(10)).microseconds + 50_000)
+        for i in 0..<300 { _ = try await r.center.schedule(spec("b\(i)", .at(.instant(later)))) }
+        _ = try await r.wake()
+        #expect(r.backend.prepared.value.map(\.key) == ["tea"], "tea alone is claimed first")
+        // The burst's batch: its first slice's preparation outlasts tea's instant, its second
+        // runs past the late tolerance. Released after the batch, tea would go out late.
+        r.backend.onPrepare.update { $0 = { calls in
+            if calls == 2 { clock.passWhileSuspended(TimeSpan(microseconds: 51_000)) }
+            if calls == 3 { clock.passWhileSuspended(NotificationMachine.lateTolerance + .seconds(1)) }
+        } }
+        #expect(try await r.wake() == later - r.lead)
+        let tea = r.backend.delivered.value.first { $0.key == "tea" }
+        #expect(tea?.reason == .scheduled, "tea went out \(tea.map { "\($0.reason)" } ?? "never")")
+        #expect(tea?.fired == t0 + .seconds(10))
     }
 
     @Test("cancelled between the claim and the instant: prepared, never delivered")

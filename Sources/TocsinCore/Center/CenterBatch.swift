@@ -162,7 +162,8 @@ extension TocsinCenter {
     ///
     /// A window of two: the store thread holds up to two commits at once (it never waits for
     /// the loop), and commit k+2 is handed to it only once every delivery of slice k has
-    /// started. A crash then leaves at most two slices claimed and never handed to a backend
+    /// started. A crash then leaves at most two slices of this batch claimed and never handed to
+    /// a backend, besides the firings claimed ahead and held for their instant (`aheadLimit`)
     /// (deliveries are at most once: `closeInterrupted`), and the confirmations of what went
     /// out ride in the burst's next commits instead of waiting for the whole burst.
     /// Confirmations are folded only into a batch without requests: the requests' rollback
@@ -194,6 +195,9 @@ extension TocsinCenter {
                     for case .hold(let h) in commit.ops { batch.failedHolds.append(h) }
                 }
                 perform(slices[done], contents: contents, claimedAt: now)
+                // A long batch (a thousand claims made and prepared ahead) must not hold back what
+                // falls due meanwhile: the loop's next tick waits for this batch to end.
+                releaseStaged(now: clock.now())
                 if done + 2 < parts.count { await deliveriesStarted() }
             } else {
                 await finishCalls(&batch, result)

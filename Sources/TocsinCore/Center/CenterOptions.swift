@@ -18,11 +18,12 @@ public struct CenterOptions: Sendable {
     public var history = HistoryRetention()
     /// How long before its instant a plain firing is claimed (`NotificationMachine.claimAhead`):
     /// its claim is durable and its signal built by then, so at the instant only the hand-off is
-    /// left. Long enough to claim and prepare `TocsinCenter.aheadLimit` firings due together: on
-    /// a two-core VM a burst of 1,000 reached its subscriber at 1.5x the floor with a 20 ms lead,
-    /// 1.4x with 50 ms, 1.0-1.35x with 150 ms (docs/BENCHMARKS.md, "Precision"). A claim that
-    /// takes longer only makes its firings as late as they were without the lead. Zero: claim at
-    /// the instant.
+    /// left. Long enough to claim and prepare `TocsinCenter.aheadLimit` firings due together,
+    /// which takes a two-core VM tens of milliseconds: there a burst of 1,000 reached its
+    /// subscriber at 1.48-1.58x the floor with a 20 ms lead, 1.40-1.47x with 50 ms, 1.22-1.65x
+    /// with 100 ms and 1.02-1.35x with 150 ms (two to four invocations each; the floor itself
+    /// moves by half between runs; docs/BENCHMARKS.md, "Precision"). A claim that takes longer
+    /// only makes its firings as late as they were without the lead. Zero: claim at the instant.
     public var claimAhead = TimeSpan(microseconds: 100_000)
     /// `[daemon] wake_alarms`: whether the daemon arms a wake-alarm timer for `wake = true`.
     public var wakeAlarms = DaemonKeys.wakeAlarms.defaultValue
