@@ -11,6 +11,7 @@ extension TocsinCenter {
         var firings: [Firing] = []
         var released: [Firing] = []
         var ahead: [Firing] = []
+        var held: [(delivery: PlannedDelivery, notification: Notification)] = []
         // A `CancelAll` past the limit signals its first keys one by one and the rest in its
         // `cancelledAll`, which always closes it (`CenterEvent.cancelledSignalLimit`).
         let bulk = actions.contains { if case .emit(.cancelledAll(let n)) = $0 { return n > CenterEvent.cancelledSignalLimit }; return false }
@@ -31,7 +32,7 @@ extension TocsinCenter {
                 // claim standing, so it goes out late (`releaseStaged`).
                 let withdrawn = claimedAt.map { d.fired > $0 } == true && machine.inDelivery[d.key]?.occurrence != d.occurrence
                 if withdrawn || d.fired > clock.now() {
-                    stage(d, n)
+                    held.append((d, n))
                     if !withdrawn { ahead.append(firing(d, n)) }
                     continue
                 }
@@ -57,6 +58,7 @@ extension TocsinCenter {
                 emit(event)
             }
         }
+        stage(held)
         if !firings.isEmpty || !released.isEmpty { dispatch(firings, released: released) }
         if !ahead.isEmpty { prepare(ahead) }
     }
