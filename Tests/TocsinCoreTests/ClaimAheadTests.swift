@@ -11,20 +11,11 @@ import TocsinSystem
 /// is left; nothing reaches a backend before it, and a crash in between loses nothing.
 @Suite("Claiming ahead of the instant")
 struct ClaimAheadTests {
-    /// Moves the virtual clock to where the center armed its timer and lets it handle the wake-up.
-    private func wake(_ h: Harness) async throws -> Instant {
-        let armed = try #require(h.clock.armedAt)
-        h.clock.advance(to: armed)
-        await h.center.tick()
-        await h.center.waitForDeliveries()
-        return armed
-    }
-
     @Test("the claim is durable before the instant; the backend gets the firing at it, with the instant as its time")
     func claimThenEmit() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
-        let woke = try await wake(h)
+        let woke = try await h.wake()
         #expect(woke == t0 + .seconds(10) - h.options.claimAhead)
         #expect(h.spy.deliveries.isEmpty, "delivered before its instant")
         #expect(h.clock.armedAt == t0 + .seconds(10), "armed for the emit at the instant")
@@ -47,7 +38,7 @@ struct ClaimAheadTests {
     func clockSetBackAcrossACrash() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         h.clock.jump(to: t0)
         try await h.restart()
         h.clock.advance(to: t0 + .seconds(10))
@@ -63,7 +54,7 @@ struct ClaimAheadTests {
     func replacedWithTheSameInstant() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         try await h.center.schedule(spec("tea", at(10), title: "Replaced"))
         await h.center.tick()  // the loop wakes at once for the new claim: its lead has begun
         h.clock.advance(to: t0 + .seconds(10))
@@ -78,7 +69,7 @@ struct ClaimAheadTests {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
         try await h.center.schedule(spec("later", at(100)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         #expect(try await h.center.cancelAll() == 2)
         h.clock.advance(to: t0 + .seconds(100))
         await h.center.tick()
@@ -90,7 +81,7 @@ struct ClaimAheadTests {
     func reloadedInTheLead() async throws {
         let h = try await Harness()
         _ = try await h.center.applyConfig([spec("gone", at(10)), spec("edited", at(10))])
-        _ = try await wake(h)
+        _ = try await h.wake()
         let report = try await h.center.applyConfig([spec("edited", at(10), title: "Edited")])
         #expect(report.removed == ["gone"] && report.changed == ["edited"])
         await h.center.tick()  // the edited one is claimed again: its lead has begun
@@ -105,7 +96,7 @@ struct ClaimAheadTests {
     func heldAcrossASuspend() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         h.clock.jump(to: t0 + .hours(1))
         await h.center.tick(.clockChanged)
         let got = await h.settled()
@@ -118,7 +109,7 @@ struct ClaimAheadTests {
     func crashAcrossTheInstant() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         h.clock.advance(to: t0 + .seconds(11))
         try await h.restart()
         #expect(await h.settled().isEmpty)
@@ -132,7 +123,7 @@ struct ClaimAheadTests {
         try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
         try await h.center.schedule(spec("tea", at(10)))
         try await h.center.schedule(spec("cake", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         #expect(try await h.center.cancel("tick"))
         #expect(try await h.center.cancel("cake"), "a one-shot claimed ahead is still pending until its instant")
         try await h.center.schedule(spec("tea", at(30), title: "Replaced"))
@@ -158,7 +149,7 @@ struct ClaimAheadTests {
     func cancelledAfterTheInstant() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tick", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(10)), until: nil)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         h.clock.advance(to: t0 + .seconds(10) + TimeSpan(microseconds: 1_000))
         #expect(try await h.center.cancel("tick"))
         await h.center.tick()
@@ -212,7 +203,7 @@ struct ClaimAheadTests {
         let hang = RecordingBackend(name: "spy", behaviour: .hang)
         let h = try await Harness(backends: [hang])
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         h.clock.advance(to: t0 + .seconds(10))
         await h.center.tick()
         try await withTimeout(.seconds(10), "the firing handed to the backend") {
@@ -283,16 +274,8 @@ struct ClaimAheadTests {
     func burstBeyondTheLimit() async throws {
         let h = try await Harness()
         let count = TocsinCenter.aheadLimit + 44
-        let center = h.center
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<16 {
-                group.addTask {
-                    for i in stride(from: lane, to: count, by: 16) { try await center.schedule(spec("b\(i)", at(10))) }
-                }
-            }
-            try await group.waitForAll()
-        }
-        _ = try await wake(h)
+        try await scheduleBurst(count, dueAt: 10, on: h.center)
+        _ = try await h.wake()
         #expect(h.spy.deliveries.isEmpty)
         #expect(h.clock.armedAt == t0 + .seconds(10), "no early wake-up once the limit waits")
         h.clock.advance(to: t0 + .seconds(10))
@@ -307,7 +290,7 @@ struct ClaimAheadTests {
     func shutdownDelivers() async throws {
         let h = try await Harness()
         try await h.center.schedule(spec("tea", at(10)))
-        _ = try await wake(h)
+        _ = try await h.wake()
         await h.center.shutdown()
         #expect(h.spy.deliveries.map(\.key) == ["tea"])
     }
@@ -317,7 +300,7 @@ struct ClaimAheadTests {
         let h = try await Harness { $0.claimAhead = .zero }
         try await h.center.schedule(spec("tea", at(10)))
         #expect(h.clock.armedAt == t0 + .seconds(10))
-        _ = try await wake(h)
+        _ = try await h.wake()
         #expect(await h.settled().map(\.key) == ["tea"])
     }
 }

@@ -36,29 +36,17 @@ struct PrepareAheadTests {
         func health() async -> BackendHealth { .ok }
     }
 
+    /// A center whose one backend is a `Preparing`.
     struct Rig {
-        let clock = VirtualClock(now: t0)
-        let dir = TemporaryDirectory()
+        let h: Harness
         let backend = Preparing()
-        let center: TocsinCenter
-        let lead: TimeSpan
+        var center: TocsinCenter { h.center }
+        var clock: VirtualClock { h.clock }
+        var lead: TimeSpan { h.options.claimAhead }
 
-        init() async throws {
-            let options = CenterOptions(defaultZone: .utc)
-            lead = options.claimAhead
-            center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: clock, timer: clock,
-                                      logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-            try await center.start(backends: [backend])
-        }
+        init() async throws { h = try await Harness(backends: [], others: [backend]) }
 
-        /// Lets the center handle the wake-up it armed, and whatever that dispatched.
-        func wake() async throws -> Instant {
-            let armed = try #require(clock.armedAt)
-            clock.advance(to: armed)
-            await center.tick()
-            await center.waitForDeliveries()
-            return armed
-        }
+        func wake() async throws -> Instant { try await h.wake() }
     }
 
     @Test("a firing claimed ahead is prepared before its instant and delivered at it as prepared")
@@ -115,14 +103,7 @@ struct PrepareAheadTests {
         #expect(TocsinCenter.aheadLimit >= 1_000, "a burst of 1,000 (the benchmarks') is no longer prepared whole")
         let r = try await Rig()
         let count = TocsinCenter.aheadLimit + 10
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<16 {
-                group.addTask {
-                    for i in stride(from: lane, to: count, by: 16) { _ = try await r.center.schedule(spec("b\(i)", at(10))) }
-                }
-            }
-            try await group.waitForAll()
-        }
+        try await scheduleBurst(count, dueAt: 10, on: r.center)
         _ = try await r.wake()
         #expect(r.backend.prepared.value.count == TocsinCenter.aheadLimit)
         #expect(Set(r.backend.prepared.value.map(\.key)).count == TocsinCenter.aheadLimit)

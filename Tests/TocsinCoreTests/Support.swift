@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Testing
 import TocsinConfig
 import TocsinCore
 import TocsinTesting
@@ -25,25 +26,41 @@ func at(_ seconds: Int64) -> TriggerSpec { .at(.instant(t0 + .seconds(seconds)))
 
 typealias TempDir = TemporaryDirectory
 
+/// Schedules one-shots "b0", "b1", ... due together, sixteen requests in flight: a burst reaches
+/// the center through its group commits as concurrent clients' requests would, not one batch each.
+func scheduleBurst(_ count: Int, dueAt seconds: Int64, on center: TocsinCenter) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for lane in 0..<16 {
+            group.addTask {
+                for i in stride(from: lane, to: count, by: 16) { _ = try await center.schedule(spec("b\(i)", at(seconds))) }
+            }
+        }
+        try await group.waitForAll()
+    }
+}
+
 /// One center over a virtual clock and spy backends; `restart()` simulates a new process on the same state.
 final class Harness: @unchecked Sendable {
     let dir: TempDir
     let clock: VirtualClock
     var backends: [RecordingBackend]
+    /// Backends other than spies (a batch backend's own double), started after `backends`.
+    let others: [any DeliveryBackend]
     var center: TocsinCenter
     var options: CenterOptions
 
-    init(backends: [RecordingBackend] = [RecordingBackend(name: "spy")], now: Instant = t0,
+    init(backends: [RecordingBackend] = [RecordingBackend(name: "spy")], others: [any DeliveryBackend] = [], now: Instant = t0,
          configure: (inout CenterOptions) -> Void = { _ in }) async throws {
         dir = TempDir()
         clock = VirtualClock(now: now)
         self.backends = backends
+        self.others = others
         var o = CenterOptions(defaultZone: .utc)
         configure(&o)
         options = o
         center = try TocsinCenter(options: o, stateDirectory: dir.path, clock: clock, timer: clock,
                                   logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await center.start(backends: backends)
+        try await center.start(backends: backends + others)
     }
 
     var spy: RecordingBackend { backends[0] }
@@ -53,13 +70,23 @@ final class Harness: @unchecked Sendable {
         if let new { backends = new }
         center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: clock, timer: clock,
                                   logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await center.start(backends: backends)
+        try await center.start(backends: backends + others)
     }
 
     /// Moves the virtual clock and lets the center handle what became due.
     func advance(_ seconds: Int64) async {
         clock.advance(by: .seconds(seconds))
         await center.tick()
+    }
+
+    /// Moves the virtual clock to where the center armed its timer, lets it handle the wake-up and
+    /// whatever that dispatched, and returns that instant.
+    func wake() async throws -> Instant {
+        let armed = try #require(clock.armedAt)
+        clock.advance(to: armed)
+        await center.tick()
+        await center.waitForDeliveries()
+        return armed
     }
 
     /// Everything delivered so far, once every dispatched delivery has finished: turns "nothing
