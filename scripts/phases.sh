@@ -29,5 +29,5 @@ phase_heavy='TocsinTimeTests|TocsinConfigTests|HostileConfigTests|NextCommandTes
 phase_timing='IntegrationTests\.GatewayTests|DaemonModesTests|DaemonInProcessTests|CrashRecoveryTests|IntegrationTests\.SoundAlarmTests|SoundBackendTests\.PlayerLifecycleTests|HostileReloadTests'
 phase_fleet='FleetTests|FleetScheduleTests|FleetIdleTests'
 phase_faults='ServedBackendConformanceTests|FaultKillTests|FaultStorageTests|SecurityTests|DayOfFiringsTests|TocsinClientTests'
-phase_load='LoadTests|FaultBurstTests|FaultFiringBurstTests|HostileStormTests'
+phase_load='LoadTests|FaultBurstTests|FaultFiringBurstTests|FaultSignalQueueTests|HostileStormTests'
 phase_rest_skip="$phase_heavy|$phase_timing|$phase_fleet|$phase_faults|$phase_load"

@@ -5,8 +5,9 @@ public import TocsinModel
 /// any program can subscribe instead of polling. The daemon hands the factory the functions that
 /// build and emit on the current bus connection; the backend itself knows nothing of connections.
 public struct DBusSignalBackend: BatchDeliveryBackend {
-    /// Emits one signal per firing, in order; one result per firing (nil: queued on the bus).
-    public typealias Emit = @Sendable ([Firing]) -> [DeliveryError?]
+    /// Emits one signal per firing, in order; one result per firing (nil: queued on the bus
+    /// connection), and the wait until the signals have left the process.
+    public typealias Emit = @Sendable ([Firing]) -> BatchHandOff
     /// Builds ahead the signals of firings claimed before their instant, for `Emit` to send when
     /// the same firings come (`BatchDeliveryBackend.prepare`).
     public typealias Prepare = @Sendable ([Firing]) -> Void
@@ -20,11 +21,14 @@ public struct DBusSignalBackend: BatchDeliveryBackend {
         self.prepareAhead = prepare
     }
 
+    /// A single delivery (a retry, or one queued behind an earlier delivery of its key) does not
+    /// wait for its signal to leave: it runs under the delivery timeout, and a timeout would
+    /// send again a signal that is only slow to go out.
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
-        if let error = emit([firing]).first ?? nil { throw error }
+        if let error = emit([firing]).errors.first ?? nil { throw error }
     }
 
-    public func deliver(batch: [Firing]) -> [DeliveryError?] { emit(batch) }
+    public func deliver(batch: [Firing]) -> BatchHandOff { emit(batch) }
 
     public func prepare(batch: [Firing]) { prepareAhead(batch) }
 }

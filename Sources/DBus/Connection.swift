@@ -166,6 +166,19 @@ public final class DBusConnection: Sendable {
         core.send(messages)
     }
 
+    /// Sends messages as `send(_:)` does, and calls `departed` once every one of them has left
+    /// this process: written to the bus's socket, or dropped with a connection that is gone.
+    /// Until then a process killed loses what libdbus still queues; a caller that records the
+    /// messages as delivered does so only after this. `departed` runs once, on any thread, maybe
+    /// inside libdbus: it must not call into the connection. The caller must not keep the
+    /// messages (each reference held keeps one from counting as departed).
+    public func send(_ messages: [DBusMessage], departed: @escaping @Sendable () -> Void) {
+        guard !messages.isEmpty else { return departed() }
+        let tracker = DepartureTracker(count: messages.count, departed: departed)
+        for m in messages { m.track(tracker) }
+        core.send(messages)
+    }
+
     // MARK: Signals
 
     /// The largest message this connection sends, in bytes (default: the protocol's 128 MiB).

@@ -298,8 +298,8 @@ public struct BackendRegistry: Sendable {
 /// actor hop per firing; a firing it reports as failed with a retryable error goes the ordinary,
 /// retrying way.
 public protocol BatchDeliveryBackend: DeliveryBackend {
-    /// One result per firing, in order: nil for delivered.
-    func deliver(batch: [Firing]) -> [DeliveryError?]
+    /// Hands the batch over: one result per firing, and when what was handed over is out.
+    func deliver(batch: [Firing]) -> BatchHandOff
 
     /// Firings claimed ahead of their instant, handed over once their claims are durable, so that
     /// the costly part of a delivery (building a thousand signals took a burst 13-27 ms) is done
@@ -314,4 +314,22 @@ public protocol BatchDeliveryBackend: DeliveryBackend {
 
 extension BatchDeliveryBackend {
     public func prepare(batch: [Firing]) {}
+}
+
+/// What a batch backend did with a batch.
+///
+/// A hand-off may still be inside the process when `deliver(batch:)` returns: a signal queued on
+/// the bus connection is written only as the bus reads. The center records a delivery (after
+/// which a crash no longer reports its firing as interrupted) only once it is out, or a `kill -9`
+/// in between would lose the firing and report nothing.
+public struct BatchHandOff: Sendable {
+    /// One per firing, in order: nil for handed over.
+    public var errors: [DeliveryError?]
+    /// Returns once what was handed over has left the process; nil when it has already.
+    public var departure: (@Sendable () async -> Void)?
+
+    public init(errors: [DeliveryError?], departure: (@Sendable () async -> Void)? = nil) {
+        self.errors = errors
+        self.departure = departure
+    }
 }

@@ -70,10 +70,10 @@ public final class BusLink: Sendable {
     /// connection in one pass. An unreachable bus is retried like any backend. A signal built
     /// ahead for an identical firing (`firedPreparer`) is sent as it is; one built for a firing
     /// that has since changed (late, replaced, routed by quiet hours) is dropped and built again.
-    public func firedEmitter() -> @Sendable ([Firing]) -> [DeliveryError?] {
+    public func firedEmitter() -> @Sendable ([Firing]) -> BatchHandOff {
         { [self] firings in
             guard let c = current else {
-                return firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") }
+                return BatchHandOff(errors: firings.map { _ in DeliveryError(.unavailable, "not connected to the bus") })
             }
             let ready = prepared.withLock { $0.take(firings) }
             var messages: [DBusMessage] = []
@@ -93,8 +93,10 @@ public final class BusLink: Sendable {
                     errors.append(DeliveryError(.permanent, error.message))
                 }
             }
-            c.send(messages)
-            return errors
+            // Out once libdbus has written them (or dropped them with a lost connection).
+            let (out, left) = AsyncStream<Never>.makeStream()
+            c.send(messages, departed: { left.finish() })
+            return BatchHandOff(errors: errors, departure: { for await _ in out {} })
         }
     }
 

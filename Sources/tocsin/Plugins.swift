@@ -21,7 +21,7 @@ enum Plugins {
             prepare = link.firedPreparer()
             bus = ServiceBus(current: { link.current }, connections: { link.connections() })
         } else {
-            emit = { firings in firings.map { _ in DeliveryError(.unavailable, "not connected to a bus") } }
+            emit = { firings in BatchHandOff(errors: firings.map { _ in DeliveryError(.unavailable, "not connected to a bus") }) }
             bus = .none
         }
         return BackendRegistry([

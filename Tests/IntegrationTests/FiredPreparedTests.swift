@@ -62,7 +62,7 @@ struct FiredPreparedTests {
 
         link.firedPreparer()([row.prepared])
         #expect(link.preparedFired.waiting == 1, "row \(row.name)")
-        let errors = link.firedEmitter()([row.delivered])
+        let errors = link.firedEmitter()([row.delivered]).errors
         #expect(errors.count == 1 && errors[0] == nil, "row \(row.name): \(errors)")
         #expect(link.preparedFired.waiting == 0, "row \(row.name): the prepared signal was kept")
         #expect(link.preparedFired.used == (row.sentAsBuilt ? 1 : 0), "row \(row.name)")
@@ -94,8 +94,9 @@ struct FiredPreparedTests {
         link.firedPreparer()([Self.firing("one-more", title: "T")])
         #expect(link.preparedFired.waiting == 1, "past the limit, the older ones are dropped")
         // With no connection nothing is sent, and nothing prepared is used up.
-        let errors = link.firedEmitter()([Self.firing("one-more", title: "T")])
-        #expect(errors.first??.code == .unavailable)
+        let handOff = link.firedEmitter()([Self.firing("one-more", title: "T")])
+        #expect(handOff.errors.first??.code == .unavailable)
+        #expect(handOff.departure == nil, "nothing was sent, so nothing is waited for")
         #expect(link.preparedFired.waiting == 1)
         // A claim dropped long ago: its signal goes with the next preparation.
         var later = Self.firing("later", title: "T")

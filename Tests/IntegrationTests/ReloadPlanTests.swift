@@ -97,7 +97,7 @@ struct ReloadPlanTests {
     }
 
     /// The `dbus-signal` type for a registry without a bus, as `tocsin check` has.
-    static let signalStandIn = DBusSignalBackendFactory(emit: { firings in firings.map { _ in DeliveryError(.unavailable, "no bus") } })
+    static let signalStandIn = DBusSignalBackendFactory(emit: { firings in BatchHandOff(errors: firings.map { _ in DeliveryError(.unavailable, "no bus") }) })
 }
 
 /// Counts, per instance name, the tables read into options and the backends made.

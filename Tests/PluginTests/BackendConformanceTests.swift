@@ -17,7 +17,7 @@ enum ConformingBackends {
         },
         // The emitter is the daemon's (it sends on the current bus connection); the backend's part
         // is handing each firing over and passing its result back.
-        BackendUnderTest("dbus-signal", configuredName: "signals") { DBusSignalBackend(name: "signals") { $0.map { _ in nil } } },
+        BackendUnderTest("dbus-signal", configuredName: "signals") { DBusSignalBackend(name: "signals") { BatchHandOff(errors: $0.map { _ in nil }) } },
         BackendUnderTest("recording spy", configuredName: "spy") { RecordingBackend(name: "spy") },
     ]
 
@@ -30,7 +30,7 @@ enum ConformingBackends {
             ExecBackend(name: "hook", command: ["tocsin-no-such-hook"], baseEnvironment: ["PATH": "/usr/bin:/bin"])
         },
         BackendUnderTest("dbus-signal, no connection", configuredName: "signals") {
-            DBusSignalBackend(name: "signals") { $0.map { _ in DeliveryError(.unavailable, "not connected to the bus") } }
+            DBusSignalBackend(name: "signals") { BatchHandOff(errors: $0.map { _ in DeliveryError(.unavailable, "not connected to the bus") }) }
         },
         BackendUnderTest("recording spy, failing", configuredName: "spy") {
             RecordingBackend(name: "spy", behaviour: .fail(DeliveryError(.permanent, "refused")))

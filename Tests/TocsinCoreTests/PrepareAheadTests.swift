@@ -18,9 +18,9 @@ struct PrepareAheadTests {
         var quietMode: QuietMode { .hold }
         func start(events: any BackendEventSink) async {}
         func deliver(_ firing: Firing) async throws(DeliveryError) { delivered.update { $0.append(firing) } }
-        func deliver(batch: [Firing]) -> [DeliveryError?] {
+        func deliver(batch: [Firing]) -> BatchHandOff {
             delivered.update { $0 += batch }
-            return batch.map { _ in nil }
+            return BatchHandOff(errors: batch.map { _ in nil })
         }
         /// Called with the number of `prepare` calls so far, after recording each.
         let onPrepare = WaitableState<(@Sendable (Int) -> Void)?>(nil)

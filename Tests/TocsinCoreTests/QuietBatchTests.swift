@@ -198,9 +198,9 @@ final class BatchRecorder: BatchDeliveryBackend, Sendable {
     var quietMode: QuietMode { .hold }
     func start(events: any BackendEventSink) async {}
     func deliver(_ firing: Firing) async throws(DeliveryError) { delivered.update { $0.append(firing.key) } }
-    func deliver(batch: [Firing]) -> [DeliveryError?] {
+    func deliver(batch: [Firing]) -> BatchHandOff {
         delivered.update { $0 += batch.map(\.key) }
-        return batch.map { _ in nil }
+        return BatchHandOff(errors: batch.map { _ in nil })
     }
     func withdraw(key: String, reason: WithdrawReason) async {
         withdrawing.update { $0 = true }

@@ -32,17 +32,28 @@ extension TocsinCenter {
         }
         for name in order {
             guard let backend = backends[name] as? any BatchDeliveryBackend, let list = batches[name] else { continue }
-            let errors = backend.deliver(batch: list)
+            let handOff = backend.deliver(batch: list)
+            var done: [(Firing, DeliveryError?)] = []
             for (i, f) in list.enumerated() {
-                let error = i < errors.count ? errors[i] : nil
+                let error = i < handOff.errors.count ? handOff.errors[i] : nil
                 if let error, error.code != .permanent {
                     enqueueDelivery(f, to: backend)
                 } else {
                     if let error {
                         logger.error("delivery failed, giving up", metadata: ["key": "\(f.key)", "backend": "\(name)", "error": "\(error)"])
                     }
-                    finishedDelivery(f, backend: name, error: error)
+                    done.append((f, error))
                 }
+            }
+            // Recorded once out of the process (`BatchHandOff`): a crash before then reports them
+            // as interrupted instead of losing them unreported.
+            if let departure = handOff.departure, !done.isEmpty {
+                Task { [done] in
+                    await departure()
+                    for (f, error) in done { self.finishedDelivery(f, backend: name, error: error) }
+                }
+            } else {
+                for (f, error) in done { finishedDelivery(f, backend: name, error: error) }
             }
         }
     }

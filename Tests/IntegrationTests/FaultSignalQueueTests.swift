@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TocsinTesting
+
+/// `kill -9` while the daemon's `Fired` signals wait in its bus connection: libdbus writes what
+/// the socket takes and queues the rest until the bus reads, so a firing whose signal was still
+/// queued at the kill never reached anyone. It must be reported as interrupted at the next start,
+/// not recorded as delivered: the `dbus-signal` backend's deliveries are confirmed only once
+/// libdbus has written their signals (`BatchHandOff.departure`).
+@Suite("Faults: kill -9 with Fired signals queued behind a stopped bus")
+struct FaultSignalQueueTests {
+    static let total = 2_000
+
+    /// Schedules `total` notifications for the `events` backend due together, and a `marker` for
+    /// the `log` backend a second later, after a probe that measures this machine's call rate so
+    /// that the instant falls after the last call whatever the build. Prints the instant.
+    static let scheduler = PipelinedSchedule.script(#"""
+        total = int(sys.argv[2])
+        start = time.time()
+        schedule_all(200, lambda i: {'key': 'probe%d' % i, 'title': 't', 'at': '@%d' % (int(start) + 3600)})
+        rate = 200 / max(time.time() - start, 0.001)
+        gw.CancelAll()
+        due = int(time.time() + 2 + 1.5 * total / rate) + 1
+        events = dbus.Array(['events'], signature='s')
+        schedule_all(total, lambda i: {'key': 'k%d' % i, 'title': 't', 'at': '@%d' % due, 'backends': events})
+        schedule_all(1, lambda i: {'key': 'marker', 'title': 'm', 'at': '@%d' % (due + 1), 'backends': dbus.Array(['log'], signature='s')})
+        print('due %d rate %d' % (due, rate), flush=True)
+        """#)
+
+    @Test("signals still queued in the daemon at a kill -9 are reported interrupted, none lost unreported, none sent twice")
+    func killWithSignalsQueued() async throws {
+        try await withTeardown { t in
+            let bus = try await PrivateBus.start()
+            t.add { await bus.stop() }
+            // Runs before the bus is stopped (teardown runs last added first); harmless if running.
+            t.add { bus.process.signal(SIGCONT) }
+            let config = "[backend.log]\ntype = \"log\"\nformat = \"json\"\n\n[backend.events]\ntype = \"dbus-signal\"\n"
+            let d = try DaemonUnderTest(config: config, environment: bus.environment)
+            var runs: [TestProcess] = []
+            func start() async throws -> TestProcess {
+                let p = try d.start(["--bus", bus.address])
+                runs.append(p)
+                t.add { _ = try? await p.kill() }
+                try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(60))
+                return p
+            }
+            var daemon = try await start()
+            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
+            t.add { _ = try? await monitor.kill() }
+            try await monitor.waitForOutput(containing: "member=NameLost", timeout: .seconds(20))
+
+            let scheduled = try await TestProcess.run("/usr/bin/python3", ["-c", Self.scheduler, bus.address, "\(Self.total)"])
+            try #require(scheduled.status == .exited(0), "\(scheduled.stderrText)")
+            print("measured: \(scheduled.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))")
+            // The bus stops reading before the instant: the burst's signals fill the daemon's
+            // socket, and libdbus keeps the rest.
+            bus.process.signal(SIGSTOP)
+            // The marker goes out through the log a second after the burst's instant. By then the
+            // burst was handed to the bus connection, and a confirmation that did not wait for its
+            // signals to be written would be durable (it is committed before the marker's claim).
+            try await daemon.waitForOutput(containing: "\"key\":\"marker\"", timeout: .seconds(120))
+            _ = Glibc.kill(daemon.pid, SIGKILL)
+            _ = try await daemon.waitForExit(timeout: .seconds(10))
+            bus.process.signal(SIGCONT)
+            daemon = try await start()
+
+            // A signal from the new run: the bus forwarded what the killed daemon's socket held
+            // before it accepted the new connection, so once this one is seen, all of those were.
+            let sync = try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
+                                                            "-m", "\(GatewayFixture.iface).Schedule",
+                                                            "{'key': <'sync'>, 'title': <'s'>, 'after': <'1s'>, 'backends': <['events']>}"])
+            try #require(sync.status == .exited(0), "\(sync.stderrText)")
+            try await monitor.waitForOutput(containing: "string \"sync\"", timeout: .seconds(60))
+
+            var received: [String: Int] = [:]
+            for line in monitor.output.value.stdoutText.split(separator: "\n") {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard text.hasPrefix("string \"k"), text.hasSuffix("\"") else { continue }
+                received[String(text.dropFirst(8).dropLast()), default: 0] += 1
+            }
+            // The marker may be reported too: its log line was written, its confirmation not durable.
+            let interrupted = FaultFiringBurstTests.interruptedKeys(runs.map(\.output.value)).subtracting(["marker"])
+            let keys = (0..<Self.total).map { "k\($0)" }
+            let lost = keys.filter { received[$0] == nil && !interrupted.contains($0) }
+            let twice = received.filter { $0.value > 1 }.map(\.key)
+            let outside = interrupted.subtracting(keys)
+            print("measured: \(Self.total) due together behind a stopped bus, kill -9; received by a subscriber \(received.count), reported interrupted \(interrupted.count) (of which received \(interrupted.filter { received[$0] != nil }.count)), neither \(lost.count), received twice \(twice.count)")
+            // Counts, not the sets: a failure should not print two thousand keys.
+            #expect(lost.count == 0, "neither received by a subscriber nor reported interrupted, e.g. \(lost.prefix(5))")
+            #expect(twice.count == 0, "received more than once, e.g. \(twice.prefix(5))")
+            let queued = interrupted.filter { received[$0] == nil }.count
+            #expect(queued > 0, "the bus's socket took the whole burst: nothing was left queued in the daemon to test")
+            #expect(outside.count == 0, "reported interrupted outside the burst, e.g. \(outside.prefix(5))")
+        }
+    }
+}
