@@ -167,16 +167,21 @@ public final class DBusConnection: Sendable {
     }
 
     /// Sends messages as `send(_:)` does, and calls `departed` once every one of them has left
-    /// this process: written to the bus's socket, or dropped with a connection that is gone.
-    /// Until then a process killed loses what libdbus still queues; a caller that records the
-    /// messages as delivered does so only after this. `departed` runs once, on any thread, maybe
-    /// inside libdbus: it must not call into the connection. The caller must not keep the
-    /// messages (each reference held keeps one from counting as departed).
-    public func send(_ messages: [DBusMessage], departed: @escaping @Sendable () -> Void) {
-        guard !messages.isEmpty else { return departed() }
-        let tracker = DepartureTracker(count: messages.count, departed: departed)
+    /// this process: `written` true when they were written to the bus's socket, false when the
+    /// connection was closed or lost first (libdbus then drops what it still queues). Until then a
+    /// process killed loses what
+    /// libdbus still queues, so a caller that records the messages as delivered does so only
+    /// after this. `written` is judged when the last one leaves: a connection lost between the
+    /// write and that judgement reports written messages as dropped, never the reverse.
+    /// `departed` runs once, on the connection's loop thread (at once, once the connection has
+    /// ended). Each message may be sent this way
+    /// once, and the caller must not keep them: a reference held keeps one from departing.
+    public func send(_ messages: [DBusMessage], departed: @escaping @Sendable (_ written: Bool) -> Void) {
+        let tracker = DepartureTracker(count: messages.count + 1, loop: core.loop, departed: departed)
         for m in messages { m.track(tracker) }
         core.send(messages)
+        // The send's own share: an empty send departs at once, as judged on the loop.
+        tracker.messageLeft()
     }
 
     // MARK: Signals

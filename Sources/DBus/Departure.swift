@@ -9,22 +9,28 @@ import Synchronization
 // is out. libdbus offers no per-message write callback, but it drops its reference to a message
 // once the message is written (or once the connection that held it is gone), and a message's
 // data slot is freed with the message: a tracker in that slot learns when the last reference
-// goes. The free function does nothing but count down and call the caller's closure, which
-// must not call into libdbus: it may run inside libdbus, on whichever thread drops the last
-// reference.
+// goes. libdbus frees a message the same way when it drops its outgoing queue (the connection
+// closed or lost), so the last one's departure is followed by a job on the loop that asks libdbus
+// whether the connection is still up: a message that left a live connection was written. The
+// free function itself only counts down and queues that job: it may run inside libdbus, on
+// whichever thread drops the last reference, and must not call into libdbus.
 
 /// Counts down the messages of one send still inside this process.
 final class DepartureTracker: Sendable {
     private let remaining: Atomic<Int>
-    private let departed: @Sendable () -> Void
+    private let loop: EventLoop
+    private let departed: @Sendable (_ written: Bool) -> Void
 
-    init(count: Int, departed: @escaping @Sendable () -> Void) {
+    init(count: Int, loop: EventLoop, departed: @escaping @Sendable (_ written: Bool) -> Void) {
         remaining = Atomic(count)
+        self.loop = loop
         self.departed = departed
     }
 
     func messageLeft() {
-        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { departed() }
+        guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        // A loop that has stopped runs the job at once, with no connection: dropped.
+        loop.enqueue { [departed] conn in departed(conn.map { dbus_connection_get_is_connected($0) != 0 } ?? false) }
     }
 }
 
@@ -50,5 +56,31 @@ extension DBusMessage {
             tracker.messageLeft()
             return
         }
+    }
+}
+
+extension DBusConnection {
+    /// Closes the connection once everything queued on it so far has been written, or after
+    /// `limit`, whichever comes first: a graceful stop should not drop the signals of a burst
+    /// the bus is still reading (closing drops libdbus's queue). The last thing queued is a
+    /// `Peer.Ping` that asks for no reply: messages leave in order, so once it has departed
+    /// everything before it has.
+    public func closeWhenFlushed(atMost limit: Duration) {
+        let marker: DBusMessage
+        do {
+            marker = try DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                interface: .peer, member: "Ping")
+        } catch {
+            return close()
+        }
+        dbus_message_set_no_reply(marker.raw, 1)
+        let deadline = Task { [self] in
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
+            close()
+        }
+        send([marker], departed: { [self] _ in
+            deadline.cancel()
+            close()
+        })
     }
 }

@@ -321,14 +321,18 @@ extension BatchDeliveryBackend {
 /// A hand-off may still be inside the process when `deliver(batch:)` returns: a signal queued on
 /// the bus connection is written only as the bus reads. The center records a delivery (after
 /// which a crash no longer reports its firing as interrupted) only once it is out, or a `kill -9`
-/// in between would lose the firing and report nothing.
+/// in between would lose the firing and report nothing. Only the batch path waits: a single
+/// delivery (`deliver(_:)`: a retry, or one queued behind its key) runs under the delivery
+/// timeout, and a timeout would repeat a hand-off that is only slow to leave.
 public struct BatchHandOff: Sendable {
     /// One per firing, in order: nil for handed over.
     public var errors: [DeliveryError?]
-    /// Returns once what was handed over has left the process; nil when it has already.
-    public var departure: (@Sendable () async -> Void)?
+    /// Returns once what was handed over has left the process: nil when it went out, the error
+    /// the firings' deliveries end with when it was dropped (a bus connection lost first). Nil:
+    /// it has left already.
+    public var departure: (@Sendable () async -> DeliveryError?)?
 
-    public init(errors: [DeliveryError?], departure: (@Sendable () async -> Void)? = nil) {
+    public init(errors: [DeliveryError?], departure: (@Sendable () async -> DeliveryError?)? = nil) {
         self.errors = errors
         self.departure = departure
     }

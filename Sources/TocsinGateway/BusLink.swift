@@ -93,10 +93,19 @@ public final class BusLink: Sendable {
                     errors.append(DeliveryError(.permanent, error.message))
                 }
             }
-            // Out once libdbus has written them (or dropped them with a lost connection).
-            let (out, left) = AsyncStream<Never>.makeStream()
-            c.send(messages, departed: { left.finish() })
-            return BatchHandOff(errors: errors, departure: { for await _ in out {} })
+            // Out once libdbus has written them, or dropped them with a lost connection: then no
+            // subscriber can have them, and the deliveries end as failed (a log line and a
+            // `DeliveryFailed` signal), not repeated.
+            let (out, left) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+            c.send(messages, departed: { written in
+                left.yield(written)
+                left.finish()
+            })
+            return BatchHandOff(errors: errors, departure: {
+                var written = false
+                for await w in out { written = w }
+                return written ? nil : DeliveryError(.permanent, "the bus connection was lost before the signal was written")
+            })
         }
     }
 

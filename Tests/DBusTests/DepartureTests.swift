@@ -4,58 +4,115 @@ import Testing
 import TocsinTesting
 
 /// `send(_:departed:)`: libdbus queues what the socket does not take, and a process killed then
-/// loses it, so "sent" is known only once libdbus has written and dropped each message.
+/// loses it, so "sent" is known only once libdbus has written and dropped each message; and
+/// libdbus drops a queue the same way when the connection goes, which must not count as written.
 @Suite("Knowing when sent messages have left the process", .timeLimit(.minutes(2)))
 struct DepartureTests {
-    @Test("messages queued behind a bus that does not read have not departed; once it reads they have, and arrive")
+    static let count = 64
+
+    /// 4 MiB of signals: far more than a socket's buffer (a few hundred kB by default), so most
+    /// stay queued in libdbus while the bus does not read. Built in the call that sends them: a
+    /// reference kept by the test would keep a message from departing.
+    static func chunks() throws -> [DBusMessage] {
+        let chunk = String(repeating: "x", count: 64 * 1024)
+        return try (0..<count).map { _ in
+            try DBusMessage.signal(path: "/probe", interface: "org.tocsin.Probe", member: "Chunk", arguments: [.string(chunk)])
+        }
+    }
+
+    /// A connection to `bus`, the bus stopped (`SIGSTOP`: the caller resumes it), and `chunks()`
+    /// sent on it: most of it waits in libdbus. `departed` collects what the send reported.
+    static func sendBehindStoppedBus(_ bus: PrivateBus) async throws -> (sender: DBusConnection, departed: WaitableState<[Bool]>) {
+        let sender = try await DBusConnection.connect(address: bus.address)
+        bus.process.signal(SIGSTOP)
+        let departed = WaitableState<[Bool]>([])
+        sender.send(try chunks(), departed: { written in departed.update { $0.append(written) } })
+        return (sender, departed)
+    }
+
+    /// Returns once every job queued on `connection`'s loop before it has run.
+    static func loopPassed(_ connection: DBusConnection) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in connection.core.onLoop { _, _ in c.resume() } }
+    }
+
+    @Test("messages queued behind a bus that does not read have not departed; once it reads they have, written, and arrive")
     func departsOnceWritten() async throws {
         let bus = try await PrivateBus.start()
-        let sender = try await DBusConnection.connect(address: bus.address)
         let listener = try await DBusConnection.connect(address: bus.address)
         let chunks = try await listener.subscribe(MatchRule(interface: "org.tocsin.Probe", member: "Chunk"))
-        // The bus stops reading: past the socket's buffer (a few hundred kB), libdbus keeps the rest.
-        bus.process.signal(SIGSTOP)
-        var resumed = false
-        defer {
-            if !resumed { bus.process.signal(SIGCONT) }
-        }
-        let count = 64
-        let chunk = String(repeating: "x", count: 64 * 1024)
-        let departed = WaitableState<Int>(0)
-        // Built in the call: a reference kept here would keep a message from departing.
-        sender.send(try (0..<count).map { _ in
-            try DBusMessage.signal(path: "/probe", interface: "org.tocsin.Probe", member: "Chunk", arguments: [.string(chunk)])
-        }, departed: { departed.update { $0 += 1 } })
-        // The send job has run once a later job on the same loop has.
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in sender.core.onLoop { _, _ in c.resume() } }
-        #expect(departed.value == 0, "4 MiB cannot all have left while the bus is stopped")
+        defer { bus.process.signal(SIGCONT) }
+        let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
+        await Self.loopPassed(sender)
+        #expect(departed.value.isEmpty, "4 MiB cannot all have left while the bus is stopped")
 
         bus.process.signal(SIGCONT)
-        resumed = true
-        try await departed.wait("the messages to leave", timeout: .seconds(20)) { $0 > 0 }
+        try await departed.wait("the messages to leave", timeout: .seconds(20)) { !$0.isEmpty }
         let received = try await withTimeout(.seconds(20), "every chunk at the listener") {
             var n = 0
             for await _ in chunks {
                 n += 1
-                if n == count { break }
+                if n == Self.count { break }
             }
             return n
         }
-        #expect(received == count, "written, not dropped")
-        #expect(departed.value == 1, "departed is called once per send")
+        #expect(received == Self.count, "written, not dropped")
+        await Self.loopPassed(sender)
+        #expect(departed.value == [true], "departed once, as written")
         chunks.cancel()
         listener.close()
         sender.close()
         await bus.stop()
     }
 
-    @Test("an empty send has departed at once")
+    @Test("messages still queued when the connection closes are dropped, and say so")
+    func droppedOnClose() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.process.signal(SIGCONT) }
+        let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
+        await Self.loopPassed(sender)
+        #expect(departed.value.isEmpty, "4 MiB cannot all have left while the bus is stopped")
+        sender.close()
+        try await departed.wait("the queue to be dropped", timeout: .seconds(20)) { !$0.isEmpty }
+        #expect(departed.value == [false], "dropped with the connection, not written")
+        bus.process.signal(SIGCONT)
+        await bus.stop()
+    }
+
+    @Test("closeWhenFlushed writes what is queued, then closes")
+    func closeWhenFlushed() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.process.signal(SIGCONT) }
+        let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
+        sender.closeWhenFlushed(atMost: .seconds(60))
+        await Self.loopPassed(sender)
+        #expect(departed.value.isEmpty, "closed before the queue was written")
+        bus.process.signal(SIGCONT)
+        try await withTimeout(.seconds(20), "the connection to close") { await sender.waitUntilDisconnected() }
+        #expect(departed.value == [true], "written before the close")
+        await bus.stop()
+    }
+
+    @Test("closeWhenFlushed closes at its bound while the bus does not read, dropping the rest")
+    func closeWhenFlushedBounded() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.process.signal(SIGCONT) }
+        let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
+        sender.closeWhenFlushed(atMost: .milliseconds(200))
+        try await withTimeout(.seconds(20), "the connection to close") { await sender.waitUntilDisconnected() }
+        try await departed.wait("the queue to be dropped", timeout: .seconds(20)) { !$0.isEmpty }
+        #expect(departed.value == [false])
+        bus.process.signal(SIGCONT)
+        await bus.stop()
+    }
+
+    @Test("an empty send departs at once, as written while the connection is up")
     func emptySend() async throws {
         let bus = try await PrivateBus.start()
         let sender = try await DBusConnection.connect(address: bus.address)
-        let departed = WaitableState<Bool>(false)
-        sender.send([], departed: { departed.update { $0 = true } })
-        #expect(departed.value)
+        let departed = WaitableState<[Bool]>([])
+        sender.send([], departed: { written in departed.update { $0.append(written) } })
+        try await departed.wait("the empty send to depart", timeout: .seconds(20)) { !$0.isEmpty }
+        #expect(departed.value == [true])
         sender.close()
         await bus.stop()
     }

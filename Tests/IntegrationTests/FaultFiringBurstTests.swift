@@ -38,13 +38,7 @@ struct FaultFiringBurstTests {
             t.add { await bus.stop() }
             let d = try DaemonUnderTest(config: "[backend.log]\ntype = \"log\"\nformat = \"json\"\n", environment: bus.environment)
             var runs: [TestProcess] = []
-            func start() async throws -> TestProcess {
-                let p = try d.start(["--bus", bus.address])
-                runs.append(p)
-                t.add { _ = try? await p.kill() }
-                try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(60))
-                return p
-            }
+            func start() async throws -> TestProcess { try await d.startServing(on: bus, runs: &runs, teardown: t) }
             var daemon = try await start()
             let scheduled = try await TestProcess.run("/usr/bin/python3", ["-c", Self.scheduler, bus.address, "\(Self.total)"])
             try #require(scheduled.status == .exited(0), "\(scheduled.stderrText)")

@@ -13,16 +13,19 @@ struct FaultSignalQueueTests {
 
     /// Schedules `total` notifications for the `events` backend due together, and a `marker` for
     /// the `log` backend a second later, after a probe that measures this machine's call rate so
-    /// that the instant falls after the last call whatever the build. Prints the instant.
+    /// that the instant falls after the last call whatever the build. Prints the instant. Each
+    /// `Fired` carries a 4 kB title, so that 2,000 of them (8 MB) are far more than a socket's
+    /// buffer, however large the host makes it.
     static let scheduler = PipelinedSchedule.script(#"""
         total = int(sys.argv[2])
+        title = 't' * 4096
         start = time.time()
-        schedule_all(200, lambda i: {'key': 'probe%d' % i, 'title': 't', 'at': '@%d' % (int(start) + 3600)})
+        schedule_all(200, lambda i: {'key': 'probe%d' % i, 'title': title, 'at': '@%d' % (int(start) + 3600)})
         rate = 200 / max(time.time() - start, 0.001)
         gw.CancelAll()
         due = int(time.time() + 2 + 1.5 * total / rate) + 1
         events = dbus.Array(['events'], signature='s')
-        schedule_all(total, lambda i: {'key': 'k%d' % i, 'title': 't', 'at': '@%d' % due, 'backends': events})
+        schedule_all(total, lambda i: {'key': 'k%d' % i, 'title': title, 'at': '@%d' % due, 'backends': events})
         schedule_all(1, lambda i: {'key': 'marker', 'title': 'm', 'at': '@%d' % (due + 1), 'backends': dbus.Array(['log'], signature='s')})
         print('due %d rate %d' % (due, rate), flush=True)
         """#)
@@ -37,13 +40,7 @@ struct FaultSignalQueueTests {
             let config = "[backend.log]\ntype = \"log\"\nformat = \"json\"\n\n[backend.events]\ntype = \"dbus-signal\"\n"
             let d = try DaemonUnderTest(config: config, environment: bus.environment)
             var runs: [TestProcess] = []
-            func start() async throws -> TestProcess {
-                let p = try d.start(["--bus", bus.address])
-                runs.append(p)
-                t.add { _ = try? await p.kill() }
-                try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(60))
-                return p
-            }
+            func start() async throws -> TestProcess { try await d.startServing(on: bus, runs: &runs, teardown: t) }
             var daemon = try await start()
             let monitor = try TestProcess("dbus-monitor", ["--address", bus.address, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
             t.add { _ = try? await monitor.kill() }
@@ -54,7 +51,9 @@ struct FaultSignalQueueTests {
             print("measured: \(scheduled.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))")
             // The bus stops reading before the instant: the burst's signals fill the daemon's
             // socket, and libdbus keeps the rest.
+            let due = try #require(scheduled.stdoutText.split(separator: " ").dropFirst().first.flatMap { Double($0) })
             bus.process.signal(SIGSTOP)
+            try #require(Date().timeIntervalSince1970 < due, "the instant passed before the bus was stopped: the probe's margin was too short")
             // The marker goes out through the log a second after the burst's instant. By then the
             // burst was handed to the bus connection, and a confirmation that did not wait for its
             // signals to be written would be durable (it is committed before the marker's claim).

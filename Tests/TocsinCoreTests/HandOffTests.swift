@@ -15,15 +15,19 @@ struct HandOffTests {
         let name = "signals"
         let delivered = WaitableState<[String]>([])
         let out = WaitableState<Bool>(false)
+        /// What the hand-off ends with once out: nil (written), or the error of a dropped one.
+        let dropped: DeliveryError?
+        init(dropped: DeliveryError? = nil) { self.dropped = dropped }
         var ringPolicy: RingPolicy? { nil }
         var quietMode: QuietMode { .deliver }
         func start(events: any BackendEventSink) async {}
         func deliver(_ firing: Firing) async throws(DeliveryError) { delivered.update { $0.append(firing.key) } }
         func deliver(batch: [Firing]) -> BatchHandOff {
             delivered.update { $0 += batch.map(\.key) }
-            let out = out
+            let (out, dropped) = (out, dropped)
             return BatchHandOff(errors: batch.map { _ in nil }, departure: {
                 _ = try? await out.wait("the test to let the hand-off out", timeout: .seconds(60)) { $0 }
+                return dropped
             })
         }
         func withdraw(key: String, reason: WithdrawReason) async {}
@@ -34,6 +38,7 @@ struct HandOffTests {
     struct Row: CustomTestStringConvertible, Sendable {
         let name: String
         let outBeforeTheCrash: Bool
+        var dropped: DeliveryError? = nil
         let interrupted: Bool
         var testDescription: String { name }
     }
@@ -41,12 +46,15 @@ struct HandOffTests {
     static let rows = [
         Row(name: "still in the process at the crash: reported interrupted", outBeforeTheCrash: false, interrupted: true),
         Row(name: "out before the crash: recorded as delivered, not reported", outBeforeTheCrash: true, interrupted: false),
+        Row(name: "dropped before the crash (a lost bus): a failed delivery, not reported again", outBeforeTheCrash: true,
+            dropped: DeliveryError(.permanent, "the bus connection was lost"), interrupted: false),
     ]
 
     @Test("a crash after the hand-off", arguments: rows)
     func crashAfterTheHandOff(_ row: Row) async throws {
-        let slow = Slow()
+        let slow = Slow(dropped: row.dropped)
         let h = try await Harness(backends: [], others: [slow])
+        let events = await h.center.events()
         try await h.center.schedule(spec("tea", at(10)))
         _ = try await h.wake()  // the claim, made ahead
         h.clock.advance(to: t0 + .seconds(10))
@@ -57,12 +65,24 @@ struct HandOffTests {
             slow.out.update { $0 = true }
             await before.waitForDeliveries()
         }
+        // Everything the crashed center queued is committed: a confirmation it would have
+        // recorded is durable before the restart, so only the hand-off's wait can keep it out.
+        await before.settle()
         h.clock.advance(to: t0 + .seconds(11))
         try await h.restart()
         let history = try await h.center.history(HistoryQuery(key: "tea"))
         let interrupted = history.filter { $0.kind == .interrupted }.map(\.due)
         #expect(interrupted == (row.interrupted ? [t0 + .seconds(10)] : []), "row \(row.name)")
         #expect(slow.delivered.value == ["tea"], "row \(row.name): delivered again after the restart")
+        if let dropped = row.dropped {
+            let failed = try await withTimeout(.seconds(20), "the failed delivery's event") { () -> String? in
+                for await e in events {
+                    if case .deliveryFailed(let key, let backend, let message) = e { return "\(key) \(backend): \(message)" }
+                }
+                return nil
+            }
+            #expect(failed == "tea signals: \(dropped.message)", "row \(row.name)")
+        }
         // The crashed center's hand-off ends with the test, before its state directory goes.
         slow.out.update { $0 = true }
         await before.waitForDeliveries()

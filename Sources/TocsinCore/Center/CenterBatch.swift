@@ -165,7 +165,8 @@ extension TocsinCenter {
     /// started. A crash then leaves at most two slices of this batch claimed and never handed to
     /// a backend, besides the firings claimed ahead and held for their instant (`aheadLimit`)
     /// (deliveries are at most once: `closeInterrupted`), and the confirmations of what went
-    /// out ride in the burst's next commits instead of waiting for the whole burst.
+    /// out ride in the burst's next commits instead of waiting for the whole burst (a batch
+    /// backend's, once its hand-off has left the process: `BatchHandOff.departure`).
     /// Confirmations are folded only into a batch without requests: the requests' rollback
     /// restores whole entries, which would undo a confirmation applied on top of them (and
     /// the row it deleted is gone from the store by then). Requests wait for the next batch

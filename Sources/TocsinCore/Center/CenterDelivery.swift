@@ -49,8 +49,11 @@ extension TocsinCenter {
             // as interrupted instead of losing them unreported.
             if let departure = handOff.departure, !done.isEmpty {
                 Task { [done] in
-                    await departure()
-                    for (f, error) in done { self.finishedDelivery(f, backend: name, error: error) }
+                    let dropped = await departure()
+                    if let dropped {
+                        logger.error("deliveries dropped before they left", metadata: ["backend": "\(name)", "count": "\(done.count)", "error": "\(dropped)"])
+                    }
+                    for (f, error) in done { self.finishedDelivery(f, backend: name, error: error ?? dropped) }
                 }
             } else {
                 for (f, error) in done { finishedDelivery(f, backend: name, error: error) }

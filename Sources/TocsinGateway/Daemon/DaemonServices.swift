@@ -31,6 +31,10 @@ struct BusService: Service {
     let setup: DaemonSetup
     let first: DBusConnection?
 
+    /// How long a graceful stop waits for the bus to take what is queued (the `Fired` signals of
+    /// a burst it is still reading) before it closes the connection, which drops the rest.
+    static let flushLimit = Duration.seconds(2)
+
     func run() async throws {
         await cancelWhenGracefulShutdown { await keepConnected() }
         gateway.link.current?.close()
@@ -39,7 +43,7 @@ struct BusService: Service {
     private func keepConnected() async {
         let logger = setup.logger
         if let first {
-            await withTaskCancellationHandler { await first.waitUntilDisconnected() } onCancel: { first.close() }
+            await withTaskCancellationHandler { await first.waitUntilDisconnected() } onCancel: { first.closeWhenFlushed(atMost: Self.flushLimit) }
             if Task.isCancelled { return }
             logger.warning("lost the bus connection; reconnecting")
         }
@@ -51,7 +55,7 @@ struct BusService: Service {
                                           })
         for await connection in reconnector.connections() {
             logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
-            await withTaskCancellationHandler { await connection.waitUntilDisconnected() } onCancel: { connection.close() }
+            await withTaskCancellationHandler { await connection.waitUntilDisconnected() } onCancel: { connection.closeWhenFlushed(atMost: Self.flushLimit) }
             if Task.isCancelled { return }
             logger.warning("lost the bus connection; reconnecting")
         }

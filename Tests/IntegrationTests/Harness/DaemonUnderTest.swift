@@ -36,6 +36,17 @@ final class DaemonUnderTest: Sendable {
     }
 
     func rewrite(config: String) throws { try dir.write("config.toml", config) }
+
+    /// Starts the daemon on `bus` and waits until it serves the API: one run of a test that kills
+    /// and restarts it. `runs` keeps every run (a crash test reads them all at the end), and
+    /// `teardown` kills each.
+    func startServing(on bus: PrivateBus, runs: inout [TestProcess], teardown: Teardown) async throws -> TestProcess {
+        let p = try start(["--bus", bus.address])
+        runs.append(p)
+        teardown.add { _ = try? await p.kill() }
+        try await p.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(60))
+        return p
+    }
 }
 
 extension TestProcess {
