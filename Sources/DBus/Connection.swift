@@ -179,7 +179,7 @@ public final class DBusConnection: Sendable {
     public func send(_ messages: [DBusMessage], departed: @escaping @Sendable (_ written: Bool) -> Void) {
         let tracker = DepartureTracker(count: messages.count + 1, loop: core.loop, departed: departed)
         for m in messages { m.track(tracker) }
-        core.send(messages)
+        core.send(messages, refused: { tracker.messageRefused() })
         // The send's own share: an empty send departs at once, as judged on the loop.
         tracker.messageLeft()
     }

@@ -16,14 +16,15 @@ extension ConnectionCore {
         }
     }
 
-    func send(_ messages: [DBusMessage]) {
+    /// `refused` is called for each message libdbus would not queue.
+    func send(_ messages: [DBusMessage], refused: (@Sendable () -> Void)? = nil) {
         if loop.isOnLoopThread, let conn {
-            for m in messages { Self.sendNow(conn, m) }
+            for m in messages where !Self.sendNow(conn, m) { refused?() }
             return
         }
         loop.enqueue { conn in
             guard let conn else { return }
-            for m in messages { Self.sendNow(conn, m) }
+            for m in messages where !Self.sendNow(conn, m) { refused?() }
         }
     }
 

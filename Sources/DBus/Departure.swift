@@ -18,6 +18,9 @@ import Synchronization
 /// Counts down the messages of one send still inside this process.
 final class DepartureTracker: Sendable {
     private let remaining: Atomic<Int>
+    /// Set for a message libdbus never queued (no memory, or a slot it could not give): it leaves
+    /// when Swift lets go of it, on a live connection, unwritten.
+    private let refused = Atomic<Bool>(false)
     private let loop: EventLoop
     private let departed: @Sendable (_ written: Bool) -> Void
 
@@ -27,10 +30,15 @@ final class DepartureTracker: Sendable {
         self.departed = departed
     }
 
+    func messageRefused() { refused.store(true, ordering: .releasing) }
+
     func messageLeft() {
         guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
         // A loop that has stopped runs the job at once, with no connection: dropped.
-        loop.enqueue { [departed] conn in departed(conn.map { dbus_connection_get_is_connected($0) != 0 } ?? false) }
+        loop.enqueue { [self] conn in
+            let connected = conn.map { dbus_connection_get_is_connected($0) != 0 } ?? false
+            departed(connected && !refused.load(ordering: .acquiring))
+        }
     }
 }
 
@@ -52,7 +60,9 @@ extension DBusMessage {
     func track(_ tracker: DepartureTracker) {
         let data = Unmanaged.passRetained(tracker).toOpaque()
         guard departureSlot >= 0, dbus_message_set_data(raw, departureSlot, data, departureFreed) != 0 else {
+            // Not tracked, so not known to be written.
             Unmanaged<DepartureTracker>.fromOpaque(data).release()
+            tracker.messageRefused()
             tracker.messageLeft()
             return
         }
@@ -61,26 +71,27 @@ extension DBusMessage {
 
 extension DBusConnection {
     /// Closes the connection once everything queued on it so far has been written, or after
-    /// `limit`, whichever comes first: a graceful stop should not drop the signals of a burst
-    /// the bus is still reading (closing drops libdbus's queue). The last thing queued is a
-    /// `Peer.Ping` that asks for no reply: messages leave in order, so once it has departed
-    /// everything before it has.
-    public func closeWhenFlushed(atMost limit: Duration) {
-        let marker: DBusMessage
+    /// `limit`, whichever comes first, and returns once it has ended: a graceful stop should not
+    /// drop the signals of a burst the bus is still reading (closing drops libdbus's queue). The
+    /// last thing queued is a `Peer.Ping` that asks for no reply: messages leave in order, so
+    /// once it has departed everything before it has. Returns even when the calling task is
+    /// cancelled (a stopping service's is): the wait is a task of its own.
+    public func closeWhenFlushed(atMost limit: Duration) async {
         do {
-            marker = try DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                interface: .peer, member: "Ping")
+            let marker = try DBusMessage.methodCall(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                    interface: .peer, member: "Ping")
+            dbus_message_set_no_reply(marker.raw, 1)
+            let deadline = Task { [self] in
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                close()
+            }
+            send([marker], departed: { [self] _ in
+                deadline.cancel()
+                close()
+            })
         } catch {
-            return close()
-        }
-        dbus_message_set_no_reply(marker.raw, 1)
-        let deadline = Task { [self] in
-            guard (try? await Task.sleep(for: limit)) != nil else { return }
             close()
         }
-        send([marker], departed: { [self] _ in
-            deadline.cancel()
-            close()
-        })
+        await Task { await waitUntilDisconnected() }.value
     }
 }

@@ -83,11 +83,11 @@ struct DepartureTests {
         let bus = try await PrivateBus.start()
         defer { bus.process.signal(SIGCONT) }
         let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
-        sender.closeWhenFlushed(atMost: .seconds(60))
+        let closing = Task { await sender.closeWhenFlushed(atMost: .seconds(60)) }
         await Self.loopPassed(sender)
         #expect(departed.value.isEmpty, "closed before the queue was written")
         bus.process.signal(SIGCONT)
-        try await withTimeout(.seconds(20), "the connection to close") { await sender.waitUntilDisconnected() }
+        try await withTimeout(.seconds(20), "the connection to close") { await closing.value }
         #expect(departed.value == [true], "written before the close")
         await bus.stop()
     }
@@ -97,8 +97,7 @@ struct DepartureTests {
         let bus = try await PrivateBus.start()
         defer { bus.process.signal(SIGCONT) }
         let (sender, departed) = try await Self.sendBehindStoppedBus(bus)
-        sender.closeWhenFlushed(atMost: .milliseconds(200))
-        try await withTimeout(.seconds(20), "the connection to close") { await sender.waitUntilDisconnected() }
+        try await withTimeout(.seconds(20), "the connection to close") { await sender.closeWhenFlushed(atMost: .milliseconds(200)) }
         try await departed.wait("the queue to be dropped", timeout: .seconds(20)) { !$0.isEmpty }
         #expect(departed.value == [false])
         bus.process.signal(SIGCONT)

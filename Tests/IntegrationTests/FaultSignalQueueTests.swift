@@ -30,8 +30,29 @@ struct FaultSignalQueueTests {
         print('due %d rate %d' % (due, rate), flush=True)
         """#)
 
-    @Test("signals still queued in the daemon at a kill -9 are reported interrupted, none lost unreported, none sent twice")
-    func killWithSignalsQueued() async throws {
+    /// A dbus-python subscriber that prints the key of each `Fired` signal, one per line (8 MB of
+    /// titles through dbus-monitor would make every wait on its output rescan megabytes).
+    static let subscriber = #"""
+        import sys, dbus, dbus.mainloop.glib
+        from gi.repository import GLib
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        bus = dbus.bus.BusConnection(sys.argv[1])
+        bus.add_signal_receiver(lambda key, info: print(key, flush=True), signal_name='Fired', dbus_interface='io.github.tocsin.Gateway1')
+        print('subscribed', flush=True)
+        GLib.MainLoop().run()
+        """#
+
+    /// A daemon with `log` and `events` (dbus-signal) backends on a private bus, a subscriber to
+    /// `Fired`, and the burst handed to the daemon's bus connection while the bus is stopped:
+    /// `body` gets them with the bus still stopped (teardown resumes it).
+    struct Queued {
+        let bus: PrivateBus
+        let daemon: DaemonUnderTest
+        let monitor: TestProcess
+        let teardown: Teardown
+    }
+
+    static func withBurstQueued(_ body: (Queued, inout [TestProcess]) async throws -> Void) async throws {
         try await withTeardown { t in
             let bus = try await PrivateBus.start()
             t.add { await bus.stop() }
@@ -40,13 +61,12 @@ struct FaultSignalQueueTests {
             let config = "[backend.log]\ntype = \"log\"\nformat = \"json\"\n\n[backend.events]\ntype = \"dbus-signal\"\n"
             let d = try DaemonUnderTest(config: config, environment: bus.environment)
             var runs: [TestProcess] = []
-            func start() async throws -> TestProcess { try await d.startServing(on: bus, runs: &runs, teardown: t) }
-            var daemon = try await start()
-            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address, "type='signal',interface='io.github.tocsin.Gateway1',member='Fired'"])
+            let daemon = try await d.startServing(on: bus, runs: &runs, teardown: t)
+            let monitor = try TestProcess("/usr/bin/python3", ["-c", subscriber, bus.address])
             t.add { _ = try? await monitor.kill() }
-            try await monitor.waitForOutput(containing: "member=NameLost", timeout: .seconds(20))
+            try await monitor.waitForOutput(containing: "subscribed", timeout: .seconds(20))
 
-            let scheduled = try await TestProcess.run("/usr/bin/python3", ["-c", Self.scheduler, bus.address, "\(Self.total)"])
+            let scheduled = try await TestProcess.run("/usr/bin/python3", ["-c", scheduler, bus.address, "\(total)"])
             try #require(scheduled.status == .exited(0), "\(scheduled.stderrText)")
             print("measured: \(scheduled.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))")
             // The bus stops reading before the instant: the burst's signals fill the daemon's
@@ -58,25 +78,42 @@ struct FaultSignalQueueTests {
             // burst was handed to the bus connection, and a confirmation that did not wait for its
             // signals to be written would be durable (it is committed before the marker's claim).
             try await daemon.waitForOutput(containing: "\"key\":\"marker\"", timeout: .seconds(120))
-            _ = Glibc.kill(daemon.pid, SIGKILL)
-            _ = try await daemon.waitForExit(timeout: .seconds(10))
-            bus.process.signal(SIGCONT)
-            daemon = try await start()
+            try await body(Queued(bus: bus, daemon: d, monitor: monitor, teardown: t), &runs)
+        }
+    }
 
-            // A signal from the new run: the bus forwarded what the killed daemon's socket held
-            // before it accepted the new connection, so once this one is seen, all of those were.
-            let sync = try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
-                                                            "-m", "\(GatewayFixture.iface).Schedule",
-                                                            "{'key': <'sync'>, 'title': <'s'>, 'after': <'1s'>, 'backends': <['events']>}"])
-            try #require(sync.status == .exited(0), "\(sync.stderrText)")
-            try await monitor.waitForOutput(containing: "string \"sync\"", timeout: .seconds(60))
+    /// How many times the subscriber received each burst key (`k0`, `k1`, ...).
+    static func received(by monitor: TestProcess) -> [String: Int] {
+        var received: [String: Int] = [:]
+        for line in monitor.output.value.stdoutText.split(separator: "\n") where line.hasPrefix("k") {
+            received[String(line), default: 0] += 1
+        }
+        return received
+    }
 
-            var received: [String: Int] = [:]
-            for line in monitor.output.value.stdoutText.split(separator: "\n") {
-                let text = line.trimmingCharacters(in: .whitespaces)
-                guard text.hasPrefix("string \"k"), text.hasSuffix("\"") else { continue }
-                received[String(text.dropFirst(8).dropLast()), default: 0] += 1
-            }
+    /// Waits until the subscriber has everything the bus got from earlier runs of the daemon:
+    /// `running` schedules a `sync` firing for `events`, and it can only own the bus name once
+    /// the bus has handled the earlier connection's end, which comes after all that connection
+    /// sent; so once `sync` arrives, all of that has.
+    static func sync(_ q: Queued, running: TestProcess) async throws {
+        let sync = try await TestProcess.run("gdbus", ["call", "--address", q.bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
+                                                        "-m", "\(GatewayFixture.iface).Schedule",
+                                                        "{'key': <'sync'>, 'title': <'s'>, 'after': <'1s'>, 'backends': <['events']>}"])
+        try #require(sync.status == .exited(0), "\(sync.stderrText)")
+        try await q.monitor.waitForOutput(containing: "sync\n", timeout: .seconds(60))
+    }
+
+    @Test("signals still queued in the daemon at a kill -9 are reported interrupted, none lost unreported, none sent twice")
+    func killWithSignalsQueued() async throws {
+        try await Self.withBurstQueued { q, runs in
+            let killed = try #require(runs.last)
+            _ = Glibc.kill(killed.pid, SIGKILL)
+            _ = try await killed.waitForExit(timeout: .seconds(10))
+            q.bus.process.signal(SIGCONT)
+            let next = try await q.daemon.startServing(on: q.bus, runs: &runs, teardown: q.teardown)
+            try await Self.sync(q, running: next)
+
+            let received = Self.received(by: q.monitor)
             // The marker may be reported too: its log line was written, its confirmation not durable.
             let interrupted = FaultFiringBurstTests.interruptedKeys(runs.map(\.output.value)).subtracting(["marker"])
             let keys = (0..<Self.total).map { "k\($0)" }
@@ -90,6 +127,27 @@ struct FaultSignalQueueTests {
             let queued = interrupted.filter { received[$0] == nil }.count
             #expect(queued > 0, "the bus's socket took the whole burst: nothing was left queued in the daemon to test")
             #expect(outside.count == 0, "reported interrupted outside the burst, e.g. \(outside.prefix(5))")
+        }
+    }
+
+    @Test("SIGTERM with signals queued behind a bus that reads again: the stop waits for them, every one arrives, none is reported")
+    func gracefulStopWritesTheQueue() async throws {
+        try await Self.withBurstQueued { q, runs in
+            let daemon = try #require(runs.last)
+            daemon.signal(SIGTERM)
+            q.bus.process.signal(SIGCONT)
+            let status = try await daemon.waitForExit(timeout: .seconds(60))
+            #expect(status == .exited(0), "\(daemon.output.value.stderrText.suffix(2000))")
+            #expect(!daemon.output.value.stderrText.contains("dropped before they left"))
+            let next = try await q.daemon.startServing(on: q.bus, runs: &runs, teardown: q.teardown)
+            try await Self.sync(q, running: next)
+            let received = Self.received(by: q.monitor)
+            print("measured: \(Self.total) due together behind a stopped bus, SIGTERM, the bus resumed: received by a subscriber \(received.count)")
+            #expect(received.count == Self.total, "the stop dropped signals the bus would have read")
+            #expect(received.allSatisfy { $0.value == 1 }, "a signal received twice")
+            // Everything was confirmed before the stop ended: the new start reports nothing.
+            let interrupted = FaultFiringBurstTests.interruptedKeys([next.output.value])
+            #expect(interrupted.count == 0, "reported interrupted after a graceful stop, e.g. \(interrupted.prefix(5))")
         }
     }
 }

@@ -36,14 +36,15 @@ struct BusService: Service {
     static let flushLimit = Duration.seconds(2)
 
     func run() async throws {
+        // Cancelled on a graceful stop: the waits for a disconnection below end with it.
         await cancelWhenGracefulShutdown { await keepConnected() }
-        gateway.link.current?.close()
+        await gateway.link.current?.closeWhenFlushed(atMost: Self.flushLimit)
     }
 
     private func keepConnected() async {
         let logger = setup.logger
         if let first {
-            await withTaskCancellationHandler { await first.waitUntilDisconnected() } onCancel: { first.closeWhenFlushed(atMost: Self.flushLimit) }
+            await first.waitUntilDisconnected()
             if Task.isCancelled { return }
             logger.warning("lost the bus connection; reconnecting")
         }
@@ -55,7 +56,7 @@ struct BusService: Service {
                                           })
         for await connection in reconnector.connections() {
             logger.info("serving the D-Bus API", metadata: ["bus": "\(setup.busDescription)", "name": "\(Gateway.busName)"])
-            await withTaskCancellationHandler { await connection.waitUntilDisconnected() } onCancel: { connection.closeWhenFlushed(atMost: Self.flushLimit) }
+            await connection.waitUntilDisconnected()
             if Task.isCancelled { return }
             logger.warning("lost the bus connection; reconnecting")
         }
