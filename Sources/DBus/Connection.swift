@@ -168,14 +168,14 @@ public final class DBusConnection: Sendable {
 
     /// Sends messages as `send(_:)` does, and calls `departed` once every one of them has left
     /// this process: `written` true when they were written to the bus's socket, false when the
-    /// connection was closed or lost first (libdbus then drops what it still queues). Until then a
-    /// process killed loses what
-    /// libdbus still queues, so a caller that records the messages as delivered does so only
-    /// after this. `written` is judged when the last one leaves: a connection lost between the
-    /// write and that judgement reports written messages as dropped, never the reverse.
-    /// `departed` runs once, on the connection's loop thread (at once, once the connection has
-    /// ended). Each message may be sent this way
-    /// once, and the caller must not keep them: a reference held keeps one from departing.
+    /// connection was closed or lost first (libdbus then drops what it still queues), or when
+    /// libdbus would not queue one. Until then a process killed loses what libdbus still queues,
+    /// so a caller that records the messages as delivered does so only after this. `written` is
+    /// judged when the last one leaves: a connection lost between the write and that judgement
+    /// reports written messages as dropped, never the reverse. `departed` runs once, on the
+    /// connection's loop thread (at once, once the connection has ended). Each message may be
+    /// sent this way once, and the caller must not keep them: a reference held keeps one from
+    /// departing.
     public func send(_ messages: [DBusMessage], departed: @escaping @Sendable (_ written: Bool) -> Void) {
         let tracker = DepartureTracker(count: messages.count + 1, loop: core.loop, departed: departed)
         for m in messages { m.track(tracker) }

@@ -43,7 +43,7 @@ final class DepartureTracker: Sendable {
 }
 
 /// The message data slot the trackers live in, allocated once per process (-1: libdbus had no
-/// memory for it, and every message counts as departed when sent).
+/// memory for it, and every send counts as not written).
 let departureSlot: Int32 = {
     var slot: Int32 = -1
     return dbus_message_allocate_data_slot(&slot) != 0 ? slot : -1

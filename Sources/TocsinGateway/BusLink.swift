@@ -93,9 +93,9 @@ public final class BusLink: Sendable {
                     errors.append(DeliveryError(.permanent, error.message))
                 }
             }
-            // Out once libdbus has written them, or dropped them with a lost connection: then no
-            // subscriber can have them, and the deliveries end as failed (a log line and a
-            // `DeliveryFailed` signal), not repeated.
+            // Out once libdbus has written them, or dropped them with a lost connection: then the
+            // whole group ends as failed deliveries (logged), not repeated, since the signals
+            // written before the loss may have reached subscribers.
             let (out, left) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
             c.send(messages, departed: { written in
                 left.yield(written)
@@ -104,7 +104,7 @@ public final class BusLink: Sendable {
             return BatchHandOff(errors: errors, departure: {
                 var written = false
                 for await w in out { written = w }
-                return written ? nil : DeliveryError(.permanent, "the bus connection was lost before the signal was written")
+                return written ? nil : DeliveryError(.permanent, "the bus connection was lost before the signals handed over with this one were all written")
             })
         }
     }
