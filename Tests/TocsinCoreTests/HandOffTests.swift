@@ -87,4 +87,31 @@ struct HandOffTests {
         slow.out.update { $0 = true }
         await before.waitForDeliveries()
     }
+
+    /// The daemon stops firing before it stops serving the bus: the center closes its store while
+    /// a hand-off may still wait for a bus that does not read, and calls may still arrive.
+    @Test("shut down with the hand-off still in the process: later calls are refused, and the next start reports the firing interrupted")
+    func shutdownBeforeTheHandOffIsOut() async throws {
+        let slow = Slow()
+        let h = try await Harness(backends: [], others: [slow])
+        try await h.center.schedule(spec("tea", at(10)))
+        _ = try await h.wake()
+        h.clock.advance(to: t0 + .seconds(10))
+        await h.center.tick()
+        #expect(slow.delivered.value == ["tea"])
+        let before = h.center
+        await before.shutdown(grace: .zero)
+        await #expect(throws: CenterError(.storage, "the daemon is stopping; nothing was changed")) {
+            try await before.schedule(spec("later", at(20)))
+        }
+        // Out after the store closed: nothing can record it, and nothing may fail on that.
+        slow.out.update { $0 = true }
+        await before.waitForDeliveries()
+        h.clock.advance(to: t0 + .seconds(11))
+        try await h.restart()
+        let history = try await h.center.history(HistoryQuery(key: "tea"))
+        #expect(history.filter { $0.kind == .interrupted }.map(\.due) == [t0 + .seconds(10)])
+        #expect(await h.center.lookup("later") == nil, "a call refused during the stop changed the schedule")
+        #expect(slow.delivered.value == ["tea"], "delivered again after the restart")
+    }
 }

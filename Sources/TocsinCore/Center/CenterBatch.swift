@@ -74,6 +74,9 @@ extension TocsinCenter {
     var queuedWork: Int { queued.count }
 
     func submit(_ request: Request) async throws(CenterError) -> Reply {
+        // The daemon stops firing before it stops serving the bus: a call in between must hear
+        // why, not fail on the closed store as a storage fault.
+        if closed { throw CenterError(.storage, "the daemon is stopping; nothing was changed") }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
             queued.append(.call(request, c))
             startDraining()

@@ -157,6 +157,16 @@ extension TocsinCenter {
     /// Records (in the next batch) that `backend` is done with `firing`, delivered or not.
     func finishedDelivery(_ f: Firing, backend: String, error: DeliveryError?) {
         if let error { emit(.deliveryFailed(key: f.key, backend: backend, message: error.message)) }
+        // A delivery that outlived shutdown's grace (signals the bus had not read yet) cannot be
+        // recorded any more; its claim stays open, and the next start reports it interrupted.
+        guard !closed else {
+            if endedAfterClose == 0 {
+                logger.notice("deliveries ended after the state was closed; the next start reports them as interrupted", metadata: ["backend": "\(backend)"])
+            }
+            endedAfterClose += 1
+            deliveryDone()
+            return
+        }
         queued.append(.finished(key: f.key, occurrence: f.occurrence, backend: backend))
         startDraining()
     }
@@ -164,6 +174,7 @@ extension TocsinCenter {
     /// Records (in the next batch) that `backend` holds `firing` for quiet hours: the hold is
     /// that backend's end of the claim, committed with it (`NotificationMachine.hold`).
     func heldDelivery(_ f: Firing, backend: String) {
+        guard !closed else { return }
         queued.append(.held(f, backend: backend))
         startDraining()
     }

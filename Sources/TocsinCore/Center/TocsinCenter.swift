@@ -25,6 +25,11 @@ public actor TocsinCenter {
     /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
     var fleet: (any FleetLink)?
     var started = false
+    /// Shutdown closed the store: requests are refused and deliveries that end later are left
+    /// for the next start to report (`finishedDelivery`).
+    var closed = false
+    /// Deliveries that ended after `closed`, counted for one log line.
+    var endedAfterClose = 0
     /// Each subscriber's stream, and whether it wants `fired`/`deliveryFailed` (a burst yields
     /// one per firing, and a subscriber that drops them would still be woken for each).
     private var subscribers: [Int: (continuation: AsyncStream<CenterEvent>.Continuation, firings: Bool)] = [:]
@@ -173,6 +178,7 @@ public actor TocsinCenter {
         for name in machine.backendNames { await backends[name]?.shutdown() }
         for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
+        closed = true
         await store.close()
     }
 

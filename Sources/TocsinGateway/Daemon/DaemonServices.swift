@@ -4,14 +4,24 @@ import ServiceLifecycle
 import TocsinCore
 
 /// The center's events as D-Bus signals, until the center shuts down and ends the stream.
+///
+/// The stream ends while the firing service is still stopping (the center finishes it before it
+/// closes the store). A service that returns before its own turn to stop makes the group cancel
+/// the rest, the bus among them, so this one waits for its turn.
 struct EventForwardingService: Service {
     let gateway: GatewayService
     let events: AsyncStream<CenterEvent>
-    func run() async { await gateway.forward(events) }
+    func run() async {
+        await gateway.forward(events)
+        try? await gracefulShutdown()
+    }
 }
 
 /// Waits on the wake-up timer and fires what is due. On graceful shutdown the timer stops, then
-/// the center flushes the deliveries in flight and shuts the backends down.
+/// the center waits for the deliveries in flight, shuts the backends down and closes the store.
+/// It stops before the bus: a `Fired` signal handed over meanwhile still finds the connection up,
+/// and a firing that falls due during the stop is left to the next start's missed-firing policy
+/// instead of being handed to a connection about to close.
 struct FiringService: Service {
     let center: TocsinCenter
     func run() async {
@@ -32,7 +42,8 @@ struct BusService: Service {
     let first: DBusConnection?
 
     /// How long a graceful stop waits for the bus to take what is queued (the `Fired` signals of
-    /// a burst it is still reading) before it closes the connection, which drops the rest.
+    /// a burst it is still reading) before it closes the connection, which drops the rest. The
+    /// firing service has stopped by then: nothing new is handed over meanwhile.
     static let flushLimit = Duration.seconds(2)
 
     func run() async throws {

@@ -136,14 +136,16 @@ public final class TocsinDaemon: Sendable {
     /// What the daemon is asked to do while it runs (from signals: SIGHUP, SIGTERM/SIGINT).
     public enum Control: Sendable { case reload, stop }
 
-    /// Runs until `.stop` arrives (or `controls` ends), then stops gracefully: the bus first, then
-    /// firing (deliveries in flight get their grace period), then the event forwarding.
+    /// Runs until `.stop` arrives (or `controls` ends), then stops gracefully, in the reverse of
+    /// the list: firing first (deliveries in flight get their grace period, then the store
+    /// closes and calls still arriving are refused), then the event forwarding, which sends
+    /// what the stop emitted, then the bus, once it has taken what is queued (`BusService`).
     public func run(controls: some AsyncSequence<Control, Never> & Sendable) async {
         let logger = setup.logger
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [
+            .init(service: BusService(gateway: gateway, setup: setup, first: firstConnection)),
             .init(service: EventForwardingService(gateway: gateway, events: events)),
             .init(service: FiringService(center: center)),
-            .init(service: BusService(gateway: gateway, setup: setup, first: firstConnection)),
             // Returns at once when sleep is not watched; that must not stop the others.
             .init(service: SleepService(watch: sleep, connect: setup.connectSystem), successTerminationBehavior: .ignore),
         ], logger: logger))
