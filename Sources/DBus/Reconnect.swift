@@ -31,15 +31,21 @@ public struct Backoff: Sendable, Hashable {
 /// and matches: a new connection starts with none of them.
 public struct DBusReconnector: Sendable {
     public let backoff: Backoff
+    /// Whether ending the stream closes the live connection at once. A daemon that stops
+    /// gracefully says no and closes it once its queue is written (`closeWhenFlushed`): closing
+    /// drops what libdbus still holds.
+    public let closesOnCancel: Bool
     private let connect: @Sendable () async throws -> DBusConnection
     private let setup: @Sendable (DBusConnection) async throws -> Void
 
     public init(
         backoff: Backoff = Backoff(),
+        closesOnCancel: Bool = true,
         connect: @escaping @Sendable () async throws -> DBusConnection,
         setup: @escaping @Sendable (DBusConnection) async throws -> Void
     ) {
         self.backoff = backoff
+        self.closesOnCancel = closesOnCancel
         self.connect = connect
         self.setup = setup
     }
@@ -67,11 +73,13 @@ public struct DBusReconnector: Sendable {
                 }
                 attempt = 0
                 continuation.yield(connection)
+                let closes = closesOnCancel
                 await withTaskCancellationHandler {
                     await connection.waitUntilDisconnected()
                 } onCancel: {
-                    connection.close()
+                    if closes { connection.close() }
                 }
+                if Task.isCancelled { break }
             }
             continuation.finish()
         }

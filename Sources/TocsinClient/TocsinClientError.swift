@@ -41,7 +41,8 @@ public struct TocsinClientError: Error, Sendable, Hashable, CustomStringConverti
         public static let storage = Code(.storage)
         /// A reply or request larger than the bus allows.
         public static let limitsExceeded = Code(.limitsExceeded)
-        /// No daemon answered: not running and not activatable, or it went away mid-call.
+        /// No daemon answered: not running and not activatable, or it went away mid-call, or it
+        /// is stopping (`io.github.tocsin.Error.Stopping`: nothing changed).
         public static let daemonUnavailable = Code(.daemonUnavailable)
         /// The daemon answered in a shape this client does not understand (a version mismatch).
         public static let unexpectedReply = Code(.unexpectedReply)
@@ -90,7 +91,8 @@ extension TocsinClientError {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
              "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected",
              "org.freedesktop.DBus.Error.Spawn.ChildExited", "org.freedesktop.DBus.Error.Spawn.ExecFailed",
-             "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.NoServer":
+             "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.NoServer",
+             "io.github.tocsin.Error.Stopping":
             code = .daemonUnavailable
         default: code = .bus
         }

@@ -14,6 +14,7 @@ public struct CenterError: Error, Hashable, Sendable, CustomStringConvertible {
             case invalidArguments = "invalid-arguments"
             case storage
             case invalidConfig = "invalid-config"
+            case stopping
         }
 
         private let code: _Code
@@ -31,6 +32,9 @@ public struct CenterError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The change could not be made durable; nothing was changed.
         public static let storage = Code(.storage)
         public static let invalidConfig = Code(.invalidConfig)
+        /// The daemon is stopping: nothing was changed, and a client may ask again once it is
+        /// back. Not `storage`, which tells of a disk that refuses writes.
+        public static let stopping = Code(.stopping)
     }
     public var code: Code
     public var message: String

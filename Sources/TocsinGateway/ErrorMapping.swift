@@ -18,6 +18,7 @@ extension CenterError {
         case .invalidArguments: return DBusError(.invalidArgs, prefix + message)
         case .invalidConfig: return DBusError(name: Gateway.ErrorName.invalidConfig, message: message)
         case .storage: return DBusError(name: Gateway.ErrorName.storage, message: message)
+        case .stopping: return DBusError(name: Gateway.ErrorName.stopping, message: message)
         default: return DBusError(.failed, message)
         }
     }

@@ -14,5 +14,6 @@ public enum Gateway: Sendable {
         public static let unknownBackend = "io.github.tocsin.Error.UnknownBackend"
         public static let invalidConfig = "io.github.tocsin.Error.InvalidConfig"
         public static let storage = "io.github.tocsin.Error.Storage"
+        public static let stopping = "io.github.tocsin.Error.Stopping"
     }
 }

@@ -12,8 +12,9 @@ import TocsinSystem
 /// events onto signals. It outlives bus connections: after a reconnect the daemon attaches the
 /// new connection and the same service goes on.
 public final class GatewayService: Sendable {
-    /// Reloads the config; returns nil on success or the rendered diagnostics.
-    public typealias Reloader = @Sendable () async -> String?
+    /// Reloads the config; returns nil on success, else why not: `invalidConfig` with the
+    /// rendered diagnostics, or `stopping`.
+    public typealias Reloader = @Sendable () async -> CenterError?
 
     private let center: TocsinCenter
     private let reloader: Reloader
@@ -137,9 +138,7 @@ public final class GatewayService: Sendable {
                 [await Self.status(center: center, info: info)]
             },
             DBusMethod("Reload") { _ in
-                if let diagnostics = await reloader() {
-                    throw DBusError(name: Gateway.ErrorName.invalidConfig, message: diagnostics)
-                }
+                if let refused = await reloader() { throw refused.dbusError }
                 return []
             },
         ] + Self.quietMethodTable(center)

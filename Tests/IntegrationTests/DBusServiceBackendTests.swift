@@ -296,7 +296,7 @@ struct DBusServiceBackendTests {
             let monitor = try await Self.monitor(bus, "type='signal',interface='io.github.tocsin.Gateway1',member='ActionInvoked'")
             for _ in 0..<2 {
                 let problem = await running.daemon.reload()
-                #expect(problem == nil, "\(problem ?? "")")
+                #expect(problem == nil, "\(problem?.message ?? "")")
             }
             try await schedule(bus, key: "first", at: Self.t0 + .seconds(30), backends: ["bridge"])
             try await schedule(bus, key: "second", at: Self.t0 + .seconds(60), backends: ["bridge"])

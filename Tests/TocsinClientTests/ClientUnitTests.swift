@@ -91,6 +91,23 @@ struct ClientUnitTests {
         #expect(TocsinClientError.field(in: row.message) == row.field, "row \(row.message)")
     }
 
+    static let nameRows: [(name: String, code: TocsinClientError.Code)] = [
+        ("io.github.tocsin.Error.NotFound", .notFound),
+        ("io.github.tocsin.Error.Storage", .storage),
+        ("io.github.tocsin.Error.Stopping", .daemonUnavailable),
+        ("org.freedesktop.DBus.Error.ServiceUnknown", .daemonUnavailable),
+        ("org.freedesktop.DBus.Error.AccessDenied", .bus),
+    ]
+
+    /// A daemon that is stopping refuses calls and changes nothing: to an app that is the daemon
+    /// going away, which it already handles, not a disk fault.
+    @Test("the daemon's error names map onto codes", arguments: nameRows.map(\.name))
+    func errorNames(_ name: String) throws {
+        let row = try #require(Self.nameRows.first { $0.name == name })
+        let error = TocsinClientError.fromDaemon(name: name, message: "m")
+        #expect(error.code == row.code && error.name == name, "row \(name): \(error)")
+    }
+
     @Test("the double records every call in order, and throws a failure the test queued")
     func doubleRecordsAndFails() async throws {
         let center = InMemoryNotificationCenter()

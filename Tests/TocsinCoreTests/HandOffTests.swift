@@ -101,7 +101,7 @@ struct HandOffTests {
         #expect(slow.delivered.value == ["tea"])
         let before = h.center
         await before.shutdown(grace: .zero)
-        await #expect(throws: CenterError(.storage, "the daemon is stopping; nothing was changed")) {
+        await #expect(throws: CenterError(.stopping, "the daemon is stopping; nothing was changed")) {
             try await before.schedule(spec("later", at(20)))
         }
         // Out after the store closed: nothing can record it, and nothing may fail on that.

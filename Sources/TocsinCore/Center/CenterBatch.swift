@@ -73,10 +73,13 @@ extension TocsinCenter {
     var queuedRequests: Int { queued.reduce(0) { n, w in if case .call = w { return n + 1 }; return n } }
     var queuedWork: Int { queued.count }
 
+    /// What a request meets once the stop has begun (a reload too).
+    public static let stoppingError = CenterError(.stopping, "the daemon is stopping; nothing was changed")
+
     func submit(_ request: Request) async throws(CenterError) -> Reply {
         // The daemon stops firing before it stops serving the bus: a call in between must hear
-        // why, not fail on the closed store as a storage fault.
-        if closed { throw CenterError(.storage, "the daemon is stopping; nothing was changed") }
+        // why, and must not reach backends that are shutting down or a store about to close.
+        if stopping { throw Self.stoppingError }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
             queued.append(.call(request, c))
             startDraining()

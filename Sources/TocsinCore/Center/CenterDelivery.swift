@@ -50,7 +50,8 @@ extension TocsinCenter {
             if let departure = handOff.departure, !done.isEmpty {
                 Task { [done] in
                     let dropped = await departure()
-                    if let dropped {
+                    // After the store closed, the next start reports them (`finishedDelivery`).
+                    if let dropped, !self.closed {
                         logger.error("deliveries dropped before they left", metadata: ["backend": "\(name)", "count": "\(done.count)", "error": "\(dropped)"])
                     }
                     for (f, error) in done { self.finishedDelivery(f, backend: name, error: error ?? dropped) }
@@ -174,7 +175,10 @@ extension TocsinCenter {
     /// Records (in the next batch) that `backend` holds `firing` for quiet hours: the hold is
     /// that backend's end of the claim, committed with it (`NotificationMachine.hold`).
     func heldDelivery(_ f: Firing, backend: String) {
-        guard !closed else { return }
+        guard !closed else {
+            deliveryDone()
+            return
+        }
         queued.append(.held(f, backend: backend))
         startDraining()
     }

@@ -23,6 +23,7 @@ extension TocsinCenter {
     /// whole walk is listed exactly once, whatever fires or is added meanwhile. Each page costs
     /// an index range of the store, not a sort of everything pending.
     public func listPage(after cursor: String, limit: Int) async throws(CenterError) -> (items: [PendingNotification], more: Bool) {
+        if closed { throw CenterError(.stopping, "the daemon is stopping") }
         let limit = max(1, limit)
         var found: [NotificationMachine.Summary] = []
         var after = cursor

@@ -25,7 +25,9 @@ public actor TocsinCenter {
     /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
     var fleet: (any FleetLink)?
     var started = false
-    /// Shutdown closed the store: requests are refused and deliveries that end later are left
+    /// Shutdown has begun: requests are refused (the bus is still served while firing stops).
+    var stopping = false
+    /// Shutdown closed the store: reads are refused too, and deliveries that end later are left
     /// for the next start to report (`finishedDelivery`).
     var closed = false
     /// Deliveries that ended after `closed`, counted for one log line.
@@ -165,11 +167,13 @@ public actor TocsinCenter {
     /// How long shutdown waits for deliveries in flight by default, on the center's clock.
     public static let shutdownGrace = TimeSpan.seconds(2)
 
-    /// Stops firing, waits up to `grace` on the center's clock for deliveries in flight (so a
-    /// claimed firing is not cut off half-way), then shuts the backends down.
+    /// Stops firing and refuses requests, waits up to `grace` on the center's clock for
+    /// deliveries in flight (so a claimed firing is not cut off half-way), shuts the backends
+    /// down, and closes the store once what is queued is committed.
     public func shutdown(grace: TimeSpan = TocsinCenter.shutdownGrace) async {
         timer?.close()
         started = false
+        stopping = true
         releaseStagedEarly()
         if inFlight > 0 {
             await waitForDeliveries(atMost: grace)
@@ -178,7 +182,12 @@ public actor TocsinCenter {
         for name in machine.backendNames { await backends[name]?.shutdown() }
         for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
+        // Confirmations queued until now are committed before the store goes; later ones are
+        // left for the next start (`finishedDelivery`).
         closed = true
+        if loaded && (committing || !queued.isEmpty) {
+            await withCheckedContinuation { settleWaiters.append($0) }
+        }
         await store.close()
     }
 

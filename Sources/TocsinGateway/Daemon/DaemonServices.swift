@@ -60,7 +60,9 @@ struct BusService: Service {
             logger.warning("lost the bus connection; reconnecting")
         }
         let gateway = self.gateway
+        // The stop closes the live connection itself, once its queue is written (`run`).
         let reconnector = DBusReconnector(backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(30)),
+                                          closesOnCancel: false,
                                           connect: setup.connect,
                                           setup: { c in
                                               try await gateway.serve(on: c)

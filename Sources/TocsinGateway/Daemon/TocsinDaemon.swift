@@ -34,7 +34,9 @@ public final class TocsinDaemon: Sendable {
     private let firstConnection: DBusConnection?
     private let events: AsyncStream<CenterEvent>
     /// The latest reload asked for; the next one waits for it.
-    private let reloads = Mutex<Task<String?, Never>?>(nil)
+    private let reloads = Mutex<Task<CenterError?, Never>?>(nil)
+    /// Set when the stop begins: a reload then neither starts nor tells systemd it is ready.
+    private let stopping = Mutex(false)
 
     private init(setup: DaemonSetup, plan: ConfigPlan, stateDirectory: String, center: TocsinCenter, gateway: GatewayService,
                  link: BusLink, sleep: SleepWatch, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
@@ -83,7 +85,7 @@ public final class TocsinDaemon: Sendable {
                                      limits: options.limits, maxMessageSize: c.daemon.maxMessageSize ?? setup.busMessageLimit,
                                      info: info,
                                      servedBeforeStart: true) {
-            guard let daemon = started.withLock({ $0 }) else { return "the daemon is not running" }
+            guard let daemon = started.withLock({ $0 }) else { return CenterError(.stopping, "the daemon is not running") }
             return await daemon.reload()
         }
         // Firings reach subscribers as the `dbus-signal` backend's `Fired`, not through this stream.
@@ -162,6 +164,7 @@ public final class TocsinDaemon: Sendable {
                 break
             }
             logger.info("stopping")
+            stopping.withLock { $0 = true }
             setup.notify(.stopping)
             await group.triggerGracefulShutdown()
             await tasks.waitForAll()
@@ -171,8 +174,8 @@ public final class TocsinDaemon: Sendable {
     /// Reload: a bad config is reported (returned, for the D-Bus error) and the running one kept.
     /// Reloads run one after another in the order asked, so an older read of the file is never
     /// applied over a newer one.
-    public func reload() async -> String? {
-        let mine = reloads.withLock { last -> Task<String?, Never> in
+    public func reload() async -> CenterError? {
+        let mine = reloads.withLock { last -> Task<CenterError?, Never> in
             let previous = last
             let next = Task { _ = await previous?.value; return await self.reloadNow() }
             last = next
@@ -184,9 +187,13 @@ public final class TocsinDaemon: Sendable {
     /// A config the reload thread could not load, already rendered there.
     private struct RenderedLoadFailure: Error { var rendered: String }
 
-    private func reloadNow() async -> String? {
+    private func reloadNow() async -> CenterError? {
+        if stopping.withLock({ $0 }) { return TocsinCenter.stoppingError }
         setup.notify(.reloading)
-        defer { setup.notify(.ready(status: "serving \(Gateway.busName)")) }
+        defer {
+            // READY after STOPPING would tell systemd the stop was called off.
+            if !stopping.withLock({ $0 }) { setup.notify(.ready(status: "serving \(Gateway.busName)")) }
+        }
         let logger = setup.logger
         // Reading, parsing and checking the file costs what the file decides (a FIFO, 400,000
         // keys): done on a thread of its own, diagnostics rendered there too, so firing and
@@ -204,13 +211,14 @@ public final class TocsinDaemon: Sendable {
             return nil
         } catch let e as RenderedLoadFailure {
             logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")
-            return e.rendered
+            return CenterError(.invalidConfig, e.rendered)
         } catch let e as CenterError {
             logger.error("reload failed; keeping the running configuration: \(e.message)")
-            return e.message
+            // Refused for a stop, or any other engine error, as a config problem (as before).
+            return e.code == .stopping ? e : CenterError(.invalidConfig, e.message)
         } catch {
             logger.error("reload failed; keeping the running configuration: \(error)")
-            return "\(error)"
+            return CenterError(.invalidConfig, "\(error)")
         }
     }
 

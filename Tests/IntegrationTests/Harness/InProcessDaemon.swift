@@ -76,24 +76,35 @@ final class InProcessDaemon: Sendable {
     /// once and only there, so the stop never waits for a clock nobody moves and nothing else
     /// (a retry, the next firing) is woken by it.
     func shutdown() async {
-        let center = daemon.center
-        stop.yield(.stop)
+        requestStop()
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { [task] in await task.value }
-            group.addTask { [clock] in
-                while !Task.isCancelled {
-                    // The deadline is set before its sleeper waits: read the count first, so a
-                    // sleeper that comes after the check wakes the wait below.
-                    let seen = clock.sleeperCount
-                    if let deadline = await center.graceDeadline {
-                        clock.advance(to: deadline)
-                        return
-                    }
-                    await clock.waitForSleepers(atLeast: seen + 1)
-                }
+            group.addTask { await self.stopped() }
+            group.addTask {
+                guard let deadline = await self.graceBegun() else { return }
+                self.clock.advance(to: deadline)
             }
             await group.next()
             group.cancelAll()
         }
+    }
+
+    /// Asks for the stop as SIGTERM would and returns at once, for a test that acts during the
+    /// stop; `stopped()` waits for its end.
+    func requestStop() { stop.yield(.stop) }
+
+    /// Returns once every service has ended.
+    func stopped() async { await task.value }
+
+    /// Waits until the stopping center waits out its grace for deliveries in flight, and returns
+    /// the grace's end on the virtual clock (nil: cancelled first).
+    func graceBegun() async -> Instant? {
+        while !Task.isCancelled {
+            // The deadline is set before its sleeper waits: read the count first, so a sleeper
+            // that comes after the check wakes the wait below.
+            let seen = clock.sleeperCount
+            if let deadline = await center.graceDeadline { return deadline }
+            await clock.waitForSleepers(atLeast: seen + 1)
+        }
+        return nil
     }
 }

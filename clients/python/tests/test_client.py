@@ -109,6 +109,16 @@ def test_no_daemon_is_a_clear_error(bus: PrivateBus) -> None:
     run(main())
 
 
+def test_a_stopping_daemon_is_a_daemon_not_running_error() -> None:
+    # A daemon that is stopping still answers, refuses every change, and changes nothing: an app
+    # that already handles a daemon going away handles this one too.
+    from tocsin._errors import from_dbus
+    e = from_dbus("io.github.tocsin.Error.Stopping", "the daemon is stopping; nothing was changed")
+    assert isinstance(e, tocsin.DaemonStoppingError)
+    assert isinstance(e, tocsin.DaemonNotRunningError) and isinstance(e, ConnectionError)
+    assert e.name == "io.github.tocsin.Error.Stopping" and e.field is None
+
+
 def test_reload_with_a_broken_config_raises_its_diagnostics(daemon: Daemon) -> None:
     async def main() -> None:
         async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:

@@ -16,6 +16,7 @@ in-memory stand-in with a virtual clock for an app's tests.
 from ._center import BUS_NAME, INTERFACE, OBJECT_PATH, NotificationCenter
 from ._errors import (
     DaemonNotRunningError,
+    DaemonStoppingError,
     InvalidArgumentError,
     InvalidConfigError,
     InvalidTriggerError,
@@ -57,7 +58,7 @@ from ._triggers import After, At, Calendar, RemindBefore, Trigger, calendar_expr
 __all__ = [
     "BUS_NAME", "INTERFACE", "OBJECT_PATH",
     "Acknowledged", "ActionInvoked", "After", "At", "Calendar", "Cancelled", "CancelledAll", "Center", "Content",
-    "DaemonNotRunningError", "Event", "EventStream", "Fired", "HistoryEntry", "Interrupted", "InvalidArgumentError",
+    "DaemonNotRunningError", "DaemonStoppingError", "Event", "EventStream", "Fired", "HistoryEntry", "Interrupted", "InvalidArgumentError",
     "InvalidConfigError", "InvalidTriggerError", "LimitsExceededError", "Missed", "MissedFiring",
     "NotFoundError", "NotificationCenter", "PendingNotification", "QuietChanged", "QuietState",
     "QuotaExceededError", "RemindBefore", "Request", "Snoozed", "Status", "StorageError",

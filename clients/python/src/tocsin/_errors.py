@@ -72,6 +72,10 @@ class DaemonNotRunningError(TocsinError, ConnectionError):
     """Nobody owns the gateway's bus name (and the bus could not start the daemon)."""
 
 
+class DaemonStoppingError(DaemonNotRunningError):
+    """The daemon is stopping and refused the call; nothing changed. Ask again once it is back."""
+
+
 CLIENT_ERROR = "io.github.tocsin.Client.InvalidArgument"
 
 _BY_NAME: dict[str, type[TocsinError]] = {
@@ -85,6 +89,7 @@ _BY_NAME: dict[str, type[TocsinError]] = {
     "org.freedesktop.DBus.Error.LimitsExceeded": LimitsExceededError,
     "org.freedesktop.DBus.Error.ServiceUnknown": DaemonNotRunningError,
     "org.freedesktop.DBus.Error.NameHasNoOwner": DaemonNotRunningError,
+    "io.github.tocsin.Error.Stopping": DaemonStoppingError,
 }
 
 
