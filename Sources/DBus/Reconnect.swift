@@ -72,7 +72,11 @@ public struct DBusReconnector: Sendable {
                     continue
                 }
                 attempt = 0
-                continuation.yield(connection)
+                // Ended meanwhile (the consumer stopped): no one else will close this one.
+                if case .terminated = continuation.yield(connection) {
+                    connection.close()
+                    break
+                }
                 let closes = closesOnCancel
                 await withTaskCancellationHandler {
                     await connection.waitUntilDisconnected()

@@ -109,4 +109,30 @@ struct LifecycleTests {
         await second.waitUntilDisconnected()
         await bus.stop()
     }
+
+    /// A daemon that stops gracefully closes its connection itself, once the queue is written:
+    /// ending the stream must leave the live connection open and still serving.
+    @Test func reconnectorLeavesTheConnectionOpenWhenAskedTo() async throws {
+        let bus = try await PrivateBus.start()
+        let address = bus.address
+        let reconnector = DBusReconnector(
+            closesOnCancel: false,
+            connect: { try await DBusConnection.connect(address: address) },
+            setup: { conn in try await conn.requestName("org.tocsin.Kept") })
+        let seen = WaitableState<[DBusConnection]>([])
+        let consumer = Task {
+            for await conn in reconnector.connections() { seen.update { $0.append(conn) } }
+        }
+        let conn = try await seen.wait("the connection", timeout: .seconds(20)) { $0.count >= 1 }[0]
+        consumer.cancel()
+        await consumer.value
+        #expect(conn.isConnected)
+        let owner = try await TestProcess.run("gdbus", ["call", "--address", address, "--dest", "org.freedesktop.DBus",
+                                                        "--object-path", "/org/freedesktop/DBus", "--method",
+                                                        "org.freedesktop.DBus.NameHasOwner", "org.tocsin.Kept"])
+        #expect(owner.stdoutText == "(true,)\n", "\(owner.stderrText)")
+        conn.close()
+        await conn.waitUntilDisconnected()
+        await bus.stop()
+    }
 }

@@ -14,7 +14,7 @@ import TocsinTime
 struct StopOrderTests {
     static let config = DaemonInProcessTests.config + "\n[backend.held]\ntype = \"held\"\n"
 
-    @Test("during the stop's grace, Schedule, Cancel and Reload get io.github.tocsin.Error.Stopping, ListPage and Status answer, and every service ends in order")
+    @Test("during the stop's grace, Schedule, Cancel and Reload get io.github.tocsin.Error.Stopping, ListPage and Status answer, a backend's answer is still applied, and every service ends in order")
     func callsDuringTheGrace() async throws {
         try await PrivateBus.with { bus in
             let dir = TemporaryDirectory(prefix: "tocsin-stop")
@@ -23,6 +23,9 @@ struct StopOrderTests {
             let log = WaitableState<[String]>([])
             let running = try await DaemonInProcessTests.start(bus: bus, state: dir.path + "/state", clock: clock,
                                                               config: Self.config, extra: [held], log: log)
+            let monitor = try TestProcess("dbus-monitor", ["--address", bus.address,
+                                                           "type='signal',interface='io.github.tocsin.Gateway1',member='Cancelled'"])
+            _ = try await monitor.waitForOutput(containing: "NameAcquired", timeout: .seconds(20))
             let due = DaemonInProcessTests.t0 + .seconds(10)
             for (key, backend) in [("tea", "held"), ("later", "events")] {
                 let at = key == "tea" ? due : due + .seconds(3600)
@@ -50,6 +53,12 @@ struct StopOrderTests {
             #expect(page.status == .exited(0) && page.stdoutText.contains("'later'"), "ListPage: \(page.stdoutText) \(page.stderrText)")
             let status = try await call(bus, "Status", [])
             #expect(status.status == .exited(0), "Status: \(status.stderrText)")
+            // What a backend relays (here a fleet cancel) may already count as handled there
+            // (the mqtt backend records the message's id): it is applied until the store closes.
+            let sink = try #require(held.sink.value)
+            sink.send(.fleetCancel(key: "later"))
+            let cancelled = try await monitor.waitForOutput(containing: "string \"later\"", timeout: .seconds(20))
+            #expect(cancelled.contains("member=Cancelled"), "\(cancelled)")
 
             // The delivery ends within the grace: the stop goes on without the clock moving.
             held.phase.update { $0.open = true }
@@ -58,6 +67,7 @@ struct StopOrderTests {
             #expect(!lines.contains { $0.contains("a service failed") }, "\(lines.suffix(10))")
             #expect(!lines.contains { $0.contains("could not save") || $0.contains("could not record") }, "\(lines.suffix(10))")
             #expect(lines.contains { $0.contains("stopping") })
+            _ = try? await monitor.kill()
         }
     }
 
@@ -74,13 +84,15 @@ struct StopOrderTests {
 private final class HeldDelivery: BackendFactory, DeliveryBackend, Sendable {
     struct Phase: Sendable { var entered = false, open = false }
     let phase = WaitableState(Phase())
+    /// Where the test sends what a real backend would relay (a popup's answer, a fleet message).
+    let sink = WaitableState<(any BackendEventSink)?>(nil)
     var typeName: String { "held" }
     var optionKeys: [String] { [] }
     var name: String { "held" }
     struct Options: Sendable {}
     func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
     func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend { self }
-    func start(events: any BackendEventSink) async {}
+    func start(events: any BackendEventSink) async { sink.update { $0 = events } }
 
     func deliver(_ firing: Firing) async throws(DeliveryError) {
         phase.update { $0.entered = true }

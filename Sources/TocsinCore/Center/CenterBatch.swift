@@ -76,10 +76,13 @@ extension TocsinCenter {
     /// What a request meets once the stop has begun (a reload too).
     public static let stoppingError = CenterError(.stopping, "the daemon is stopping; nothing was changed")
 
-    func submit(_ request: Request) async throws(CenterError) -> Reply {
+    /// `fromBackend`: an answer a backend relays (a popup's Acknowledge, a fleet message), taken
+    /// until the store closes, since the backend may already count it as handled (the mqtt
+    /// backend records a fleet message's id, and would ignore the broker's redelivery).
+    func submit(_ request: Request, fromBackend: Bool = false) async throws(CenterError) -> Reply {
         // The daemon stops firing before it stops serving the bus: a call in between must hear
         // why, and must not reach backends that are shutting down or a store about to close.
-        if stopping { throw Self.stoppingError }
+        if closed || (stopping && !fromBackend) { throw Self.stoppingError }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
             queued.append(.call(request, c))
             startDraining()

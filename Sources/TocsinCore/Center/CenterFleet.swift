@@ -7,14 +7,15 @@ import TocsinSystem
 extension TocsinCenter {
     /// Schedules, then tells the fleet backend (once durable: nothing is shared that could still
     /// roll back). `share`: false for a notification that came from the fleet, which already has it.
-    func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool) async throws(CenterError) -> String {
+    func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool,
+                  fromBackend: Bool = false) async throws(CenterError) -> String {
         if spec.fleet && fleet == nil {
             throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
         }
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
         // `replace = false` keeps an existing one unchanged: nothing to tell the fleet then.
         let kept = !spec.replace && machine.isActive(n.key)
-        let key = try await submit(.schedule(n, replace: spec.replace, client: client)).key
+        let key = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend).key
         if share, !kept, let fleet { await fleet.scheduled(n, fleet: spec.fleet) }
         return key
     }
@@ -29,7 +30,7 @@ extension TocsinCenter {
             let here = names.filter(machine.backendNames.contains)
             spec.backends = here.isEmpty ? nil : here
         }
-        _ = try await schedule(spec, client: nil, share: false)
+        _ = try await schedule(spec, client: nil, share: false, fromBackend: true)
     }
 
     /// A snooze given on another machine: until the same instant here, whatever the default.
@@ -38,6 +39,6 @@ extension TocsinCenter {
         if let refusal = TimeLimit.refusal(of: until, field: "until", value: "@\(until.microseconds)us") {
             throw CenterError(.invalidArguments, refusal, field: "until")
         }
-        return try await submit(.snoozeUntil(key, until)).instant
+        return try await submit(.snoozeUntil(key, until), fromBackend: true).instant
     }
 }

@@ -175,6 +175,11 @@ public actor TocsinCenter {
         started = false
         stopping = true
         releaseStagedEarly()
+        // A batch already under way ends first, however long: its claims are made, so its
+        // deliveries must reach backends that are still up (a commit failing on a closed store
+        // would deliver them unrecorded, and the next start again), and a reload in it must have
+        // installed its backends before they are shut down below.
+        await drained()
         if inFlight > 0 {
             await waitForDeliveries(atMost: grace)
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
@@ -185,10 +190,15 @@ public actor TocsinCenter {
         // Confirmations queued until now are committed before the store goes; later ones are
         // left for the next start (`finishedDelivery`).
         closed = true
+        await drained()
+        await store.close()
+    }
+
+    /// Returns once no batch runs and none is queued (nothing drains before the state is loaded).
+    private func drained() async {
         if loaded && (committing || !queued.isEmpty) {
             await withCheckedContinuation { settleWaiters.append($0) }
         }
-        await store.close()
     }
 
     // MARK: Events
@@ -223,6 +233,8 @@ public actor TocsinCenter {
     /// Fires everything due now. Called by the loop on each wake-up; tests call it after moving a
     /// virtual clock. Returns once the firings are claimed and handed to their backends.
     public func tick(_ reason: WakeReason = .due) async {
+        // Nothing fires once the stop has begun: what falls due is left to the next start.
+        if stopping { return }
         // Before the batch: a firing claimed ahead goes out at its instant, not after a commit
         // that happens to be running.
         releaseStaged(now: clock.now())
@@ -257,17 +269,31 @@ public actor TocsinCenter {
     fileprivate func handle(_ event: BackendEvent) async {
         do throws(CenterError) {
             switch event {
-            case .acknowledge(let key): try await acknowledge(key)
-            case .snooze(let key, let d): try await snooze(key, for: d)
+            case .acknowledge(let key): _ = try await submit(.acknowledge(key), fromBackend: true)
+            case .snooze(let key, let d): _ = try await submit(.snooze(key, d ?? options.defaultSnooze), fromBackend: true)
             case .snoozeUntil(let key, let until): try await snoozeFromFleet(key, until: until)
             case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
-            case .fleetCancel(let key): try await cancel(key)
+            case .fleetCancel(let key): _ = try await submit(.cancel(key), fromBackend: true)
             case .actionInvoked(let key, let action):
                 let info = (try? await store.userInfo(key)) ?? nil
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
             }
         } catch {
-            logger.warning("backend event could not be applied: \(error.message)")
+            logger.warning("backend event could not be applied: \(error.message)", metadata: ["event": "\(event.summary)"])
+        }
+    }
+}
+
+extension BackendEvent {
+    /// Its kind and key, for the log (a fleet schedule carries a whole spec).
+    fileprivate var summary: String {
+        switch self {
+        case .acknowledge(let key): "acknowledge \(key)"
+        case .snooze(let key, _): "snooze \(key)"
+        case .actionInvoked(let key, let action): "action \(action) of \(key)"
+        case .snoozeUntil(let key, _): "fleet snooze \(key)"
+        case .fleetSchedule(let spec): "fleet schedule \(spec.key ?? "")"
+        case .fleetCancel(let key): "fleet cancel \(key)"
         }
     }
 }

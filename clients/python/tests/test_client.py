@@ -169,3 +169,33 @@ def test_the_per_client_quota_is_a_quota_error_naming_the_limit(bus: PrivateBus,
         run(main())
     finally:
         daemon.stop()
+
+
+def test_a_daemon_that_answers_stopping_raises_daemon_stopping_error(bus: PrivateBus) -> None:
+    # A stand-in that owns the gateway's name and answers as a stopping daemon does: the client
+    # must keep the error's class and words, not call it "not running".
+    from dbus_fast import DBusError
+    from dbus_fast.aio import MessageBus
+    from dbus_fast.service import ServiceInterface, method
+
+    class Stopping(ServiceInterface):
+        def __init__(self) -> None:
+            super().__init__("io.github.tocsin.Gateway1")
+
+        @method()
+        def Schedule(self, spec: "a{sv}") -> "s":  # type: ignore[name-defined]  # noqa: F821
+            raise DBusError("io.github.tocsin.Error.Stopping", "the daemon is stopping; nothing was changed")
+
+    async def main() -> None:
+        server = await MessageBus(bus_address=bus.address).connect()
+        server.export("/io/github/tocsin/Gateway", Stopping())
+        await server.request_name("io.github.tocsin.Gateway")
+        try:
+            async with await tocsin.NotificationCenter.connect(bus.address) as c:
+                with pytest.raises(tocsin.DaemonStoppingError) as info:
+                    await c.add(Request(Content("x"), After(5)))
+                assert str(info.value).endswith("the daemon is stopping; nothing was changed"), str(info.value)
+                assert info.value.name == "io.github.tocsin.Error.Stopping"
+        finally:
+            server.disconnect()
+    run(main())

@@ -134,7 +134,9 @@ class NotificationCenter:
         if reply.message_type == MessageType.ERROR:
             message = str(reply.body[0]) if reply.body else ""
             error = from_dbus(reply.error_name or "", message)
-            if isinstance(error, DaemonNotRunningError):
+            # Nobody owns the name: say so plainly. A daemon that answers it is stopping keeps its
+            # own class and words.
+            if type(error) is DaemonNotRunningError:
                 error = DaemonNotRunningError(error.name, f"the Tocsin daemon is not running ({message})")
             raise error
         return list(reply.body)
