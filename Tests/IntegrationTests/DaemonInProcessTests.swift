@@ -162,7 +162,7 @@ struct DaemonInProcessTests {
         try await PrivateBus.with { bus in
             let dir = TemporaryDirectory(prefix: "tocsin-inprocess")
             let clock = VirtualClock(now: Self.t0)
-            let held = HeldStart()
+            let held = HeldBackend(holding: .start)
             let log = WaitableState<[String]>([])
             let config = Self.config + "\n[backend.held]\ntype = \"held\"\n\n[[notification]]\nkey = \"cfg\"\ntitle = \"From config\"\nafter = \"1h\"\n"
             let starting = Task {
@@ -183,24 +183,5 @@ struct DaemonInProcessTests {
             let running = try await starting.value
             await running.shutdown()
         }
-    }
-}
-
-/// A backend whose start waits until the test opens it, holding the daemon between taking its bus
-/// name and loading its state.
-private final class HeldStart: BackendFactory, DeliveryBackend, Sendable {
-    struct Phase: Sendable { var reached = false, open = false }
-    let phase = WaitableState(Phase())
-    var typeName: String { "held" }
-    var optionKeys: [String] { [] }
-    var name: String { "held" }
-    struct Options: Sendable {}
-    func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
-    func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend { self }
-    func deliver(_ firing: Firing) async throws(DeliveryError) {}
-
-    func start(events: any BackendEventSink) async {
-        phase.update { $0.reached = true }
-        _ = try? await phase.wait("the test to open the backend", timeout: .seconds(60)) { $0.open }
     }
 }

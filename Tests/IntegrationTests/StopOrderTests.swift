@@ -1,8 +1,6 @@
 import Testing
-import TocsinConfig
 import TocsinCore
 import TocsinGateway
-import TocsinModel
 import TocsinTesting
 import TocsinTime
 
@@ -19,7 +17,7 @@ struct StopOrderTests {
         try await PrivateBus.with { bus in
             let dir = TemporaryDirectory(prefix: "tocsin-stop")
             let clock = VirtualClock(now: DaemonInProcessTests.t0)
-            let held = HeldDelivery()
+            let held = HeldBackend(holding: .delivery)
             let log = WaitableState<[String]>([])
             let running = try await DaemonInProcessTests.start(bus: bus, state: dir.path + "/state", clock: clock,
                                                               config: Self.config, extra: [held], log: log)
@@ -34,7 +32,7 @@ struct StopOrderTests {
             }
             clock.advance(to: due)
             await running.center.tick()
-            try await held.phase.wait("the delivery to reach the held backend", timeout: .seconds(20)) { $0.entered }
+            try await held.phase.wait("the delivery to reach the held backend", timeout: .seconds(20)) { $0.reached }
 
             running.requestStop()
             let graceEnds = await running.graceBegun()
@@ -77,25 +75,5 @@ struct StopOrderTests {
 
     private func call(_ bus: PrivateBus, _ method: String, _ args: [String]) async throws -> TestProcess.Output {
         try await TestProcess.run("gdbus", Array(DaemonInProcessTests.gdbusCall(bus.address, method).dropFirst()) + args)
-    }
-}
-
-/// A backend whose delivery runs until the test opens it: a delivery in flight at the stop.
-private final class HeldDelivery: BackendFactory, DeliveryBackend, Sendable {
-    struct Phase: Sendable { var entered = false, open = false }
-    let phase = WaitableState(Phase())
-    /// Where the test sends what a real backend would relay (a popup's answer, a fleet message).
-    let sink = WaitableState<(any BackendEventSink)?>(nil)
-    var typeName: String { "held" }
-    var optionKeys: [String] { [] }
-    var name: String { "held" }
-    struct Options: Sendable {}
-    func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
-    func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend { self }
-    func start(events: any BackendEventSink) async { sink.update { $0 = events } }
-
-    func deliver(_ firing: Firing) async throws(DeliveryError) {
-        phase.update { $0.entered = true }
-        _ = try? await phase.wait("the test to let the delivery end", timeout: .seconds(60)) { $0.open }
     }
 }
