@@ -20,6 +20,9 @@ extension TocsinCenter {
     /// `routeQuiet`); `released` are firings quiet hours held, each for its one backend, which go
     /// out as they are, each backend's oldest first.
     func dispatch(_ firings: [Firing], released: [Firing] = []) {
+        // Nothing firing is left once the backends are shut down; were a claim to come this late
+        // anyway, it stays open and the next start reports it.
+        guard !backendsDown else { return }
         var batches: [String: [Firing]] = [:]
         var order: [String] = []
         // Each key has its own queue, and queues run in parallel: the released firings of one
@@ -184,6 +187,7 @@ extension TocsinCenter {
     }
 
     func withdraw(key: String, from names: [String], reason: WithdrawReason, snoozedUntil: Instant? = nil) {
+        guard !backendsDown else { return }
         for name in names {
             guard let b = backends[name] else { continue }
             enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) {

@@ -27,6 +27,8 @@ public actor TocsinCenter {
     var started = false
     /// Shutdown has begun: requests are refused (the bus is still served while firing stops).
     var stopping = false
+    /// Shutdown is shutting the backends down: nothing is handed to them any more.
+    var backendsDown = false
     /// Shutdown closed the store: reads are refused too, and deliveries that end later are left
     /// for the next start to report (`finishedDelivery`).
     var closed = false
@@ -174,16 +176,20 @@ public actor TocsinCenter {
         timer?.close()
         started = false
         stopping = true
-        releaseStagedEarly()
         // A batch already under way ends first, however long: its claims are made, so its
         // deliveries must reach backends that are still up (a commit failing on a closed store
         // would deliver them unrecorded, and the next start again), and a reload in it must have
-        // installed its backends before they are shut down below.
+        // installed its backends before they are shut down below. What it claimed ahead is
+        // staged by then, and goes out with the rest claimed before.
         await drained()
+        releaseStagedEarly()
         if inFlight > 0 {
             await waitForDeliveries(atMost: grace)
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
         }
+        // Answers relayed meanwhile still change the state (`submit(_:fromBackend:)`), but touch
+        // no backend from here on.
+        backendsDown = true
         for name in machine.backendNames { await backends[name]?.shutdown() }
         for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
