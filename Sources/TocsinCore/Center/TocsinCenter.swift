@@ -279,7 +279,10 @@ public actor TocsinCenter {
             case .snooze(let key, let d): _ = try await submit(.snooze(key, d ?? options.defaultSnooze), fromBackend: true)
             case .snoozeUntil(let key, let until): try await snoozeFromFleet(key, until: until)
             case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
-            case .fleetCancel(let key): _ = try await submit(.cancel(key), fromBackend: true)
+            case .fleetCancel(let key):
+                // As `cancel` does for a client: the fleet link decides whether to pass it on
+                // (the mqtt backend does not echo a cancel it received).
+                if try await submit(.cancel(key), fromBackend: true).bool, let fleet { await fleet.cancelled(key: key) }
             case .actionInvoked(let key, let action):
                 let info = (try? await store.userInfo(key)) ?? nil
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
