@@ -10,13 +10,6 @@ import TocsinTime
 /// never in a batch that also carries requests (their rollback would undo the confirmation).
 @Suite("Burst window")
 struct BurstWindowTests {
-    func center(_ store: InMemoryStore, _ clock: VirtualClock, spy: RecordingBackend) async throws -> TocsinCenter {
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [spy])
-        return c
-    }
-
     static func key(_ i: Int) -> String { "k" + String(1000 + i).dropFirst() }
 
     /// The keys whose rows a commit deletes: a one-shot's confirmation ends it.
@@ -29,7 +22,7 @@ struct BurstWindowTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         for i in 0..<400 { try await c.schedule(spec(Self.key(i), at(10))) }
         let before = store.commits.count
         clock.advance(by: .seconds(10))
@@ -51,7 +44,7 @@ struct BurstWindowTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy", behaviour: .hang)
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         for i in 0..<400 { try await c.schedule(spec(Self.key(i), at(10))) }
         let before = store.commits.count
         clock.advance(by: .seconds(10))
@@ -66,7 +59,7 @@ struct BurstWindowTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         for i in 0..<400 { try await c.schedule(spec(Self.key(i), at(10))) }
         try await c.schedule(spec("other", at(99)))
         let before = store.commits.count

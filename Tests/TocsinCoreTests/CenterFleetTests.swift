@@ -38,9 +38,7 @@ struct CenterFleetTests {
     private func center(fleet: FleetSpy?) async throws -> (TocsinCenter, VirtualClock, RecordingBackend) {
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: InMemoryStore(), clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [spy] + (fleet.map { [$0] } ?? []))
+        let c = try await memoryCenter(InMemoryStore(), clock, [spy] + (fleet.map { [$0] } ?? []))
         return (c, clock, spy)
     }
 

@@ -224,9 +224,7 @@ struct ClaimAheadTests {
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
         let options = CenterOptions(defaultZone: .utc)
-        let c = TocsinCenter(options: options, store: store, clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [spy])
+        let c = try await memoryCenter(store, clock, [spy], options: options)
         let events = await c.events()
         let seen = Task { await events.reduce(into: [CenterEvent]()) { $0.append($1) } }
         try await c.schedule(spec("tea", at(10)))

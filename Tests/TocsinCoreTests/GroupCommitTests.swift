@@ -9,13 +9,6 @@ import TocsinTime
 /// transaction, when callers are answered, and that a failed commit changes nothing.
 @Suite("Group commit")
 struct GroupCommitTests {
-    func center(_ store: InMemoryStore, _ clock: VirtualClock, spy: RecordingBackend) async throws -> TocsinCenter {
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [spy])
-        return c
-    }
-
     /// Waits (yielding, with a deadline) until `n` requests are queued behind a held commit.
     func queued(_ c: TocsinCenter, _ n: Int) async throws {
         try await withTimeout(.seconds(10), "\(n) queued requests") {
@@ -27,7 +20,7 @@ struct GroupCommitTests {
     func batching() async throws {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
-        let c = try await center(store, clock, spy: RecordingBackend(name: "spy"))
+        let c = try await memoryCenter(store, clock, [RecordingBackend(name: "spy")])
         let before = store.commits.count
         store.hold()
         let first = Task { try await c.schedule(spec("first", at(10))) }
@@ -48,7 +41,7 @@ struct GroupCommitTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         try await c.schedule(spec("keep", at(10)))
         try await c.schedule(spec("old", at(30), title: "old"))
         let before = store.commits.count
@@ -88,7 +81,7 @@ struct GroupCommitTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         for i in 0..<300 { try await c.schedule(spec("k" + String(1000 + i).dropFirst(), at(10))) }
         let before = store.commits.count
         store.failCommit(number: before + 2)
@@ -109,7 +102,7 @@ struct GroupCommitTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = try await center(store, clock, spy: spy)
+        let c = try await memoryCenter(store, clock, [spy])
         try await c.schedule(spec("due", at(10)))
         let before = store.commits.count
         store.hold()

@@ -11,13 +11,6 @@ import TocsinModel
 /// hours back with the rest, and released firings go through the usual delivery path.
 @Suite("Quiet hours: in the batch")
 struct QuietBatchTests {
-    func center(_ store: InMemoryStore, _ clock: VirtualClock, _ backends: [RecordingBackend],
-                logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) async throws -> TocsinCenter {
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock, logger: logger)
-        try await c.start(backends: backends)
-        return c
-    }
-
     static func isQuiet(_ op: StoreOp) -> Bool {
         switch op {
         case .quietSwitch, .quietActive, .hold, .unhold: return true
@@ -29,7 +22,7 @@ struct QuietBatchTests {
     func switchSharesTheBatch() async throws {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
-        let c = try await center(store, clock, [RecordingBackend(name: "popup", quietMode: .hold)])
+        let c = try await memoryCenter(store, clock, [RecordingBackend(name: "popup", quietMode: .hold)])
         let before = store.commits.count
         store.hold()
         let first = Task { try await c.schedule(spec("first", at(10))) }
@@ -51,7 +44,7 @@ struct QuietBatchTests {
     func holdCommitsWithItsConfirmation() async throws {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
-        let c = try await center(store, clock, [RecordingBackend(name: "popup", quietMode: .hold)])
+        let c = try await memoryCenter(store, clock, [RecordingBackend(name: "popup", quietMode: .hold)])
         try await c.quietOn(until: nil)
         try await c.schedule(spec("tea", at(10)))
         clock.advance(by: .seconds(10))
@@ -70,7 +63,7 @@ struct QuietBatchTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let popup = RecordingBackend(name: "popup", quietMode: .hold)
-        let c = try await center(store, clock, [popup])
+        let c = try await memoryCenter(store, clock, [popup])
         try await c.quietOn(until: nil)
         try await c.schedule(spec("tea", at(10)))
         clock.advance(by: .seconds(10))
@@ -97,7 +90,7 @@ struct QuietBatchTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let popup = RecordingBackend(name: "popup", quietMode: .hold)
-        let c = try await center(store, clock, [popup])
+        let c = try await memoryCenter(store, clock, [popup])
         try await c.quietOn(until: nil)
         for (i, key) in ["c", "a", "b"].enumerated() { try await c.schedule(spec(key, at(10 + Int64(i)))) }
         clock.advance(by: .seconds(12))
@@ -117,7 +110,7 @@ struct QuietBatchTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let popup = RecordingBackend(name: "popup", quietMode: .hold)
-        let c = try await center(store, clock, [popup])
+        let c = try await memoryCenter(store, clock, [popup])
         try await c.quietOn(until: nil)
         try await c.schedule(spec("tea", at(10)))
         // Only the hold carries quiet ops: the claim before it commits.
@@ -139,9 +132,7 @@ struct QuietBatchTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let signals = BatchRecorder(name: "signals")
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [signals])
+        let c = try await memoryCenter(store, clock, [signals])
         var q = QuietSettings()
         q.backends = ["signals": .hold]
         try await c.reload(backends: [signals], specs: [], quiet: q)
@@ -167,7 +158,7 @@ struct QuietBatchTests {
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy", behaviour: .hang)
         let log = WaitableState<[String]>([])
-        let c = try await center(InMemoryStore(), clock, [spy], logger: RecordingLogHandler.logger(log))
+        let c = try await memoryCenter(InMemoryStore(), clock, [spy], logger: RecordingLogHandler.logger(log))
         try await c.schedule(spec("tea", at(10)))
         clock.advance(by: .seconds(10))
         await c.tick()

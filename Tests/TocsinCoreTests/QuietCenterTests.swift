@@ -79,7 +79,7 @@ struct QuietCenterTests {
     func restart(_ h: Harness, _ backends: [RecordingBackend], quiet: QuietSettings) async throws {
         h.backends = backends
         h.center = try TocsinCenter(options: h.options, stateDirectory: h.dir.path, clock: h.clock, timer: h.clock,
-                                    logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                    logger: quietLogger)
         try await h.center.setQuiet(quiet)
         try await h.center.start(backends: backends)
     }
@@ -201,9 +201,7 @@ struct QuietCenterTests {
     func storageFailure() async throws {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
-        let center = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
-                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await center.start(backends: [RecordingBackend(name: "popup", quietMode: .hold)])
+        let center = try await memoryCenter(store, clock, [RecordingBackend(name: "popup", quietMode: .hold)])
         store.state.update { $0.failQuiet = true }
         await #expect(throws: CenterError.self) { try await center.quietOn(until: nil) }
         #expect(await !center.quietStatus().active)

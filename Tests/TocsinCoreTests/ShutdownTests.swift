@@ -33,6 +33,38 @@ struct ShutdownTests {
         func health() async -> BackendHealth { .ok }
     }
 
+    /// Stands in for the mqtt backend at a stop: fleet messages its network thread received just
+    /// before the thread was joined reach the sink while `shutdown()` runs. The backend has
+    /// already counted them as handled, and the broker will not send them again.
+    final class LastMessages: DeliveryBackend, Sendable {
+        let name = "fleet"
+        let keys: [String]
+        let sink = Mutex<(any BackendEventSink)?>(nil)
+        init(keys: [String]) { self.keys = keys }
+        var ringPolicy: RingPolicy? { nil }
+        func start(events: any BackendEventSink) async { sink.withLock { $0 = events } }
+        func deliver(_ firing: Firing) async throws(DeliveryError) {}
+        func withdraw(key: String, reason: WithdrawReason) async {}
+        func shutdown() async {
+            guard let events = sink.withLock({ $0 }) else { return }
+            for key in keys { events.send(.fleetCancel(key: key)) }
+        }
+        func health() async -> BackendHealth { .ok }
+    }
+
+    /// The store used to close as soon as the backends had shut down, and what they had relayed
+    /// but the center had not yet applied was refused, and lost (all 50 here).
+    @Test("what a backend relays as it shuts down is applied before the store closes, and survives the restart")
+    func relayedAtTheBackendsShutdown() async throws {
+        let keys = (0..<50).map { "f\($0)" }
+        let h = try await Harness(others: [LastMessages(keys: keys)])
+        for key in keys { try await h.center.schedule(spec(key, at(60))) }
+        await h.center.shutdown()
+        try await h.restart()
+        let left = await h.center.list().map(\.notification.key)
+        #expect(left.count == 0, "cancels relayed at the stop and lost: \(left.count) of \(keys.count), e.g. \(left.sorted().prefix(3))")
+    }
+
     @Test("a stop during a burst finishes the batch first: every firing reaches the backend while it is up, once, and none again after the restart")
     func stopDuringABurst() async throws {
         let total = 3_000
@@ -72,9 +104,7 @@ struct ShutdownTests {
         let store = InMemoryStore()
         let clock = VirtualClock(now: t0)
         let spy = RecordingBackend(name: "spy")
-        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock,
-                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try await c.start(backends: [spy])
+        let c = try await memoryCenter(store, clock, [spy])
         try await c.schedule(spec("tea", at(10)))
         let claimAt = try #require(clock.armedAt)
         #expect(claimAt < t0 + .seconds(10))

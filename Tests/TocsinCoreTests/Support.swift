@@ -26,6 +26,18 @@ func at(_ seconds: Int64) -> TriggerSpec { .at(.instant(t0 + .seconds(seconds)))
 
 typealias TempDir = TemporaryDirectory
 
+/// Drops everything: these tests assert on events and state, not on the log.
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// A started center over `store` (the in-memory store, whose commits a test can hold at a gate
+/// or fail) and a virtual clock that is also its timer.
+func memoryCenter(_ store: InMemoryStore, _ clock: VirtualClock, _ backends: [any DeliveryBackend],
+                  options: CenterOptions = CenterOptions(defaultZone: .utc), logger: Logger = quietLogger) async throws -> TocsinCenter {
+    let c = TocsinCenter(options: options, store: store, clock: clock, timer: clock, logger: logger)
+    try await c.start(backends: backends)
+    return c
+}
+
 /// Schedules one-shots "b0", "b1", ... due together, sixteen requests in flight: a burst reaches
 /// the center through its group commits as concurrent clients' requests would, not one batch each.
 func scheduleBurst(_ count: Int, dueAt seconds: Int64, on center: TocsinCenter) async throws {
@@ -59,7 +71,7 @@ final class Harness: @unchecked Sendable {
         configure(&o)
         options = o
         center = try TocsinCenter(options: o, stateDirectory: dir.path, clock: clock, timer: clock,
-                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                  logger: quietLogger)
         try await center.start(backends: backends + others)
     }
 
@@ -69,7 +81,7 @@ final class Harness: @unchecked Sendable {
     func restart(backends new: [RecordingBackend]? = nil) async throws {
         if let new { backends = new }
         center = try TocsinCenter(options: options, stateDirectory: dir.path, clock: clock, timer: clock,
-                                  logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                  logger: quietLogger)
         try await center.start(backends: backends + others)
     }
 

@@ -29,7 +29,7 @@ private let margin = TimeSpan.seconds(30)
 
 @Suite("Wake alarms in the engine")
 struct WakeAlarmTests {
-    let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    let logger = quietLogger
 
     func center(_ dir: TempDir, _ clock: VirtualClock, _ alarm: RecordedWakeAlarm, _ spy: RecordingBackend) async throws -> TocsinCenter {
         let c = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: dir.path, clock: clock, timer: clock,

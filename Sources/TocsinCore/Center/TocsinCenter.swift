@@ -24,6 +24,9 @@ public actor TocsinCenter {
     var backends: [String: any DeliveryBackend] = [:]
     /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
     var fleet: (any FleetLink)?
+    /// The one sink every backend relays to, for the center's whole life: shutdown waits on it, so
+    /// it must be one queue, not one per reload.
+    private var sink: CenterSink?
     var started = false
     /// Shutdown has begun: requests are refused (the bus is still served while firing stops).
     var stopping = false
@@ -139,7 +142,8 @@ public actor TocsinCenter {
         backends = [:]
         for b in list { backends[b.name] = b }
         fleet = list.lazy.compactMap(\.fleetLink).first
-        let sink = CenterSink(center: self)
+        let sink = self.sink ?? CenterSink(center: self)
+        self.sink = sink
         for b in list { await b.start(events: sink) }
         for (name, b) in old where backends[name] == nil { await b.shutdown() }
     }
@@ -191,6 +195,11 @@ public actor TocsinCenter {
         // no backend from here on.
         backendsDown = true
         for name in machine.backendNames { await backends[name]?.shutdown() }
+        // What a backend passed on before it shut down (an mqtt fleet message received just
+        // before its thread was joined, a popup's answer) is applied before the store closes: the
+        // backend has counted it as handled (the broker has its PUBACK, the redelivery is
+        // ignored), so refusing it here would lose it.
+        await sink?.settled()
         for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
         // Confirmations queued until now are committed before the store goes; later ones are
@@ -321,6 +330,15 @@ private final class CenterSink: BackendEventSink, Sendable {
                 await before?.value
                 await center.handle(event)
             }
+        }
+    }
+
+    /// Returns once every event sent so far has been handled: each task awaits the one before
+    /// it, so the last one's end is everyone's.
+    func settled() async {
+        while let task = last.withLock({ $0 }) {
+            await task.value
+            if last.withLock({ $0 == task }) { return }
         }
     }
 }
