@@ -59,7 +59,7 @@ public final class InMemoryStore: NotificationStore {
     /// `StoreConformance.faultCases` do to a store (SQLite: its page count capped at its size).
     public func fill() { state.update { $0.full = true } }
 
-    /// Commits started from now on wait until `release()`.
+    /// Commits (and a load) started from now on wait until `release()`.
     public func hold() { state.update { $0.held = true } }
 
     public func release() {
@@ -72,6 +72,20 @@ public final class InMemoryStore: NotificationStore {
     /// work's own), which `release()` and then `hold()` would do only if the test won the race
     /// with the center's next commit.
     public func releaseWaiting() { openGate() }
+
+    /// Waits at the gate while `hold()` is in force.
+    private func passGate() async {
+        guard state.value.held else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let resumeNow = gate.withLock { g -> Bool in
+                if !self.state.value.held { return true }
+                g.append(c)
+                self.state.update { $0.waiting += 1 }
+                return false
+            }
+            if resumeNow { c.resume() }
+        }
+    }
 
     /// `waiting` changes only under the gate's lock, so it always counts the gate.
     private func openGate() {
@@ -90,7 +104,7 @@ public final class InMemoryStore: NotificationStore {
     public func load(chunkSize: Int) -> AsyncStream<Result<LoadedState, StoreError>> {
         let s = state.value
         let rows = s.stored.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { RestoredRow($0.value) }
-        return AsyncStream { c in
+        let send: @Sendable (AsyncStream<Result<LoadedState, StoreError>>.Continuation) -> Void = { c in
             if s.closed {
                 c.yield(.failure(Self.closedError))
                 c.finish()
@@ -106,6 +120,14 @@ public final class InMemoryStore: NotificationStore {
                 c.yield(.success(part))
             }
             c.finish()
+        }
+        // A load started while the gate holds waits at it too: a test stops a center mid-load.
+        guard s.held else { return AsyncStream { send($0) } }
+        return AsyncStream { c in
+            Task {
+                await self.passGate()
+                send(c)
+            }
         }
     }
 
@@ -130,17 +152,7 @@ public final class InMemoryStore: NotificationStore {
         if ops.isEmpty { return try await notifications(reading) }
         let number = counter.withLock { n -> Int in n += 1; return n }
         state.update { $0.commits.append(ops) }
-        if state.value.held {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let resumeNow = gate.withLock { g -> Bool in
-                    if !self.state.value.held { return true }
-                    g.append(c)
-                    self.state.update { $0.waiting += 1 }
-                    return false
-                }
-                if resumeNow { c.resume() }
-            }
-        }
+        await passGate()
         let s = state.value
         if s.failing.contains(number) || s.full || (s.failQuiet && ops.contains(where: Self.isQuiet)) {
             state.update { $0.failed.append(number) }

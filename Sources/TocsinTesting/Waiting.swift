@@ -11,19 +11,59 @@ public struct TestTimeoutError: Error, CustomStringConvertible {
 /// Runs `operation`, failing with `TestTimeoutError` if it has not finished within `timeout`.
 ///
 /// The sleep here is only a deadline: the operation itself must wait on a real event, so a
-/// passing test never depends on timing.
+/// passing test never depends on timing. The deadline holds even for an operation that ignores
+/// cancellation (awaiting another task's `value`, a continuation nobody resumes): a task group
+/// would wait for such a child after the deadline, and a broken fix would hang the suite instead
+/// of failing its test. Such an operation is cancelled and left running.
 public func withTimeout<T: Sendable>(
     _ timeout: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TestTimeoutError(what: what, after: timeout)
+    let answer = FirstAnswer<T>()
+    let work = Task {
+        do { answer.give(.success(try await operation())) } catch { answer.give(.failure(error)) }
+    }
+    let deadline = Task {
+        do { try await Task.sleep(for: timeout) } catch { return }
+        answer.give(.failure(TestTimeoutError(what: what, after: timeout)))
+    }
+    defer { work.cancel(); deadline.cancel() }
+    return try await withTaskCancellationHandler {
+        try await answer.value()
+    } onCancel: {
+        answer.give(.failure(CancellationError()))
+    }
+}
+
+/// The first of several answers, for one waiter that may come before or after it.
+private final class FirstAnswer<T: Sendable>: Sendable {
+    private enum State {
+        case empty
+        case waiting(CheckedContinuation<T, any Error>)
+        case answered(Result<T, any Error>)
+        case done
+    }
+    private let state = Mutex(State.empty)
+
+    func give(_ result: Result<T, any Error>) {
+        let waiter: CheckedContinuation<T, any Error>? = state.withLock { s in
+            switch s {
+            case .empty: s = .answered(result); return nil
+            case .waiting(let c): s = .done; return c
+            case .answered, .done: return nil
+            }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TestTimeoutError(what: what, after: timeout) }
-        return first
+        waiter?.resume(with: result)
+    }
+
+    func value() async throws -> T {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+            let ready: Result<T, any Error>? = state.withLock { s in
+                if case .answered(let r) = s { s = .done; return r }
+                s = .waiting(c)
+                return nil
+            }
+            if let ready { c.resume(with: ready) }
+        }
     }
 }
 

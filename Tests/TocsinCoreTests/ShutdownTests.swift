@@ -65,6 +65,28 @@ struct ShutdownTests {
         #expect(left.count == 0, "cancels relayed at the stop and lost: \(left.count) of \(keys.count), e.g. \(left.sorted().prefix(3))")
     }
 
+    /// Calls made before the state has loaded wait for it; a stop then used to leave them
+    /// waiting for ever, since the stop closes the store and no batch runs them.
+    @Test("a stop while the state loads answers the calls waiting for the load with Stopping, and start gives up")
+    func stopWhileLoading() async throws {
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: store, clock: clock, timer: clock, logger: quietLogger)
+        store.hold()
+        let start = Task { try await c.start(backends: [RecordingBackend(name: "spy")]) }
+        try await store.state.wait("the load at the gate", timeout: .seconds(10)) { $0.waiting == 1 }
+        let call = Task { try await c.schedule(spec("tea", at(10))) }
+        try await withTimeout(.seconds(10), "the call to wait for the load") {
+            while await c.queuedRequests < 1 { await Task.yield() }
+        }
+        await c.shutdown()
+        let answer = try await withTimeout(.seconds(10), "the waiting call's answer") { await call.result }
+        #expect(answer.failureCode == .stopping, "the call waiting for the load: \(answer)")
+        store.release()
+        let started = try await withTimeout(.seconds(10), "start to give up") { await start.result }
+        #expect(started.failureCode == .stopping, "start: \(started)")
+    }
+
     @Test("a stop during a burst finishes the batch first: every firing reaches the backend while it is up, once, and none again after the restart")
     func stopDuringABurst() async throws {
         let total = 3_000
@@ -120,5 +142,14 @@ struct ShutdownTests {
         await tick.value
         await stop.value
         #expect(spy.deliveredKeys == ["tea"], "claimed ahead while the stop began, and never handed over")
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The center's error code, nil on success or another error: an expectation reads as one
+    /// comparison.
+    var failureCode: CenterError.Code? {
+        if case .failure(let e) = self { return (e as? CenterError)?.code }
+        return nil
     }
 }

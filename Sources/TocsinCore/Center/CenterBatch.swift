@@ -82,12 +82,28 @@ extension TocsinCenter {
     func submit(_ request: Request, fromBackend: Bool = false) async throws(CenterError) -> Reply {
         // The daemon stops firing before it stops serving the bus: a call in between must hear
         // why, and must not reach backends that are shutting down or a store about to close.
-        if closed || (stopping && !fromBackend) { throw Self.stoppingError }
+        // Relayed answers are still applied during the stop, but only to a loaded state: before
+        // that, nothing would ever run them.
+        if closed || (stopping && !(fromBackend && loaded)) { throw Self.stoppingError }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<Reply, CenterError>, Never>) in
             queued.append(.call(request, c))
             startDraining()
         }
         return try result.get()
+    }
+
+    /// A stop before the state has loaded: the calls and wake-ups waiting for the load are
+    /// answered (calls with `Stopping`), since no batch will run them.
+    func abandonQueued() {
+        let work = queued
+        queued = []
+        for w in work {
+            switch w {
+            case .call(_, let c): c.resume(returning: .failure(Self.stoppingError))
+            case .tick(_, let c): c.resume()
+            case .finished, .held, .closeInterrupted: break
+            }
+        }
     }
 
     /// One drain at a time: what arrives while it commits waits in `queued` for the next batch.

@@ -104,7 +104,8 @@ public actor TocsinCenter {
             switch chunk {
             case .failure(let error):
                 machine.endRestore()
-                throw CenterError(.storage, error.message)
+                // A stop during the load closes the store under it: that is the stop, not a fault.
+                throw stopping ? Self.stoppingError : CenterError(.storage, error.message)
             case .success(let part):
                 if let total = part.totalRows { machine.beginRestore(expecting: total); progress.total = total }
                 for p in part.problems { logger.error("\(p)") }
@@ -113,6 +114,8 @@ public actor TocsinCenter {
             }
         }
         machine.endRestore()
+        // The stop answered what waited for this load (`abandonQueued`); nothing may run now.
+        if stopping { throw Self.stoppingError }
         if let line = progress.finished() { logger.info("\(line)") }
         await restoreQuiet()
         quietNext = machine.quiet.nextChange(after: now)
@@ -180,6 +183,9 @@ public actor TocsinCenter {
         timer?.close()
         started = false
         stopping = true
+        // Before the state has loaded, calls wait for it, and `start` gives up once it sees the
+        // stop: they are answered now, or they would wait for ever.
+        if !loaded { abandonQueued() }
         // A batch already under way ends first, however long: its claims are made, so its
         // deliveries must reach backends that are still up (a commit failing on a closed store
         // would deliver them unrecorded, and the next start again), and a reload in it must have
