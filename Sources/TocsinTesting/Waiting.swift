@@ -34,6 +34,19 @@ public func withTimeout<T: Sendable>(
     }
 }
 
+/// Yields until `condition` holds, failing at the deadline: for state no event announces (an
+/// actor's queue length). Checks for cancellation on each turn, so a timed-out wait stops
+/// instead of spinning on through the tests after it.
+public func waitUntil(_ what: String, timeout: Duration = .seconds(10),
+                      _ condition: @escaping @Sendable () async -> Bool) async throws {
+    try await withTimeout(timeout, what) {
+        while !(await condition()) {
+            try Task.checkCancellation()
+            await Task.yield()
+        }
+    }
+}
+
 /// The first of several answers, for one waiter that may come before or after it.
 private final class FirstAnswer<T: Sendable>: Sendable {
     private enum State {

@@ -56,12 +56,14 @@ final class OnTimeProbe: Sendable {
         }
     }
 
-    /// Runs `body`, then returns every firing due from its start to one second after it ended
-    /// (waiting for the first one due later, so none of them can still be on its way).
+    /// Runs `body`, then returns every firing due from its start to two seconds after it ended
+    /// (waiting for the first one due later, so none of them can still be on its way). Two, so
+    /// that a body faster than the probe's one-second period still spans two firings: with one,
+    /// a quick reload measured a single firing now and then.
     func during<T: Sendable>(_ body: () async throws -> T) async throws -> (result: T, firings: [Firing]) {
         let start = Self.nowMicroseconds()
         let result = try await body()
-        let end = Self.nowMicroseconds() + 1_000_000
+        let end = Self.nowMicroseconds() + 2_000_000
         try await waitForFiring(timeout: .seconds(60)) { $0.due > end }
         return (result, firings().filter { $0.due >= start && $0.due <= end })
     }

@@ -69,9 +69,7 @@ struct BurstWindowTests {
         clock.advance(by: .seconds(10))
         let tick = Task { await c.tick() }
         let cancel = Task { try await c.cancel("other") }
-        try await withTimeout(.seconds(10), "the tick and the cancel queued") {
-            while await c.queuedWork < 2 { await Task.yield() }
-        }
+        try await waitUntil("the tick and the cancel queued") { await c.queuedWork >= 2 }
         store.release()
         _ = try await first.value
         await tick.value

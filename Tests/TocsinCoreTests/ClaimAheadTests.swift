@@ -206,9 +206,7 @@ struct ClaimAheadTests {
         _ = try await h.wake()
         h.clock.advance(to: t0 + .seconds(10))
         await h.center.tick()
-        try await withTimeout(.seconds(10), "the firing handed to the backend") {
-            while hang.attempts < 1 { await Task.yield() }
-        }
+        try await waitUntil("the firing handed to the backend") { hang.attempts >= 1 }
         h.clock.jump(to: t0 + .seconds(5))
         #expect(try await h.center.cancel("tea"))
         let kinds = try await h.center.history(HistoryQuery(key: "tea")).map(\.kind)
@@ -238,9 +236,7 @@ struct ClaimAheadTests {
         clock.advance(to: claimAt)
         let tick = Task { await c.tick() }
         let cancel = Task { try await c.cancel("tea") }
-        try await withTimeout(.seconds(10), "the wake-up and the cancel queued") {
-            while await c.queuedWork < 2 { await Task.yield() }
-        }
+        try await waitUntil("the wake-up and the cancel queued") { await c.queuedWork >= 2 }
         let before = store.commits.count
         if failingTheCancel { store.failCommit(number: before + 2) }
         store.releaseWaiting()

@@ -11,9 +11,7 @@ import TocsinTime
 struct GroupCommitTests {
     /// Waits (yielding, with a deadline) until `n` requests are queued behind a held commit.
     func queued(_ c: TocsinCenter, _ n: Int) async throws {
-        try await withTimeout(.seconds(10), "\(n) queued requests") {
-            while await c.queuedRequests < n { await Task.yield() }
-        }
+        try await waitUntil("\(n) queued requests") { await c.queuedRequests >= n }
     }
 
     @Test("requests arriving during a commit share the next transaction, and are answered only after it")
@@ -112,9 +110,7 @@ struct GroupCommitTests {
         clock.advance(by: .seconds(10))
         let tick = Task { await c.tick() }
         let reload = Task { try await c.applyConfig([]) }
-        try await withTimeout(.seconds(10), "the tick and the reload queued") {
-            while await c.queuedWork < 2 { await Task.yield() }
-        }
+        try await waitUntil("the tick and the reload queued") { await c.queuedWork >= 2 }
         store.release()
         _ = try await first.value
         await tick.value

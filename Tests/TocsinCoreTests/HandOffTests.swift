@@ -88,6 +88,33 @@ struct HandOffTests {
         await before.waitForDeliveries()
     }
 
+    /// A bus that does not read holds the confirmation for as long as it does not: the log must
+    /// say why the firing is neither confirmed nor failed.
+    @Test("a hand-off still inside after 10 s is named in the log, once, and the delivery ends when it leaves")
+    func slowHandOffIsLogged() async throws {
+        let slow = Slow()
+        let lines = WaitableState<[String]>([])
+        let clock = VirtualClock(now: t0)
+        let c = try await memoryCenter(InMemoryStore(), clock, [slow], logger: RecordingLogHandler.logger(lines))
+        try await c.schedule(spec("tea", at(10)))
+        clock.advance(to: t0 + .seconds(10))
+        await c.tick()
+        #expect(slow.delivered.value == ["tea"])
+        let warning = "deliveries still waiting to leave the process"
+        clock.advance(to: t0 + .seconds(19))
+        await c.settle()
+        #expect(lines.value.filter { $0.hasPrefix(warning) }.count == 0, "warned before 10 s: \(lines.value)")
+        clock.advance(to: t0 + .seconds(21))
+        _ = try await lines.wait("the warning", timeout: .seconds(10)) { $0.contains { $0.hasPrefix(warning) } }
+        slow.out.update { $0 = true }
+        await c.waitForDeliveries()
+        clock.advance(to: t0 + .seconds(60))
+        await c.settle()
+        #expect(lines.value.filter { $0.hasPrefix(warning) }.count == 1, "warned again: \(lines.value)")
+        let history = try await c.history(HistoryQuery(key: "tea"))
+        #expect(history.map(\.kind) == [.fired], "fired once, not failed: \(history.map(\.kind))")
+    }
+
     /// The daemon stops firing before it stops serving the bus: the center closes its store while
     /// a hand-off may still wait for a bus that does not read, and calls may still arrive.
     @Test("shut down with the hand-off still in the process: later calls are refused, and the next start reports the firing interrupted")

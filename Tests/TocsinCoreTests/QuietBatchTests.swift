@@ -29,7 +29,7 @@ struct QuietBatchTests {
         try await store.state.wait("the first commit", timeout: .seconds(10)) { $0.commits.count == before + 1 }
         let on = Task { try await c.quietOn(until: nil) }
         let second = Task { try await c.schedule(spec("second", at(20))) }
-        try await withTimeout(.seconds(10), "two queued requests") { while await c.queuedRequests < 2 { await Task.yield() } }
+        try await waitUntil("two queued requests") { await c.queuedRequests >= 2 }
         store.release()
         _ = try await first.value
         #expect(try await on.value.active)

@@ -76,15 +76,46 @@ struct ShutdownTests {
         let start = Task { try await c.start(backends: [RecordingBackend(name: "spy")]) }
         try await store.state.wait("the load at the gate", timeout: .seconds(10)) { $0.waiting == 1 }
         let call = Task { try await c.schedule(spec("tea", at(10))) }
-        try await withTimeout(.seconds(10), "the call to wait for the load") {
-            while await c.queuedRequests < 1 { await Task.yield() }
-        }
+        try await waitUntil("the call to wait for the load") { await c.queuedRequests >= 1 }
         await c.shutdown()
         let answer = try await withTimeout(.seconds(10), "the waiting call's answer") { await call.result }
         #expect(answer.failureCode == .stopping, "the call waiting for the load: \(answer)")
         store.release()
         let started = try await withTimeout(.seconds(10), "start to give up") { await start.result }
         #expect(started.failureCode == .stopping, "start: \(started)")
+    }
+
+    /// Records its start and shutdown; a gated one's start waits until the test opens it.
+    final class Lifecycle: DeliveryBackend, Sendable {
+        let name: String
+        let steps = WaitableState<[String]>([])
+        let gate: WaitableState<Bool>?
+        init(_ name: String, gated: Bool = false) { self.name = name; gate = gated ? WaitableState(false) : nil }
+        var ringPolicy: RingPolicy? { nil }
+        func start(events: any BackendEventSink) async {
+            steps.update { $0.append("starting") }
+            _ = try? await gate?.wait("the test to let the start end", timeout: .seconds(60)) { $0 }
+            steps.update { $0.append("started") }
+        }
+        func deliver(_ firing: Firing) async throws(DeliveryError) {}
+        func withdraw(key: String, reason: WithdrawReason) async {}
+        func shutdown() async { steps.update { $0.append("shut down") } }
+        func health() async -> BackendHealth { .ok }
+    }
+
+    @Test("a stop while a backend starts: that backend is shut down once started, the next is never started, and start gives up")
+    func stopWhileABackendStarts() async throws {
+        let (slow, next) = (Lifecycle("slow", gated: true), Lifecycle("next"))
+        let c = TocsinCenter(options: CenterOptions(defaultZone: .utc), store: InMemoryStore(), clock: VirtualClock(now: t0),
+                             timer: VirtualClock(now: t0), logger: quietLogger)
+        let start = Task { try await c.start(backends: [slow, next]) }
+        _ = try await slow.steps.wait("the slow start", timeout: .seconds(10)) { $0 == ["starting"] }
+        await c.shutdown()
+        slow.gate?.update { $0 = true }
+        let started = try await withTimeout(.seconds(10), "start to give up") { await start.result }
+        #expect(started.failureCode == .stopping, "start: \(started)")
+        #expect(slow.steps.value.last == "shut down", "left running: \(slow.steps.value)")
+        #expect(!next.steps.value.contains("starting"), "started after the stop: \(next.steps.value)")
     }
 
     @Test("a stop during a burst finishes the batch first: every firing reaches the backend while it is up, once, and none again after the restart")
@@ -135,9 +166,7 @@ struct ShutdownTests {
         let tick = Task { await c.tick() }
         try await store.state.wait("the claim's commit at the gate", timeout: .seconds(10)) { $0.waiting == 1 }
         let stop = Task { await c.shutdown(grace: .seconds(2)) }
-        try await withTimeout(.seconds(10), "the stop to begin") {
-            while !(await c.stopping) { await Task.yield() }
-        }
+        try await waitUntil("the stop to begin") { await c.stopping }
         store.release()
         await tick.value
         await stop.value

@@ -52,7 +52,9 @@ extension TocsinCenter {
             // as interrupted instead of losing them unreported.
             if let departure = handOff.departure, !done.isEmpty {
                 Task { [done] in
+                    let slow = warnIfStillInside(done.count, backend: name)
                     let dropped = await departure()
+                    slow.cancel()
                     // After the store closed, the next start reports them (`finishedDelivery`).
                     if let dropped, !self.closed {
                         logger.error("deliveries dropped before they left", metadata: ["backend": "\(name)", "count": "\(done.count)", "error": "\(dropped)"])
@@ -64,6 +66,22 @@ extension TocsinCenter {
             }
         }
     }
+
+    /// A hand-off waits for as long as the bus does not read (a stopped or wedged dbus-daemon):
+    /// no bound would be right, since giving up would record what may still go out, but a
+    /// person asking why nothing arrives should find the reason in the log. On the center's
+    /// clock, so a test moves time instead of waiting; cancelled once the hand-off is out.
+    private func warnIfStillInside(_ count: Int, backend name: String) -> Task<Void, Never> {
+        let (clock, deadline) = (self.clock, clock.now() + Self.departureWarning)
+        return Task {
+            do { try await clock.sleep(until: deadline) } catch { return }
+            logger.warning("deliveries still waiting to leave the process: the bus has not read them; they are recorded once written",
+                           metadata: ["backend": "\(name)", "count": "\(count)", "after": "\(Self.departureWarning)"])
+        }
+    }
+
+    /// How long a hand-off may stay inside before the log says so.
+    static let departureWarning = TimeSpan.seconds(10)
 
     /// One firing for one backend: into that backend's batch, or its queue (a released one
     /// chained behind the one released before it).

@@ -95,12 +95,16 @@ public actor TocsinCenter {
     /// down (by each notification's missed policy).
     public func start(backends list: [any DeliveryBackend]) async throws(CenterError) {
         await setBackends(list)
+        // A stop may come at any wait of the start (library callers; the daemon stops only once
+        // started): from then on `start` gives up, and the stop has answered what waited for it.
+        if stopping { throw Self.stoppingError }
         // The store decodes the next chunk on its thread while this one is put back.
         let now = clock.now()
         machine.beginRestore(expecting: 0)
         // A large state takes seconds to load: say so once a second, so a slow start-up reads as work, not a hang.
         var progress = LoadProgress()
         for await chunk in store.load(chunkSize: 16_384) {
+            if stopping { break }
             switch chunk {
             case .failure(let error):
                 machine.endRestore()
@@ -114,10 +118,10 @@ public actor TocsinCenter {
             }
         }
         machine.endRestore()
-        // The stop answered what waited for this load (`abandonQueued`); nothing may run now.
         if stopping { throw Self.stoppingError }
         if let line = progress.finished() { logger.info("\(line)") }
         await restoreQuiet()
+        if stopping { throw Self.stoppingError }
         quietNext = machine.quiet.nextChange(after: now)
         started = true
         loaded = true
@@ -147,7 +151,14 @@ public actor TocsinCenter {
         fleet = list.lazy.compactMap(\.fleetLink).first
         let sink = self.sink ?? CenterSink(center: self)
         self.sink = sink
-        for b in list { await b.start(events: sink) }
+        for b in list {
+            // A stop that came during an earlier backend's start: this one is not started, and
+            // one whose start the stop overlapped (the stop may have shut it down first) is shut
+            // down again once started.
+            guard !backendsDown else { break }
+            await b.start(events: sink)
+            if backendsDown { await b.shutdown() }
+        }
         for (name, b) in old where backends[name] == nil { await b.shutdown() }
     }
 
@@ -326,7 +337,9 @@ extension BackendEvent {
 /// were sent: a fleet notification scheduled and then cancelled on another machine (both
 /// redelivered at once after a reconnect) must not be applied the other way round.
 private final class CenterSink: BackendEventSink, Sendable {
-    let center: TocsinCenter
+    /// Weak: the center holds its sink, and a center dropped without a stop (a test's crash)
+    /// must still go, with its store's thread.
+    weak let center: TocsinCenter?
     private let last = Mutex<Task<Void, Never>?>(nil)
     init(center: TocsinCenter) { self.center = center }
     func send(_ event: BackendEvent) {
@@ -334,7 +347,7 @@ private final class CenterSink: BackendEventSink, Sendable {
             let before = previous
             previous = Task { [center] in
                 await before?.value
-                await center.handle(event)
+                await center?.handle(event)
             }
         }
     }
