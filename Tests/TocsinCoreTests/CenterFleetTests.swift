@@ -27,6 +27,10 @@ final class FleetSpy: DeliveryBackend, FleetLink, Sendable {
     func withdraw(key: String, reason: WithdrawReason, snoozedUntil: Instant?) async {
         state.withLock { $0.withdrawals.append(Withdrawal(key: key, reason: reason, until: snoozedUntil)) }
     }
+    /// The withdrawals it had been told of when it was shut down: what a stop still told it.
+    private let atShutdown = Mutex<[Withdrawal]?>(nil)
+    var withdrawalsAtShutdown: [Withdrawal]? { atShutdown.withLock { $0 } }
+    func shutdown() async { atShutdown.withLock { $0 = withdrawals } }
     func scheduled(_ n: TocsinCore.Notification, fleet: Bool) async {
         state.withLock { $0.calls.append(.scheduled(key: n.key, trigger: n.trigger, fleet: fleet)) }
     }

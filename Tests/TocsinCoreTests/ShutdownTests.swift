@@ -85,6 +85,34 @@ struct ShutdownTests {
         #expect(started.failureCode == .stopping, "start: \(started)")
     }
 
+    /// An alarm whose person answers just as it shuts down: the Acknowledge reaches the sink
+    /// during `shutdown()`, as a popup's button pressed in the stop's last moments.
+    final class AnsweredAtTheStop: DeliveryBackend, Sendable {
+        let name = "alarm"
+        let sink = Mutex<(any BackendEventSink)?>(nil)
+        var ringPolicy: RingPolicy? { RingPolicy(every: .minutes(1), maxRings: 10) }
+        func start(events: any BackendEventSink) async { sink.withLock { $0 = events } }
+        func deliver(_ firing: Firing) async throws(DeliveryError) {}
+        func withdraw(key: String, reason: WithdrawReason) async {}
+        func shutdown() async { sink.withLock { $0 }?.send(.acknowledge(key: "wake")) }
+        func health() async -> BackendHealth { .ok }
+    }
+
+    @Test("an Acknowledge relayed as the stop shuts the alarm down still reaches the fleet backend before it shuts down")
+    func answerAtTheStopReachesTheFleet() async throws {
+        let fleet = FleetSpy()
+        let h = try await Harness(backends: [], others: [AnsweredAtTheStop(), fleet])
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm", "fleet"]))
+        await h.advance(10)
+        await h.center.waitForDeliveries()
+        #expect(await h.center.lookup("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 1))
+        await h.center.shutdown()
+        let told = fleet.withdrawalsAtShutdown?.filter { $0.key == "wake" }.map(\.reason)
+        #expect(told == [.acknowledged], "what the fleet backend was told before it shut down: \(String(describing: told))")
+        try await h.restart()
+        #expect(await h.center.lookup("wake") == nil, "the Acknowledge was not applied")
+    }
+
     /// Records its start and shutdown; a gated one's start waits until the test opens it.
     final class Lifecycle: DeliveryBackend, Sendable {
         let name: String

@@ -205,8 +205,7 @@ extension TocsinCenter {
     }
 
     func withdraw(key: String, from names: [String], reason: WithdrawReason, snoozedUntil: Instant? = nil) {
-        guard !backendsDown else { return }
-        for name in names {
+        for name in names where !down.contains(name) {
             guard let b = backends[name] else { continue }
             enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) {
                 await b.withdraw(key: key, reason: reason, snoozedUntil: snoozedUntil)
@@ -230,6 +229,12 @@ extension TocsinCenter {
             await self.queueFinished(queueKey, id)
         }
         queues[queueKey] = (id, task)
+    }
+
+    /// Returns once everything queued so far for `backend` (withdraws, deliveries) has run.
+    func queuesSettled(for backend: String) async {
+        let suffix = Self.queueKey("", backend)
+        for (queueKey, queue) in queues where queueKey.hasSuffix(suffix) { await queue.task.value }
     }
 
     private func queueFinished(_ queueKey: String, _ id: Int) {

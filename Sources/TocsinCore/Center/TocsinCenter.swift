@@ -30,8 +30,10 @@ public actor TocsinCenter {
     var started = false
     /// Shutdown has begun: requests are refused (the bus is still served while firing stops).
     var stopping = false
-    /// Shutdown is shutting the backends down: nothing is handed to them any more.
+    /// Shutdown is shutting the backends down: nothing is delivered any more.
     var backendsDown = false
+    /// The backends shutdown has shut down (or is shutting down): no withdraw reaches them.
+    var down: Set<String> = []
     /// Shutdown closed the store: reads are refused too, and deliveries that end later are left
     /// for the next start to report (`finishedDelivery`).
     var closed = false
@@ -208,15 +210,23 @@ public actor TocsinCenter {
             await waitForDeliveries(atMost: grace)
             if inFlight > 0 { logger.warning("shutting down with \(inFlight) deliveries still running") }
         }
-        // Answers relayed meanwhile still change the state (`submit(_:fromBackend:)`), but touch
-        // no backend from here on.
+        // Nothing is delivered from here on. Answers relayed meanwhile still change the state
+        // (`submit(_:fromBackend:)`); their withdraws reach only backends still up.
         backendsDown = true
-        for name in machine.backendNames { await backends[name]?.shutdown() }
         // What a backend passed on before it shut down (an mqtt fleet message received just
         // before its thread was joined, a popup's answer) is applied before the store closes: the
         // backend has counted it as handled (the broker has its PUBACK, the redelivery is
-        // ignored), so refusing it here would lose it.
+        // ignored), so refusing it here would lose it. The fleet backend goes last, once what
+        // the others relayed has reached it: a popup's Acknowledge in the stop's last moments
+        // must still reach the other machines, through its durable outbox.
+        let fleetName = machine.backendNames.first { backends[$0]?.fleetLink != nil }
+        for name in machine.backendNames where name != fleetName { await shutDown(name) }
         await sink?.settled()
+        if let fleetName {
+            await queuesSettled(for: fleetName)
+            await shutDown(fleetName)
+            await sink?.settled()
+        }
         for s in subscribers.values { s.continuation.finish() }
         subscribers = [:]
         // Confirmations queued until now are committed before the store goes; later ones are
@@ -224,6 +234,11 @@ public actor TocsinCenter {
         closed = true
         await drained()
         await store.close()
+    }
+
+    private func shutDown(_ name: String) async {
+        down.insert(name)
+        await backends[name]?.shutdown()
     }
 
     /// Returns once no batch runs and none is queued (nothing drains before the state is loaded).
