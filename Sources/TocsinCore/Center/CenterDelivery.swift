@@ -51,10 +51,10 @@ extension TocsinCenter {
             // Recorded once out of the process (`BatchHandOff`): a crash before then reports them
             // as interrupted instead of losing them unreported.
             if let departure = handOff.departure, !done.isEmpty {
+                let wait = handOffBegan(done.count, backend: name)
                 Task { [done] in
-                    let slow = warnIfStillInside(done.count, backend: name)
                     let dropped = await departure()
-                    slow.cancel()
+                    self.handOffs[wait] = nil
                     // After the store closed, the next start reports them (`finishedDelivery`).
                     if let dropped, !self.closed {
                         logger.error("deliveries dropped before they left", metadata: ["backend": "\(name)", "count": "\(done.count)", "error": "\(dropped)"])
@@ -69,14 +69,26 @@ extension TocsinCenter {
 
     /// A hand-off waits for as long as the bus does not read (a stopped or wedged dbus-daemon):
     /// no bound would be right, since giving up would record what may still go out, but a
-    /// person asking why nothing arrives should find the reason in the log. On the center's
-    /// clock, so a test moves time instead of waiting; cancelled once the hand-off is out.
-    private func warnIfStillInside(_ count: Int, backend name: String) -> Task<Void, Never> {
-        let (clock, deadline) = (self.clock, clock.now() + Self.departureWarning)
-        return Task {
-            do { try await clock.sleep(until: deadline) } catch { return }
+    /// person asking why nothing arrives should find the reason in the log. The wake-up timer
+    /// carries the warning's instant (`rearm`), not a timer of its own: a sleep cancelled once
+    /// the hand-off is out would still wake the process at its deadline, after every firing.
+    private func handOffBegan(_ count: Int, backend name: String) -> Int {
+        nextHandOff += 1
+        handOffs[nextHandOff] = HandOffWait(since: clock.now(), count: count, backend: name)
+        return nextHandOff
+    }
+
+    /// The earliest instant a hand-off still inside is to be named in the log.
+    var nextHandOffWarning: Instant? {
+        handOffs.values.lazy.filter { !$0.warned }.map { $0.since + Self.departureWarning }.min()
+    }
+
+    /// Names in the log, once each, the hand-offs inside for `departureWarning` by now.
+    func warnSlowHandOffs(now: Instant) {
+        for (id, wait) in handOffs where !wait.warned && wait.since + Self.departureWarning <= now {
+            handOffs[id]?.warned = true
             logger.warning("deliveries still waiting to leave the process: the bus has not read them; they are recorded once written",
-                           metadata: ["backend": "\(name)", "count": "\(count)", "after": "\(Self.departureWarning)"])
+                           metadata: ["backend": "\(wait.backend)", "count": "\(wait.count)", "since": "\(wait.since)"])
         }
     }
 

@@ -55,6 +55,9 @@ public actor TocsinCenter {
     var nextWaiter = 0
     /// Per (key, backend) delivery queues: see `CenterDelivery.swift`.
     var queues: [String: (id: Int, task: Task<Void, Never>)] = [:]
+    /// Batch hand-offs still inside the process (`BatchHandOff.departure`), for the warning.
+    var handOffs: [Int: HandOffWait] = [:]
+    var nextHandOff = 0
     var queueCounter = 0
     /// Deliveries dispatched and not yet handed to their backend, and who waits for none to be left.
     var unstarted = 0
@@ -282,6 +285,7 @@ public actor TocsinCenter {
     public func tick(_ reason: WakeReason = .due) async {
         // Nothing fires once the stop has begun: what falls due is left to the next start.
         if stopping { return }
+        warnSlowHandOffs(now: clock.now())
         // Before the batch: a firing claimed ahead goes out at its instant, not after a commit
         // that happens to be running.
         releaseStaged(now: clock.now())
@@ -292,7 +296,8 @@ public actor TocsinCenter {
     }
 
     func rearm() {
-        let deadlines = [machine.nextClaim(lead: claimLead), quietNext, staged.first?.delivery.fired].compactMap { $0 }
+        let deadlines = [machine.nextClaim(lead: claimLead), quietNext, staged.first?.delivery.fired,
+                         nextHandOffWarning].compactMap { $0 }
         timer?.arm(at: deadlines.min())
         armWake()
     }
@@ -375,4 +380,12 @@ private final class CenterSink: BackendEventSink, Sendable {
             if last.withLock({ $0 == task }) { return }
         }
     }
+}
+
+/// A batch hand-off still inside the process: since when, and whether the log has named it.
+struct HandOffWait {
+    var since: Instant
+    var count: Int
+    var backend: String
+    var warned = false
 }
