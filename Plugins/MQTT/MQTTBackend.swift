@@ -132,9 +132,10 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     /// broker is down: durable first, then published, then removed on the broker's PUBACK.
     func publishDurably(_ m: FleetMessage) {
         let (client, store) = state.withLock { ($0.client, $0.store) }
-        guard let client else { return }
         let topic = options.topicPrefix + "/" + m.kind.rawValue, payload = m.encoded()
         store?.enqueue(id: m.id, topic: topic, payload: payload, at: Int64(Date().timeIntervalSince1970))
+        // Shut down (a stop's last answer): the outbox keeps it for the next start.
+        guard let client else { return }
         sendAwaitingAck(id: m.id, topic: topic, payload: payload, client: client, store: store)
     }
 

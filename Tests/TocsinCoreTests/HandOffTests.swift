@@ -119,7 +119,7 @@ struct HandOffTests {
         await c.settle()
         let history = try await c.history(HistoryQuery(key: "tea"))
         #expect(history.map(\.kind) == [.fired], "fired once, not failed: \(history.map(\.kind))")
-        // Out quickly: the timer never carries a warning for it.
+        // Out quickly: once it is out, the timer no longer carries a warning for it.
         try await c.schedule(spec("quick", at(40)))
         slow.out.update { $0 = true }
         clock.advance(to: t0 + .seconds(40))

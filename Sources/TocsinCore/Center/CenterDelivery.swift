@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 public import TocsinTime
 import TocsinSystem
 
@@ -88,7 +89,7 @@ extension TocsinCenter {
         for (id, wait) in handOffs where !wait.warned && wait.since + Self.departureWarning <= now {
             handOffs[id]?.warned = true
             logger.warning("deliveries still waiting to leave the process: the bus has not read them; they are recorded once written",
-                           metadata: ["backend": "\(wait.backend)", "count": "\(wait.count)", "since": "\(wait.since)"])
+                           metadata: ["backend": "\(wait.backend)", "count": "\(wait.count)", "since": "\(Timestamp.rfc3339UTC(wait.since))"])
         }
     }
 
@@ -243,10 +244,32 @@ extension TocsinCenter {
         queues[queueKey] = (id, task)
     }
 
-    /// Returns once everything queued so far for `backend` (withdraws, deliveries) has run.
-    func queuesSettled(for backend: String) async {
+    /// Whether anything (a withdraw, a delivery) is queued or running for `backend`.
+    func hasQueue(for backend: String) -> Bool {
         let suffix = Self.queueKey("", backend)
-        for (queueKey, queue) in queues where queueKey.hasSuffix(suffix) { await queue.task.value }
+        return queues.keys.contains { $0.hasSuffix(suffix) }
+    }
+
+    /// Returns once everything queued so far for `backend` has run, or at `deadline` on the
+    /// center's clock: a delivery retrying with backoff may take minutes, and the stop must not.
+    func queuesSettled(for backend: String, until deadline: Instant) async {
+        let suffix = Self.queueKey("", backend)
+        let tasks = queues.filter { $0.key.hasSuffix(suffix) }.map(\.value.task)
+        guard !tasks.isEmpty else { return }
+        let clock = self.clock
+        var sleeper: Task<Void, Never>?
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let once = ResumeOnce(c)
+            Task {
+                for t in tasks { await t.value }
+                once.resume()
+            }
+            sleeper = Task {
+                try? await clock.sleep(until: deadline)
+                once.resume()
+            }
+        }
+        sleeper?.cancel()
     }
 
     private func queueFinished(_ queueKey: String, _ id: Int) {
@@ -294,4 +317,11 @@ extension TocsinCenter {
             for c in w.values { c.resume() }
         }
     }
+}
+
+/// A continuation several tasks race to resume: the first one does.
+private final class ResumeOnce: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+    init(_ c: CheckedContinuation<Void, Never>) { continuation = Mutex(c) }
+    func resume() { continuation.withLock { $0.take() }?.resume() }
 }

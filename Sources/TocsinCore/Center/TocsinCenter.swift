@@ -226,7 +226,13 @@ public actor TocsinCenter {
         for name in machine.backendNames where name != fleetName { await shutDown(name) }
         await sink?.settled()
         if let fleetName {
-            await queuesSettled(for: fleetName)
+            // What it is told meanwhile (an answer applied late, a fleet message) may queue more
+            // for it: again until nothing is left, for at most another `grace`.
+            let deadline = TimeLimit.adding(grace, to: clock.now()) ?? TimeLimit.latest
+            repeat {
+                await queuesSettled(for: fleetName, until: deadline)
+                await sink?.settled()
+            } while hasQueue(for: fleetName) && clock.now() < deadline
             await shutDown(fleetName)
             await sink?.settled()
         }
