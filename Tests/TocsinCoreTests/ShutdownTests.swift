@@ -113,6 +113,38 @@ struct ShutdownTests {
         #expect(await h.center.lookup("wake") == nil, "the Acknowledge was not applied")
     }
 
+    /// The mqtt backend at a stop, as a fleet link: a cancel its network thread received just
+    /// before it was joined reaches the sink during `shutdown()`, and it counts what it is asked
+    /// to share once shut down.
+    final class FleetCancelledAtTheStop: DeliveryBackend, FleetLink, Sendable {
+        let name = "fleet"
+        struct State { var sink: (any BackendEventSink)?, down = false, sharedAfterDown: [String] = [] }
+        let state = Mutex(State())
+        var ringPolicy: RingPolicy? { nil }
+        var fleetLink: (any FleetLink)? { self }
+        func start(events: any BackendEventSink) async { state.withLock { $0.sink = events } }
+        func deliver(_ firing: Firing) async throws(DeliveryError) {}
+        func withdraw(key: String, reason: WithdrawReason) async {}
+        func shutdown() async {
+            let sink = state.withLock { s in s.down = true; return s.sink }
+            sink?.send(.fleetCancel(key: "tea"))
+        }
+        func health() async -> BackendHealth { .ok }
+        func scheduled(_ n: TocsinCore.Notification, fleet: Bool) async {}
+        func cancelled(key: String) async { state.withLock { if $0.down { $0.sharedAfterDown.append(key) } } }
+    }
+
+    @Test("a fleet cancel received as the fleet backend shuts down is applied, and that backend, already down, is not asked to share it")
+    func fleetCancelAtTheStop() async throws {
+        let fleet = FleetCancelledAtTheStop()
+        let h = try await Harness(backends: [], others: [fleet])
+        try await h.center.schedule(spec("tea", at(60), backends: ["fleet"]))
+        await h.center.shutdown()
+        #expect(fleet.state.withLock { $0.sharedAfterDown }.isEmpty, "shared after its shutdown: \(fleet.state.withLock { $0.sharedAfterDown })")
+        try await h.restart()
+        #expect(await h.center.lookup("tea") == nil, "the cancel was not applied")
+    }
+
     /// Records its start and shutdown; a gated one's start waits until the test opens it.
     final class Lifecycle: DeliveryBackend, Sendable {
         let name: String

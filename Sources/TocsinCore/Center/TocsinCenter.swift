@@ -22,8 +22,11 @@ public actor TocsinCenter {
     var logger: Logger
     var machine = NotificationMachine()
     var backends: [String: any DeliveryBackend] = [:]
-    /// The `[fleet]` backend's hook, if the config has one: see `CenterFleet.swift`.
-    var fleet: (any FleetLink)?
+    /// The `[fleet]` backend's name and hook, if the config has one: see `CenterFleet.swift`.
+    var fleetBackend: (name: String, link: any FleetLink)?
+    /// The hook while its backend is up: a fleet message relayed as that backend shuts down is
+    /// still applied, but a backend already shut down is not asked to share anything.
+    var fleet: (any FleetLink)? { fleetBackend.flatMap { down.contains($0.name) ? nil : $0.link } }
     /// The one sink every backend relays to, for the center's whole life: shutdown waits on it, so
     /// it must be one queue, not one per reload.
     private var sink: CenterSink?
@@ -153,7 +156,7 @@ public actor TocsinCenter {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
-        fleet = list.lazy.compactMap(\.fleetLink).first
+        fleetBackend = list.lazy.compactMap { b in b.fleetLink.map { (b.name, $0) } }.first
         let sink = self.sink ?? CenterSink(center: self)
         self.sink = sink
         for b in list {
@@ -222,7 +225,7 @@ public actor TocsinCenter {
         // ignored), so refusing it here would lose it. The fleet backend goes last, once what
         // the others relayed has reached it: a popup's Acknowledge in the stop's last moments
         // must still reach the other machines, through its durable outbox.
-        let fleetName = machine.backendNames.first { backends[$0]?.fleetLink != nil }
+        let fleetName = fleetBackend?.name
         for name in machine.backendNames where name != fleetName { await shutDown(name) }
         await sink?.settled()
         if let fleetName {
@@ -333,7 +336,8 @@ public actor TocsinCenter {
             case .fleetSchedule(let spec): try await scheduleFromFleet(spec)
             case .fleetCancel(let key):
                 // As `cancel` does for a client: the fleet link decides whether to pass it on
-                // (the mqtt backend does not echo a cancel it received).
+                // (the mqtt backend does not echo a cancel it received). One received as the fleet
+                // backend shuts down is applied, and that backend is not called again (`fleet`).
                 if try await submit(.cancel(key), fromBackend: true).bool, let fleet { await fleet.cancelled(key: key) }
             case .actionInvoked(let key, let action):
                 let info = (try? await store.userInfo(key)) ?? nil
