@@ -24,14 +24,21 @@ display=""
 
 say() { echo "demo: $*" >&2; }
 
+# Each step goes to $run/stop.log as well: a stop that hangs says where (the tests print it).
 stop_all() {
   local p i
-  if [ -n "$daemon" ]; then kill -TERM "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; fi
+  echo "stop: daemon ${daemon:-(gone)}, helpers ${helpers[*]:-(none)}" >>"$run/stop.log"
+  if [ -n "$daemon" ]; then
+    kill -TERM "$daemon" 2>/dev/null || true
+    wait "$daemon" 2>/dev/null || true
+    echo "stop: daemon $daemon ended" >>"$run/stop.log"
+  fi
   # Newest first: the bus, started first, goes last.
   for ((i = ${#helpers[@]} - 1; i >= 0; i--)); do
     p="${helpers[$i]}"
-    kill -TERM "$p" 2>/dev/null || true
+    kill -TERM "$p" 2>/dev/null || echo "stop: helper $p was gone" >>"$run/stop.log"
     wait "$p" 2>/dev/null || true
+    echo "stop: helper $p ended" >>"$run/stop.log"
   done
 }
 trap 'stop_all; say "stopped; the run directory $run is kept"; exit 0' INT TERM

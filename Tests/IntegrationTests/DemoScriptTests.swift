@@ -24,8 +24,16 @@ struct DemoScriptTests {
         } catch {
             // Say what was still running and what the demo and its daemon last said.
             let all = (try? runBlocking("ps", ["-e", "-o", "pgid=,pid=,stat=,wchan:20=,args="]).stdout) ?? ""
-            let left = all.split(separator: "\n").filter { $0.split(separator: " ").first == "\(p.pid)" }.joined(separator: "\n")
-            Issue.record("no exit 20 s after Ctrl-C; still running:\n\(left)\nstderr:\n\(p.stderr)")
+            let left = all.split(separator: "\n").filter { $0.split(separator: " ").first == "\(p.pid)" }
+            // Each one's signal state: a process that outlives a SIGTERM has it blocked, ignored or caught.
+            let signals = left.compactMap { line -> String? in
+                guard let pid = line.split(separator: " ").dropFirst().first,
+                      let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+                let wanted = status.split(separator: "\n").filter { ["State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"].contains($0.split(separator: ":").first ?? "") }
+                return "\(pid): " + wanted.joined(separator: " ")
+            }
+            let steps = (try? String(contentsOfFile: dir.path + "/stop.log", encoding: .utf8)) ?? "(no stop.log)"
+            Issue.record("no exit 20 s after Ctrl-C; still running:\n\(left.joined(separator: "\n"))\nsignals:\n\(signals.joined(separator: "\n"))\nthe script's stop:\n\(steps)\nstderr:\n\(p.stderr)")
             throw error
         }
         stopped = true
