@@ -3,8 +3,8 @@ import Foundation
 
 /// `tocsin-bench versus`: Tocsin against the peer gateway (`shared/peer/peer_gateway.py`, APScheduler +
 /// dbus-fast), both measured by `shared/peer/harness.py` on private buses. Runs are interleaved per figure
-/// (peer, then Tocsin) so drift of the shared machine hits both alike; each figure is printed as a ratio
-/// with its goal and a PASS/FAIL mark. A figure that could not be measured (the harness failed, the daemon
+/// (peer, Tocsin, then the ceiling) so drift of the shared machine hits both alike; each figure is printed
+/// as a ratio with its goal and a PASS/FAIL mark, on the median of `--rounds` such rounds. A figure that could not be measured (the harness failed, the daemon
 /// died, the run was incomplete) is a FAIL with the reason, never a pass. Exit status 1 if any goal failed.
 struct VersusBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -38,6 +38,9 @@ struct VersusBenchmark: ParsableCommand {
     @Option(help: "Notifications pending during the idle measurement.")
     var idlePending = 10_000
 
+    @Option(help: "Rounds of the scale and latency figures (peer, Tocsin, ceiling each); judged on the median of the rounds' ratios.")
+    var rounds = 1
+
     @Option(help: "Run only one side (ratios to the other are then not evaluated).")
     var only: Side?
 
@@ -59,8 +62,8 @@ struct VersusBenchmark: ParsableCommand {
     }
 
     func validate() throws {
-        guard pending > 0, burst > 0, idleSeconds > 0, idlePending > 0 else {
-            throw ValidationError("--pending, --burst, --idle-seconds and --idle-pending must be positive")
+        guard pending > 0, burst > 0, idleSeconds > 0, idlePending > 0, rounds > 0 else {
+            throw ValidationError("--pending, --burst, --idle-seconds, --idle-pending and --rounds must be positive")
         }
     }
 
@@ -88,11 +91,11 @@ struct VersusBenchmark: ParsableCommand {
         let plan = makePlan(sides: sides)
         print("versus: \(plan.count) harness runs; tocsin \(sides.contains(.tocsin) ? tocsinPath : "(not run)"); peer \(sides.contains(.peer) ? peerDir.path : "(not run)")")
         print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, load average \(loadAverage())")
-        var results: [String: HarnessRun] = [:]
+        var results = Runs()
         for (i, step) in plan.enumerated() {
             fflush(nil)  // progress lines interleave with the harness's stderr even when stdout is a file or pipe
             let run = try runner.run(step, tocsin: tocsinPath)
-            results[step.id] = run
+            results.add(run, for: step.id)
             print("[\(i + 1)/\(plan.count)] \(step.id): \(run.progressLine)")
         }
         let figures = evaluate(results, sides: sides)
@@ -114,21 +117,26 @@ struct VersusBenchmark: ParsableCommand {
 
     // MARK: Plan
 
-    /// Interleaved per figure: the bus reference, then peer and Tocsin back to back for each test.
+    /// Interleaved per figure: the bus reference, then each round of peer, Tocsin and the ceiling
+    /// back to back for each test.
     private func makePlan(sides: [Side]) -> [HarnessStep] {
         var plan: [HarnessStep] = []
         if sides.contains(.tocsin) {
             plan.append(HarnessStep(test: "ping", side: nil, arguments: ["ping", "--calls", "\(max(50_000, min(pending, 100_000)))"]))
         }
         let ceilings = sides.contains(.tocsin) && !noCeilings
-        for side in sides {
-            plan.append(HarnessStep(test: "scale", side: side, arguments: ["scale", "--pending", "\(pending)"]))
+        for _ in 0..<rounds {
+            for side in sides {
+                plan.append(HarnessStep(test: "scale", side: side, arguments: ["scale", "--pending", "\(pending)"]))
+            }
+            if ceilings { plan.append(scheduleCeilingStep) }
         }
-        if ceilings { plan.append(scheduleCeilingStep) }
-        for side in sides {
-            plan.append(HarnessStep(test: "latency", side: side, arguments: ["latency", "--pending", "\(pending)", "--burst", "\(burst)"]))
+        for _ in 0..<rounds {
+            for side in sides {
+                plan.append(HarnessStep(test: "latency", side: side, arguments: ["latency", "--pending", "\(pending)", "--burst", "\(burst)"]))
+            }
+            if ceilings { plan.append(burstFloorStep) }
         }
-        if ceilings { plan.append(burstFloorStep) }
         for side in sides {
             plan.append(HarnessStep(test: "idle", side: side, arguments: ["idle", "--pending", "\(idlePending)", "--seconds", "\(idleSeconds)"]))
         }
@@ -212,21 +220,23 @@ struct VersusBenchmark: ParsableCommand {
         print("\(passed) passed, \(failed) failed, \(figures.count - passed - failed) skipped")
     }
 
-    private func printJSON(_ figures: [Figure], results: [String: HarnessRun], ceilings: [String: Any], tocsinPath: String,
+    private func printJSON(_ figures: [Figure], results: Runs, ceilings: [String: Any], tocsinPath: String,
                            peerDir: String) {
         var runs: [String: Any] = [:]
-        for (id, run) in results {
-            runs[id] = ["result": run.json ?? NSNull(), "failure": run.failure ?? NSNull(), "wall_s": run.seconds] as [String: Any]
+        for (id, list) in results.runs {
+            runs[id] = list.map { run in
+                ["result": run.json ?? NSNull(), "failure": run.failure ?? NSNull(), "wall_s": run.seconds] as [String: Any]
+            }
         }
         let object: [String: Any] = [
             "date": ISO8601DateFormatter().string(from: Date()),
             "tocsin": tocsinPath, "peer_dir": peerDir,
             "options": ["pending": pending, "burst": burst, "idle_seconds": idleSeconds, "idle_pending": idlePending,
-                        "only": only?.rawValue ?? NSNull(), "million": million] as [String: Any],
+                        "only": only?.rawValue ?? NSNull(), "million": million, "rounds": rounds] as [String: Any],
             "figures": figures.map { f -> [String: Any] in
                 var o: [String: Any] = ["figure": f.name, "goal": f.goal, "peer": f.peer, "tocsin": f.tocsin, "result": f.result,
                                         "mark": f.mark.rawValue, "reason": f.reason ?? NSNull()]
-                for (k, v) in f.values { o[k] = (v as? Double).map { $0 as Any } ?? NSNull() }
+                for (k, v) in f.values { o[k] = (v as? Double).map { $0 as Any } ?? (v as? [Double]).map { $0 as Any } ?? NSNull() }
                 return o
             },
             "runs": runs,

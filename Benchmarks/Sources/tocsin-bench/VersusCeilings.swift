@@ -26,31 +26,34 @@ extension VersusBenchmark {
         HarnessStep(test: "burst_floor", side: nil, arguments: ["--burst", "\(burst)"], script: Self.floorScript, label: "floor")
     }
 
-    /// The ceilings and where each goal and each side stands against them; empty without them.
-    func ceilingLines(_ r: [String: HarnessRun]) -> (lines: [String], values: [String: Any]) {
+    /// The ceilings and where each side stands against them (medians over the rounds); empty without them.
+    func ceilingLines(_ r: Runs) -> (lines: [String], values: [String: Any]) {
         var lines: [String] = []
         var values: [String: Any] = [:]
-        let peerRate = r["scale/peer"]?.rate, tocsinRate = r["scale/tocsin"]?.rate
-        let ping = r["ping"]?.number(["getid", "calls_per_s"])
-        if let c = r["ceiling"], c.failure == nil, let ceiling = c.rate, ceiling > 0 {
-            var line = "Schedule ceiling (null gateway on Tocsin's D-Bus layer, nothing stored): \(grouped(ceiling)) calls/s"
-            if let ping, ping > 0 { line += " = \(formatted(100 * ceiling / ping, decimals: 1)) % of ping (goal 50 %)" }
-            if let peerRate, peerRate > 0 { line += ", \(formatted(ceiling / peerRate, decimals: 2))x the peer (goal 3x)" }
-            if let tocsinRate { line += "; Tocsin reaches \(formatted(100 * tocsinRate / ceiling, decimals: 1)) % of it" }
+        let rate: (HarnessRun) -> Double? = { $0.rate }
+        let p99: (HarnessRun) -> Double? = { $0.number(["lat_p99_ms"]) }
+        let peerRate = r.median("scale/peer", rate), tocsinRate = r.median("scale/tocsin", rate)
+        let ping = r.runs["ping"]?.first?.number(["getid", "calls_per_s"])
+        let several = r.rounds > 1 ? "; median of \(r.rounds) rounds" : ""
+        if let failed = r.runs["ceiling"]?.first(where: { $0.failure != nil }) {
+            lines.append("Schedule ceiling: not measured (\(failed.failure!))")
+        } else if let ceiling = r.median("ceiling", rate), ceiling > 0 {
+            var line = "Schedule ceiling (null gateway on Tocsin's D-Bus layer, nothing stored\(several)): \(grouped(ceiling)) calls/s"
+            if let ping, ping > 0 { line += " = \(formatted(100 * ceiling / ping, decimals: 1)) % of ping" }
+            if let peerRate, peerRate > 0 { line += ", \(formatted(ceiling / peerRate, decimals: 2))x the peer" }
+            if let tocsinRate { line += "; Tocsin reaches \(formatted(100 * tocsinRate / ceiling, decimals: 1)) % of it (goal 60 %)" }
             lines.append(line)
             values["ceiling_calls_per_s"] = ceiling
-        } else if let c = r["ceiling"] {
-            lines.append("Schedule ceiling: not measured (\(c.failure ?? "no rate"))")
         }
-        let peerP99 = r["latency/peer"]?.number(["lat_p99_ms"]), tocsinP99 = r["latency/tocsin"]?.number(["lat_p99_ms"])
-        if let f = r["floor"], f.failure == nil, let floor = f.number(["lat_p99_ms"]), floor > 0 {
-            var line = "Burst floor (\(grouped(burst)) signals ready and written at once, bus and subscriber alone): p99 \(formatted(floor, decimals: 1)) ms"
-            if let peerP99 { line += " = the peer's p99 / \(formatted(peerP99 / floor, decimals: 2)) (goal: / 10)" }
-            if let tocsinP99 { line += "; Tocsin's p99 is \(formatted(tocsinP99 / floor, decimals: 2))x the floor" }
+        let peerP99 = r.median("latency/peer", p99), tocsinP99 = r.median("latency/tocsin", p99)
+        if let failed = r.runs["floor"]?.first(where: { $0.failure != nil }) {
+            lines.append("Burst floor: not measured (\(failed.failure!))")
+        } else if let floor = r.median("floor", p99), floor > 0 {
+            var line = "Burst floor (\(grouped(burst)) signals ready and written at once, bus and subscriber alone\(several)): p99 \(formatted(floor, decimals: 1)) ms"
+            if let peerP99 { line += "; the peer's p99 is \(formatted(peerP99 / floor, decimals: 2))x it" }
+            if let tocsinP99 { line += ", Tocsin's \(formatted(tocsinP99 / floor, decimals: 2))x (goal 1.5x)" }
             lines.append(line)
             values["floor_p99_ms"] = floor
-        } else if let f = r["floor"] {
-            lines.append("Burst floor: not measured (\(f.failure ?? "no p99"))")
         }
         return (lines, values)
     }
