@@ -113,10 +113,10 @@ struct ShutdownTests {
         #expect(await h.center.lookup("wake") == nil, "the Acknowledge was not applied")
     }
 
-    /// The mqtt backend at a stop, as a fleet link: a cancel its network thread received just
-    /// before it was joined reaches the sink during `shutdown()`, and it counts what it is asked
-    /// to share once shut down.
-    final class FleetCancelledAtTheStop: DeliveryBackend, FleetLink, Sendable {
+    /// The mqtt backend at a stop, as a fleet link: a cancel and a schedule its network thread
+    /// received just before it was joined reach the sink during `shutdown()`, and it counts what
+    /// it is asked to share once shut down.
+    final class FleetMessagesAtTheStop: DeliveryBackend, FleetLink, Sendable {
         let name = "fleet"
         struct State { var sink: (any BackendEventSink)?, down = false, sharedAfterDown: [String] = [] }
         let state = Mutex(State())
@@ -128,21 +128,25 @@ struct ShutdownTests {
         func shutdown() async {
             let sink = state.withLock { s in s.down = true; return s.sink }
             sink?.send(.fleetCancel(key: "tea"))
+            var shared = spec("coffee", at(120), backends: ["fleet"])
+            shared.fleet = true
+            sink?.send(.fleetSchedule(shared))
         }
         func health() async -> BackendHealth { .ok }
         func scheduled(_ n: TocsinCore.Notification, fleet: Bool) async {}
         func cancelled(key: String) async { state.withLock { if $0.down { $0.sharedAfterDown.append(key) } } }
     }
 
-    @Test("a fleet cancel received as the fleet backend shuts down is applied, and that backend, already down, is not asked to share it")
-    func fleetCancelAtTheStop() async throws {
-        let fleet = FleetCancelledAtTheStop()
+    @Test("a fleet cancel and a fleet schedule received as the fleet backend shuts down are applied, and that backend, already down, is not asked to share anything")
+    func fleetMessagesAtTheStop() async throws {
+        let fleet = FleetMessagesAtTheStop()
         let h = try await Harness(backends: [], others: [fleet])
         try await h.center.schedule(spec("tea", at(60), backends: ["fleet"]))
         await h.center.shutdown()
         #expect(fleet.state.withLock { $0.sharedAfterDown }.isEmpty, "shared after its shutdown: \(fleet.state.withLock { $0.sharedAfterDown })")
         try await h.restart()
         #expect(await h.center.lookup("tea") == nil, "the cancel was not applied")
+        #expect(await h.center.lookup("coffee") != nil, "the fleet schedule was not applied")
     }
 
     /// Records its start and shutdown; a gated one's start waits until the test opens it.

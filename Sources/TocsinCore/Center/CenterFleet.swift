@@ -9,7 +9,9 @@ extension TocsinCenter {
     /// roll back). `share`: false for a notification that came from the fleet, which already has it.
     func schedule(_ spec: NotificationSpec, client: NotificationMachine.Client?, share: Bool,
                   fromBackend: Bool = false) async throws(CenterError) -> String {
-        if spec.fleet && fleet == nil {
+        // Whether one is configured, not whether it is up: a fleet schedule relayed as the fleet
+        // backend shuts down is still applied (that backend has already counted it as handled).
+        if spec.fleet && fleetBackend == nil {
             throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
         }
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
