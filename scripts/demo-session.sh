@@ -24,21 +24,23 @@ display=""
 
 say() { echo "demo: $*" >&2; }
 
-# Each step goes to $run/stop.log as well: a stop that hangs says where (the tests print it).
+# Each step goes to $run/stop.log as well: a stop that hangs says where (the tests print it). A
+# write that fails must not end the stop half-way (set -e), so the log is best effort.
+stop_log() { echo "stop: $*" >>"$run/stop.log" 2>/dev/null || true; }
 stop_all() {
-  local p i
-  echo "stop: daemon ${daemon:-(gone)}, helpers ${helpers[*]:-(none)}" >>"$run/stop.log"
+  local p i rc
+  stop_log "daemon ${daemon:-(none)}, helpers ${helpers[*]:-(none)}"
   if [ -n "$daemon" ]; then
-    kill -TERM "$daemon" 2>/dev/null || true
-    wait "$daemon" 2>/dev/null || true
-    echo "stop: daemon $daemon ended" >>"$run/stop.log"
+    kill -TERM "$daemon" 2>/dev/null || stop_log "daemon $daemon was gone"
+    rc=0; wait "$daemon" 2>/dev/null || rc=$?
+    stop_log "daemon $daemon waited for (status $rc)"
   fi
   # Newest first: the bus, started first, goes last.
   for ((i = ${#helpers[@]} - 1; i >= 0; i--)); do
     p="${helpers[$i]}"
-    kill -TERM "$p" 2>/dev/null || echo "stop: helper $p was gone" >>"$run/stop.log"
-    wait "$p" 2>/dev/null || true
-    echo "stop: helper $p ended" >>"$run/stop.log"
+    kill -TERM "$p" 2>/dev/null || stop_log "helper $p was gone"
+    rc=0; wait "$p" 2>/dev/null || rc=$?
+    stop_log "helper $p waited for (status $rc)"
   done
 }
 trap 'stop_all; say "stopped; the run directory $run is kept"; exit 0' INT TERM

@@ -28,8 +28,8 @@ struct DemoScriptTests {
             // Each one's signal state: a process that outlives a SIGTERM has it blocked, ignored or caught.
             let signals = left.compactMap { line -> String? in
                 guard let pid = line.split(separator: " ").dropFirst().first,
-                      let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-                let wanted = status.split(separator: "\n").filter { ["State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"].contains($0.split(separator: ":").first ?? "") }
+                      let proc = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+                let wanted = proc.split(separator: "\n").filter { ["State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"].contains($0.split(separator: ":").first ?? "") }
                 return "\(pid): " + wanted.joined(separator: " ")
             }
             let steps = (try? String(contentsOfFile: dir.path + "/stop.log", encoding: .utf8)) ?? "(no stop.log)"
