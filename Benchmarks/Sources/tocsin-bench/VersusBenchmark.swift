@@ -236,7 +236,8 @@ struct VersusBenchmark: ParsableCommand {
             "figures": figures.map { f -> [String: Any] in
                 var o: [String: Any] = ["figure": f.name, "goal": f.goal, "peer": f.peer, "tocsin": f.tocsin, "result": f.result,
                                         "mark": f.mark.rawValue, "reason": f.reason ?? NSNull()]
-                for (k, v) in f.values { o[k] = (v as? Double).map { $0 as Any } ?? (v as? [Double]).map { $0 as Any } ?? NSNull() }
+                for (k, v) in f.values { o[k] = (v as? Double).map { $0 as Any } ?? NSNull() }
+                if !f.ratios.isEmpty { o["ratio_per_round"] = f.ratios }
                 return o
             },
             "runs": runs,

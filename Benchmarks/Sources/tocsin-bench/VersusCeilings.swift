@@ -44,6 +44,8 @@ extension VersusBenchmark {
             if let tocsinRate { line += "; Tocsin reaches \(formatted(100 * tocsinRate / ceiling, decimals: 1)) % of it (goal 60 %)" }
             lines.append(line)
             values["ceiling_calls_per_s"] = ceiling
+        } else if r.runs["ceiling"] != nil {
+            lines.append("Schedule ceiling: not measured (no rate)")
         }
         let peerP99 = r.median("latency/peer", p99), tocsinP99 = r.median("latency/tocsin", p99)
         if let failed = r.runs["floor"]?.first(where: { $0.failure != nil }) {
@@ -54,6 +56,8 @@ extension VersusBenchmark {
             if let tocsinP99 { line += ", Tocsin's \(formatted(tocsinP99 / floor, decimals: 2))x (goal 1.5x)" }
             lines.append(line)
             values["floor_p99_ms"] = floor
+        } else if r.runs["floor"] != nil {
+            lines.append("Burst floor: not measured (no p99)")
         }
         return (lines, values)
     }

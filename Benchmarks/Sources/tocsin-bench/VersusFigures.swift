@@ -163,7 +163,7 @@ struct Runs {
         tocsin_bench.median((runs[id] ?? []).compactMap(value))
     }
 
-    /// A column's cell: the one run's value, or the median with the range of several.
+    /// A column's cell: the one run's value, or each round's, in order.
     func shown(_ id: String, _ text: (HarnessRun) -> String?) -> String {
         guard let list = runs[id], !list.isEmpty else { return "not run" }
         if list.count == 1 { return text(list[0]) ?? "-" }
@@ -205,6 +205,8 @@ struct Figure {
     var mark = Mark.fail
     var reason: String?
     var values: [String: Any] = [:]
+    /// Each round's ratio, for the figures judged on rounds.
+    var ratios: [Double] = []
 
     init(name: String, goal: String, load: String) {
         self.name = name
@@ -240,7 +242,7 @@ struct Figure {
         let all = needs.flatMap { r.runs[$0] ?? [] }
         let ratios = r.rounds(of: needs).map(ratio)
         let complete = !ratios.isEmpty && ratios.allSatisfy { $0 != nil }
-        if complete { values["ratio_per_round"] = ratios.compactMap { $0 } }
+        if complete { self.ratios = ratios.compactMap { $0 } }
         judge(needs: all, skip: skip) {
             guard complete, let m = tocsin_bench.median(ratios.compactMap { $0 }) else { return (nil, false, missing) }
             let each = ratios.count > 1 ? " (rounds: " + ratios.compactMap { $0.map(shown) }.joined(separator: ", ") + ")" : ""
