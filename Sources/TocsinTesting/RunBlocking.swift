@@ -13,8 +13,12 @@ public struct CapturedRun: Sendable {
 /// oracle (`systemd-analyze`, `date`, `python3`). Started the daemon's way (`Spawn.child`); both
 /// pipes are drained together with poll, so a chatty child never blocks on a full pipe while we
 /// read the other. `environment` nil: this process's own.
+///
+/// A chosen environment still carries the run's sanitizer settings (`sanitizerSettings`): a
+/// `tocsin` started from a ThreadSanitizer run without them has no Mutex shim and no report
+/// file, so a contended lock is reported as a race on its stderr and fails the test that reads it.
 public func runBlocking(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> CapturedRun {
-    let env = environment ?? currentEnvironment()
+    let env = environment.map { $0.merging(sanitizerSettings()) { chosen, _ in chosen } } ?? currentEnvironment()
     let child: Spawn.Child
     do {
         child = try Spawn.child([executable] + arguments, environment: env, stdout: .pipe, stderr: .pipe, searchPath: true)
@@ -44,6 +48,12 @@ public func runBlocking(_ executable: String, _ arguments: [String], environment
     // WIFEXITED/WEXITSTATUS are macros; a signal shows as 128 + its number, as in a shell.
     let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     return CapturedRun(status: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+}
+
+/// What `scripts/sanitize.sh` sets for every process of a sanitizer run: the sanitizers' options
+/// (report files, suppressions), the TSan Mutex shim it preloads, and the timing scale.
+func sanitizerSettings() -> [String: String] {
+    currentEnvironment().filter { ["TSAN_OPTIONS", "ASAN_OPTIONS", "LD_PRELOAD", "TOCSIN_TIMING_SCALE"].contains($0.key) }
 }
 
 func currentEnvironment() -> [String: String] {
