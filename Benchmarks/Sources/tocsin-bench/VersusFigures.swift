@@ -2,8 +2,8 @@ import Foundation
 
 // The figures of `tocsin-bench versus`: what each harness result is compared with and against
 // which goal. Kept apart from the runs and the output (VersusBenchmark.swift) so a goal can be
-// read, and changed, in one place. The goals are the footprint issue's engine gates: a change
-// may not fall below them.
+// read, and changed, in one place. The goals are the engine's gates (docs/BENCHMARKS.md): a
+// change may not fall below them.
 //
 // A figure compares runs made back to back in one round (the peer, Tocsin, then the ceiling);
 // with `--rounds N` it is judged on the median of the N rounds' comparisons, so one disturbed
