@@ -80,14 +80,16 @@ public final class BusLink: Sendable {
             messages.reserveCapacity(firings.count)
             var errors: [DeliveryError?] = []
             errors.reserveCapacity(firings.count)
-            for (f, message) in zip(firings, ready) {
+            // By index: a firing is copied (each of its fields retained) only when its signal
+            // must be built now.
+            for (i, message) in ready.enumerated() {
                 if let message {
                     messages.append(message)
                     errors.append(nil)
                     continue
                 }
                 do throws(DBusError) {
-                    messages.append(try GatewayService.firedSignal(f, backends: f.backends))
+                    messages.append(try GatewayService.firedSignal(firings[i], backends: firings[i].backends))
                     errors.append(nil)
                 } catch {
                     errors.append(DeliveryError(.permanent, error.message))

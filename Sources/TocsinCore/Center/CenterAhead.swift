@@ -58,7 +58,9 @@ extension TocsinCenter {
     func releaseStaged(now: Instant) {
         guard let first = staged.first, first.delivery.fired <= now else { return }
         let count = staged.firstIndex { $0.delivery.fired > now } ?? staged.endIndex
+        let announce = announcesFirings
         var firings: [Firing] = []
+        firings.reserveCapacity(count)
         // One whose claim a request dropped stays held while that request's batch is not durable
         // (`isRecording`): if its commit fails, the rollback puts the claim back, and it must
         // still go out. `pruneStaged` forgets it once the request is durable.
@@ -74,7 +76,7 @@ extension TocsinCenter {
                 d.fired = now
             }
             let f = firing(d, n)
-            emit(.fired(f, backends: d.targets))
+            if announce { emit(.fired(f, backends: d.targets)) }
             firings.append(f)
         }
         staged.replaceSubrange(..<count, with: undecided)

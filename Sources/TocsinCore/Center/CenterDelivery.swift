@@ -24,20 +24,35 @@ extension TocsinCenter {
         // Nothing firing is left once the backends are shut down; were a claim to come this late
         // anyway, it stays open and the next start reports it.
         guard !backendsDown else { return }
-        var batches: [String: [Firing]] = [:]
-        var order: [String] = []
+        var targets: [DispatchTarget] = []
+        // The targets in the order their batches go out: that of each one's first batched firing.
+        var order: [Int] = []
         // Each key has its own queue, and queues run in parallel: the released firings of one
         // backend are chained on top of that, so they arrive oldest first as promised.
         var chains: [String: AsyncStream<Void>] = [:]
-        for (list, chained) in [(released, true), (routeQuiet(firings), false)] {
+        let routed = routeQuiet(firings)
+        for (list, chained) in [(released, true), (routed, false)] {
             for f in list {
-                for name in f.backends { assign(f, to: name, chained: chained, batches: &batches, order: &order, chains: &chains) }
+                for name in f.backends {
+                    let t = targets.firstIndex { $0.name == name } ?? targets.endIndex
+                    if t == targets.endIndex {
+                        targets.append(DispatchTarget(name: name, backend: backends[name]))
+                        // One allocation for a burst's batch: grown one firing at a time, it would
+                        // be copied ten times over, into fresh pages each time.
+                        if targets[t].batchable { targets[t].batch.reserveCapacity(routed.count) }
+                    }
+                    let batched = targets[t].batch.count
+                    assign(f, to: &targets[t], chained: chained, chains: &chains)
+                    if batched == 0 && targets[t].batch.count == 1 { order.append(t) }
+                }
             }
         }
-        for name in order {
-            guard let backend = backends[name] as? any BatchDeliveryBackend, let list = batches[name] else { continue }
+        for t in order {
+            guard let backend = targets[t].backend as? any BatchDeliveryBackend else { continue }
+            let name = targets[t].name, list = targets[t].batch
             let handOff = backend.deliver(batch: list)
             var done: [(Firing, DeliveryError?)] = []
+            done.reserveCapacity(list.count)
             for (i, f) in list.enumerated() {
                 let error = i < handOff.errors.count ? handOff.errors[i] : nil
                 if let error, error.code != .permanent {
@@ -96,12 +111,29 @@ extension TocsinCenter {
     /// How long a hand-off may stay inside before the log says so.
     static let departureWarning = TimeSpan.seconds(10)
 
+    /// A backend a dispatch hands firings to, looked up once per dispatch rather than once per
+    /// firing: a burst's thousand firings otherwise cost a dictionary lookup and a protocol
+    /// cast each between its instant and the first signal.
+    struct DispatchTarget {
+        let name: String
+        let backend: (any DeliveryBackend)?
+        let batchable: Bool
+        /// Firings for its `deliver(batch:)`.
+        var batch: [Firing] = []
+
+        init(name: String, backend: (any DeliveryBackend)?) {
+            self.name = name
+            self.backend = backend
+            batchable = backend is any BatchDeliveryBackend
+        }
+    }
+
     /// One firing for one backend: into that backend's batch, or its queue (a released one
     /// chained behind the one released before it).
-    private func assign(_ f: Firing, to name: String, chained: Bool, batches: inout [String: [Firing]], order: inout [String],
-                        chains: inout [String: AsyncStream<Void>]) {
+    private func assign(_ f: Firing, to target: inout DispatchTarget, chained: Bool, chains: inout [String: AsyncStream<Void>]) {
         inFlight += 1
-        guard let backend = backends[name] else {
+        let name = target.name
+        guard let backend = target.backend else {
             if chained {
                 logger.warning("quiet hours ended; a held firing's backend is no longer configured", metadata: ["key": "\(f.key)", "backend": "\(name)"])
             } else {
@@ -112,9 +144,9 @@ extension TocsinCenter {
         }
         // A released firing never joins a batch: only the per-backend chain keeps released
         // firings oldest first, and a batch would overtake one chained behind its key's queue.
-        if !chained, backend is any BatchDeliveryBackend, queues[Self.queueKey(f.key, name)] == nil {
-            if batches[name] == nil { order.append(name) }
-            batches[name, default: []].append(f)
+        // No queue at all is the usual case of a burst: no key string is built to look one up.
+        if !chained, target.batchable, queues.isEmpty || queues[Self.queueKey(f.key, name)] == nil {
+            target.batch.append(f)
         } else if chained {
             let (done, finish) = AsyncStream<Void>.makeStream()
             enqueueDelivery(f, to: backend, after: chains[name], done: finish)

@@ -16,6 +16,7 @@ extension TocsinCenter {
         // `cancelledAll`, which always closes it (`CenterEvent.cancelledSignalLimit`).
         let bulk = actions.contains { if case .emit(.cancelledAll(let n)) = $0 { return n > CenterEvent.cancelledSignalLimit }; return false }
         var cancelledSignals = 0
+        let announce = announcesFirings
         for a in actions {
             switch a {
             case .persist, .unclaimed: continue
@@ -37,7 +38,7 @@ extension TocsinCenter {
                     continue
                 }
                 let f = firing(d, n)
-                emit(.fired(f, backends: d.targets))
+                if announce { emit(.fired(f, backends: d.targets)) }
                 firings.append(f)
             case .deliverHeld(let f):
                 released.append(f)

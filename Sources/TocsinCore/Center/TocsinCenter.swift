@@ -280,6 +280,10 @@ public actor TocsinCenter {
 
     private func unsubscribe(_ id: Int) { subscribers[id] = nil }
 
+    /// Whether any subscriber takes `fired` events: the daemon's own do not, and a burst then
+    /// builds none.
+    var announcesFirings: Bool { subscribers.values.contains { $0.firings } }
+
     func emit(_ e: CenterEvent) {
         let isFiring: Bool
         switch e {
