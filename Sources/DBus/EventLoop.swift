@@ -70,6 +70,12 @@ final class EventLoop: @unchecked Sendable {
     /// Set while a hosted connection is inside `iterate`: changes made then are picked up
     /// before it returns, so they need no wake-up.
     var iterating = false
+    /// Set when the loop thread has written the eventfd for a hosted connection since the host's
+    /// last round began: until that round, which picks up every change made before it, further
+    /// changes need no write. Once the socket is full, libdbus asks for a wake-up on every send
+    /// while its outgoing queue is not empty, and toggles its write watch as the bus reads: for a
+    /// burst of a thousand signals sent from a task, hundreds of writes otherwise.
+    var wakePending = false
     /// Set once a hosted connection runs on its host (read by `wake` on any thread).
     let hosted = Atomic<Bool>(false)
     /// What the epoll set holds now; reconciled against the watch table every iteration.
@@ -98,7 +104,10 @@ final class EventLoop: @unchecked Sendable {
     /// outside its iteration (a reply sent by a task that could not all be written, say): the
     /// host calls it again once the eventfd is readable.
     func wake() {
-        if isOnLoopThread, !hosted.load(ordering: .relaxed) || iterating { return }
+        if isOnLoopThread {
+            if !hosted.load(ordering: .relaxed) || iterating || wakePending { return }
+            wakePending = true
+        }
         shared.withLock { s in
             if !s.stopped { _ = tocsin_eventfd_signal(s.eventFD) }
         }

@@ -52,6 +52,7 @@ extension ConnectionCore {
     private func hostedRound(_ host: any DBusLoopHost) {
         guard let conn else { return }
         loop.iterating = true
+        loop.wakePending = false
         var rounds = 0
         var alive = true
         while true {
