@@ -36,7 +36,12 @@ struct DaemonCommand: AsyncParsableCommand {
     func run() async throws {
         // A refused 10 MB request must not leave the daemon 10 MB bigger: glibc would otherwise
         // raise its mmap threshold past such a block and keep the memory in its heap once freed.
-        _ = tocsin_malloc_fix_mmap_threshold(128 * 1024)
+        // Not lower than 1 MiB: a burst's arrays of a thousand firings (a few hundred kB each)
+        // would then each be mapped fresh, faulted in page by page and unmapped (each unmap
+        // flushing the TLBs of the CPUs that run the daemon's other threads), all between the
+        // burst's instant and its last signal. From the heap they cost at most one trim of its
+        // top (the trim threshold stays at its 128 KiB: a fixed mmap threshold pins it).
+        _ = tocsin_malloc_fix_mmap_threshold(1024 * 1024)
         // Trap signals first: a SIGTERM that arrives during start-up must stop us cleanly too.
         // A signalfd on Tocsin's executor loop: swift-service-lifecycle's UnixSignals would start
         // libdispatch (DispatchSource) and its once-a-second monitor.

@@ -34,7 +34,9 @@ int tocsin_eventfd_drain(int fd);
 int64_t tocsin_realtime_usec(void);
 
 /* Fixes glibc's mmap threshold (which otherwise rises to the largest block freed), so large
- * transient buffers such as an oversized D-Bus message go back to the system when freed. */
+ * transient buffers such as an oversized D-Bus message go back to the system when freed. It also
+ * pins the trim threshold at its default (128 KiB): free memory at the heap's top beyond that is
+ * returned at once. */
 int tocsin_malloc_fix_mmap_threshold(int bytes);
 
 /* Gives free heap memory back to the system (glibc's malloc_trim): after a reply of many small
