@@ -27,6 +27,8 @@ LAZY_FORWARD(const char *, sqlite3_errmsg, (sqlite3 *db), (db))
 LAZY_FORWARD(int, sqlite3_system_errno, (sqlite3 *db), (db))
 LAZY_FORWARD(int, sqlite3_busy_timeout, (sqlite3 *db, int ms), (db, ms))
 LAZY_FORWARD(int, sqlite3_changes, (sqlite3 *db), (db))
+LAZY_FORWARD(int, sqlite3_db_status, (sqlite3 *db, int op, int *current, int *highwater, int reset), (db, op, current, highwater, reset))
+LAZY_FORWARD(int, sqlite3_db_release_memory, (sqlite3 *db), (db))
 LAZY_FORWARD(int, sqlite3_exec, (sqlite3 *db, const char *sql, int (*callback)(void *, int, char **, char **), void *arg, char **errmsg),
         (db, sql, callback, arg, errmsg))
 LAZY_FORWARD(int, sqlite3_prepare_v3, (sqlite3 *db, const char *sql, int bytes, unsigned int flags, sqlite3_stmt **stmt, const char **tail),

@@ -107,6 +107,18 @@ package final class SQLiteDatabase {
     /// Rows the last finished INSERT, UPDATE or DELETE on this connection changed.
     package var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Bytes the connection's page cache holds: pages read or written stay cached (up to
+    /// `cache_size`, 2 MB by default) after their transaction ends.
+    package var cacheBytes: Int {
+        var current: Int32 = 0, highwater: Int32 = 0
+        return sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highwater, 0) == SQLITE_OK ? Int(current) : 0
+    }
+
+    /// Gives the page cache back to the heap; the next statement reads its pages from the file
+    /// again (from the kernel's page cache, not the disk, as a rule). Between transactions every
+    /// page is unpinned, so all of it goes.
+    package func releaseMemory() { _ = sqlite3_db_release_memory(handle) }
+
     package func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)

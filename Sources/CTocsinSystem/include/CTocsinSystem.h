@@ -40,7 +40,8 @@ int64_t tocsin_realtime_usec(void);
 int tocsin_malloc_fix_mmap_threshold(int bytes);
 
 /* Gives free heap memory back to the system (glibc's malloc_trim): after a reply of many small
- * blocks (a List of 100,000 notifications), which the mmap threshold does not cover. */
+ * blocks (a List of 100,000 notifications), and when the store thread goes quiet after work that
+ * filled SQLite's page cache, neither of which the mmap threshold covers. */
 int tocsin_malloc_trim(void);
 
 /* Sets the nice value of the calling thread only (Linux keeps one per thread). */
