@@ -2,6 +2,8 @@ import Testing
 @testable import TocsinCore
 import TocsinSystem
 import TocsinTesting
+import TocsinTime
+import TocsinModel
 
 /// The store thread gives SQLite's page cache and the free heap back once it has been quiet, and
 /// only when there is enough to give: a lone call or firing must not cost a second wake-up.
@@ -28,6 +30,36 @@ struct StoreMemoryTests {
     func timeout(_ row: TimeoutRow) {
         let policy = StoreMemoryPolicy(quietFor: row.quietFor, threshold: 256 << 10)
         #expect(policy.timeout(cacheBytes: row.cacheBytes) == row.expected, "\(row.name)")
+    }
+
+    @Test("the daemon's policy: 250 ms of quiet with 256 KiB cached")
+    func defaults() {
+        let policy = StoreMemoryPolicy()
+        #expect(policy.timeout(cacheBytes: 256 << 10) == 250)
+        #expect(policy.timeout(cacheBytes: (256 << 10) - 1) == -1)
+    }
+
+    /// What keeps a lone call or firing from costing a second wake-up: with 10,000 rows stored and
+    /// the cache just emptied, one row's write (a `Schedule`) or progress update (a firing)
+    /// touches a few pages, far under the threshold.
+    @Test("one call's or one firing's transaction over 10,000 rows stays under the threshold")
+    func loneWorkStaysUnder() throws {
+        let dir = TemporaryDirectory()
+        let store = try StateStore(directory: dir.path, zones: ZoneCache(directory: ZoneInfoDirectory()))
+        let rows = try ScheduleLoadTests.rows(10_000)
+        try store.transaction { () throws(StoreError) in for r in rows { try store.apply(.upsert(r)) } }
+        let threshold = StoreMemoryPolicy().threshold
+        #expect(store.db.cacheBytes >= threshold, "the fill cached only \(store.db.cacheBytes) bytes: nothing to show")
+
+        store.db.releaseMemory()
+        try store.transaction { () throws(StoreError) in try store.apply(.upsert(rows[4_321])) }
+        #expect(store.db.cacheBytes < threshold / 4, "one upsert left \(store.db.cacheBytes) bytes cached")
+
+        store.db.releaseMemory()
+        try store.transaction { () throws(StoreError) in
+            try store.saveProgress(key: rows[8_765].notification.key, last: Occurrence(instant: t0, number: 1), alert: .idle, pending: nil)
+        }
+        #expect(store.db.cacheBytes < threshold / 4, "one firing's update left \(store.db.cacheBytes) bytes cached")
     }
 
     enum Step: Sendable { case jobs, release }
