@@ -53,6 +53,12 @@ extension FieldReader {
     }
 
     /// One of a fixed set of words.
+    ///
+    /// Always inlined: `NotificationFields.decode` is generic over the reader and is not
+    /// specialized for the D-Bus one, so an outlined `choice` looked up the metadata of `T?` and
+    /// `(String, T)` on every call, four times per `Schedule` even with none of the keys given.
+    /// Inlined, `T` is the caller's concrete type.
+    @inline(__always)
     public mutating func choice<T>(_ key: String, _ options: [(String, T)]) -> T? {
         guard let s = string(key) else { return nil }
         if let hit = options.first(where: { $0.0 == s }) { return hit.1 }

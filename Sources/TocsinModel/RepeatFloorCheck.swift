@@ -8,7 +8,8 @@ extension NotificationFields {
     static func floorIssue<R: FieldReader>(_ trigger: TriggerSpec, _ r: R, limits: SpecLimits) -> FieldIssue? {
         let floor = limits.minPeriod
         guard floor > .zero else { return nil }
-        let rule = "closer than [daemon] min_period (\(floor)); a notification may fire at most once per min_period"
+        // Worded only for a refusal: formatting the floor cost more than the rest of a `Schedule`'s check.
+        var rule: String { "closer than [daemon] min_period (\(floor)); a notification may fire at most once per min_period" }
         switch trigger {
         case .at, .after:
             return nil
