@@ -87,8 +87,9 @@ public indirect enum DBusType: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses a single complete type.
     public init(_ signature: String) throws(DBusError) {
-        let parsed = try DBusSignature(signature)
-        guard parsed.types.count == 1, let only = parsed.types.first else {
+        let parsed: [DBusType]
+        if let known = DBusSignature.common(signature) { parsed = known.types } else { parsed = try DBusSignature.parse(signature) }
+        guard parsed.count == 1, let only = parsed.first else {
             throw DBusError(.invalidSignature, "'\(signature)' is not a single complete type")
         }
         self = only
@@ -105,6 +106,11 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
     public init(_ types: [DBusType]) { self.types = types }
 
     public init(_ string: String) throws(DBusError) {
+        if let known = Self.common(string) { self = known; return }
+        types = try Self.parse(string)
+    }
+
+    static func parse(_ string: String) throws(DBusError) -> [DBusType] {
         let bytes = Array(string.utf8)
         if bytes.count > 255 {
             throw DBusError(.invalidSignature, "signature longer than 255 bytes")
@@ -114,7 +120,7 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
         while parser.index < bytes.count {
             types.append(try parser.parseComplete(arrayDepth: 0, structDepth: 0))
         }
-        self.types = types
+        return types
     }
 
     public init?(validating string: String) { try? self.init(string) }
@@ -124,6 +130,29 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
     }
 
     public static let empty = DBusSignature([DBusType]())
+
+    /// The signatures a `Schedule` call meets, made once: parsing anew cost about 1,500
+    /// instructions for `a{sv}`, twice per call (its message's signature and its argument's type),
+    /// for the same answer each time. A miss costs a length check and at most three comparisons
+    /// of short strings (about 150 instructions) before the parse it would have done anyway.
+    private static let oneByte: [DBusSignature?] = (0..<128).map { (code: UInt8) in
+        guard code > 0, let types = try? parse(String(Unicode.Scalar(code))), types.count == 1 else { return nil }
+        return DBusSignature(types)
+    }
+    static let commonTable: [(String, DBusSignature)] = ["a{sv}", "as", "aa{sv}"].map { text in
+        guard let types = try? parse(text) else { preconditionFailure("invalid signature in the table of common ones: \(text)") }
+        return (text, DBusSignature(types))
+    }
+
+    static func common(_ string: String) -> DBusSignature? {
+        let utf8 = string.utf8
+        switch utf8.count {
+        case 0: return .empty
+        case 1: return utf8.first.flatMap { $0 < 128 ? oneByte[Int($0)] : nil }
+        case 2...6: return commonTable.first { $0.0 == string }?.1
+        default: return nil
+        }
+    }
 
     public var description: String { types.map(\.description).joined() }
     public var isEmpty: Bool { types.isEmpty }

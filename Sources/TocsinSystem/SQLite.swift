@@ -132,28 +132,64 @@ package final class SQLiteDatabase {
 package final class SQLiteStatement {
     package let stmt: OpaquePointer
     unowned let db: SQLiteDatabase
+    /// Made on the first text bound (BEGIN, COMMIT and pruning bind none).
+    private var texts: BindArena?
+    /// Parameters 1...63 given a value since the last `reset`. The others are NULL, as every
+    /// parameter is after `sqlite3_clear_bindings` or `prepare`, so binding NULL to them again
+    /// (half the upsert's 34 on a typical call, at about 80 instructions each) can be skipped.
+    private var valued: UInt64 = 0
 
     package init(_ stmt: OpaquePointer, db: SQLiteDatabase) { self.stmt = stmt; self.db = db }
+    // The statement goes first: `texts` (freed after this body) must outlive SQLite's pointers into it.
     deinit { sqlite3_finalize(stmt) }
 
     package func reset() {
         sqlite3_reset(stmt)
         sqlite3_clear_bindings(stmt)
+        texts?.rewind()
+        valued = 0
+    }
+
+    private func bindNull(_ i: Int32) {
+        if i > 0 && i < 64 {
+            let bit: UInt64 = 1 << UInt64(i)
+            guard valued & bit != 0 else { return }
+            valued &= ~bit
+        }
+        sqlite3_bind_null(stmt, i)
+    }
+
+    private func markValued(_ i: Int32) {
+        if i > 0 && i < 64 { valued |= 1 << UInt64(i) }
     }
 
     package func bind(_ i: Int32, _ v: Int64?) {
-        if let v { sqlite3_bind_int64(stmt, i, v) } else { sqlite3_bind_null(stmt, i) }
+        guard let v else { bindNull(i); return }
+        sqlite3_bind_int64(stmt, i, v)
+        markValued(i)
     }
 
     package func bind(_ i: Int32, _ v: String?) {
-        guard let v else { sqlite3_bind_null(stmt, i); return }
-        // withCString copies once; SQLITE_TRANSIENT makes SQLite copy, so the buffer may go away after.
-        _ = v.withCString { p in
-            sqlite3_bind_text(stmt, i, p, Int32(v.utf8.count), tocsin_sqlite_transient())
+        guard var v else { bindNull(i); return }
+        markValued(i)
+        v.withUTF8 { bytes in
+            let arena = texts ?? BindArena()
+            texts = arena
+            if let kept = arena.keep(bytes) {
+                // SQLITE_STATIC (a null destructor): SQLite reads the bytes where they are until
+                // `reset` clears the binding, and only then does the arena reuse them.
+                sqlite3_bind_text(stmt, i, kept, Int32(bytes.count), nil)
+            } else {
+                // Only a value longer than what is left, so never an empty one without storage.
+                bytes.withMemoryRebound(to: CChar.self) { chars in
+                    _ = sqlite3_bind_text(stmt, i, chars.baseAddress, Int32(chars.count), tocsin_sqlite_transient())
+                }
+            }
         }
     }
 
     package func bind(_ i: Int32, bytes: [UInt8]) {
+        markValued(i)
         _ = bytes.withUnsafeBytes { sqlite3_bind_blob(stmt, i, $0.baseAddress, Int32($0.count), tocsin_sqlite_transient()) }
     }
 
@@ -194,5 +230,59 @@ package final class SQLiteStatement {
     package func blob(_ col: Int32) -> [UInt8] {
         let n = Int(sqlite3_column_bytes(stmt, col))
         return sqlite3_column_blob(stmt, col).map { Array(UnsafeRawBufferPointer(start: $0, count: n)) } ?? []
+    }
+}
+
+/// The bytes of the text values bound to one statement, kept until the statement is reset.
+///
+/// Why: bound with `SQLITE_TRANSIENT`, each value is copied into a buffer SQLite mallocs, and
+/// freed on the next bind or clear. Saving a notification binds about a dozen strings, so every
+/// `Schedule` paid a dozen malloc and free pairs on the store thread for bytes that SQLite only
+/// reads once, to build the row. Bound from here with `SQLITE_STATIC`, they are read in place.
+///
+/// The block never moves or shrinks while values are bound, so every pointer SQLite holds stays
+/// valid until `rewind`, which `SQLiteStatement.reset` calls after clearing the bindings. A value
+/// that does not fit in what is left is bound with `SQLITE_TRANSIENT`, as before; the next
+/// `rewind` then grows the block to what that use wanted, up to `largest`. So a statement that
+/// binds a key holds a small block, the upsert about a kilobyte, and nothing a client sends can
+/// make one hold more than `largest`.
+final class BindArena {
+    static let smallest = 128
+    /// A notification's usual strings fit many times over; a long body does not, and is copied.
+    static let largest = 2048
+    private var block: UnsafeMutablePointer<CChar>
+    private(set) var capacity: Int
+    private var used = 0
+    /// Bytes this use of the statement would have kept, the ones that did not fit included.
+    private var wanted = 0
+
+    init() {
+        capacity = Self.smallest
+        block = .allocate(capacity: capacity)
+    }
+
+    deinit { block.deallocate() }
+
+    /// The bytes copied into the block, or nil when they do not fit in what is left of it.
+    func keep(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar>? {
+        wanted += bytes.count
+        guard bytes.count <= capacity - used else { return nil }
+        let start = block + used
+        if let base = bytes.baseAddress { UnsafeMutableRawPointer(start).copyMemory(from: base, byteCount: bytes.count) }
+        used += bytes.count
+        return UnsafePointer(start)
+    }
+
+    /// Only when no binding points into the block any more.
+    func rewind() {
+        if wanted > capacity && capacity < Self.largest {
+            block.deallocate()
+            var grown = capacity
+            while grown < wanted && grown < Self.largest { grown *= 2 }
+            capacity = min(grown, Self.largest)
+            block = .allocate(capacity: capacity)
+        }
+        used = 0
+        wanted = 0
     }
 }

@@ -22,6 +22,39 @@ struct MarshallingTests {
         #expect(try DBusSignature(text).description == text)
     }
 
+    /// Every signature the table answers, so a new entry is tested without being listed here.
+    static let tableSignatures: [String] = [""] + (1..<128).map { String(UnicodeScalar(UInt8($0))) }
+        .filter { DBusSignature.common($0) != nil } + DBusSignature.commonTable.map(\.0)
+
+    @Test("signatures from the table of common ones equal what the parser makes of them", arguments: tableSignatures)
+    func commonSignature(_ text: String) throws {
+        let known = try #require(DBusSignature.common(text), "'\(text)' is not in the table")
+        #expect(known.types == (try DBusSignature.parse(text)), "'\(text)'")
+        #expect(known.description == text, "'\(text)'")
+        if known.types.count == 1 {
+            #expect(try DBusType(text) == known.types[0], "'\(text)'")
+        } else {
+            #expect(throws: DBusError.self, "'\(text)' is not a single complete type") { try DBusType(text) }
+        }
+    }
+
+    @Test("the table holds the signatures of a Schedule call and every single-letter type")
+    func tableCoverage() {
+        #expect(Set(Self.tableSignatures) == Set(["", "y", "b", "n", "q", "i", "u", "x", "t", "d", "s", "o", "g", "h", "v",
+                                                   "a{sv}", "as", "aa{sv}"]))
+    }
+
+    @Test("signatures outside the table are parsed", arguments: ["a{sa{sv}}", "(ss)", "ai", "sv", "ss", "a{ss}"])
+    func uncommonSignature(_ text: String) throws {
+        #expect(DBusSignature.common(text) == nil, "'\(text)'")
+        #expect(try DBusSignature(text).description == text)
+    }
+
+    @Test("a signature of several types is not one type", arguments: ["ss", "su", "sa{sv}", ""])
+    func notOneType(_ text: String) {
+        #expect(throws: DBusError.self, "'\(text)'") { try DBusType(text) }
+    }
+
     @Test("bad signatures are refused", arguments: ["a", "a{vs}", "(", "()", "z", "a{s}", "a{sss}", "{sv}"])
     func badSignature(_ text: String) {
         #expect(throws: DBusError.self) { try DBusSignature(text) }

@@ -25,6 +25,9 @@ final class StateStore {
     private var readStmt: SQLiteStatement
     private var recentStmt: SQLiteStatement
     private var keysStmt: SQLiteStatement
+    // Prepared once: `exec` compiled each of them again for every group commit.
+    private var beginStmt: SQLiteStatement
+    private var commitStmt: SQLiteStatement
     private let history: HistoryTable
     private var inTransaction = false
     private var keptSinceTrim = 0
@@ -113,6 +116,8 @@ final class StateStore {
         readStmt = try db.prepare("SELECT \(RowDecoder.columns) FROM notification WHERE key=?1")
         recentStmt = try db.prepare("SELECT user_info FROM recent WHERE key=?1")
         keysStmt = try db.prepare("SELECT key FROM notification WHERE key > ?1 ORDER BY key LIMIT ?2")
+        beginStmt = try db.prepare("BEGIN IMMEDIATE")
+        commitStmt = try db.prepare("COMMIT")
         history = try HistoryTable(db)
     }
 
@@ -213,11 +218,11 @@ final class StateStore {
     /// Runs `body` in one transaction: all of it is durable when this returns, or none of it.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         if inTransaction { return try body() }
-        try db.exec("BEGIN IMMEDIATE")
+        try beginStmt.run()
         inTransaction = true
         do {
             let v = try body()
-            try db.exec("COMMIT")
+            try commitStmt.run()
             inTransaction = false
             return v
         } catch {
