@@ -125,7 +125,9 @@ public struct ObjectPath: Sendable, Hashable, Comparable, CustomStringConvertibl
 
 /// Checks a string argument the way libdbus will when it is appended: no NUL, valid UTF-8.
 func validateStringForWire(_ string: String) throws(DBusError) {
-    if string.utf8.contains(0) {
+    // Over the contiguous bytes, as in `FieldReader.refusingNUL`: not String's generic index.
+    var bytes = string
+    if bytes.withUTF8({ $0.contains(0) }) {
         throw DBusError(.invalidArgs, "string contains a NUL byte, which D-Bus cannot carry")
     }
     let ok = string.withCString { dbus_validate_utf8($0, nil) }

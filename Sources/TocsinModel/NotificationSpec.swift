@@ -280,7 +280,9 @@ public enum NotificationFields: Sendable {
 
     private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
         // `at` is both a trigger and the event of remind_before.
-        let present = triggerKeys.filter { r.has($0) && !($0 == "at" && r.has("remind_before")) }
+        // A loop, not `filter`: its closure captured a copy of the reader per key (five per call).
+        var present: [String] = []
+        for k in triggerKeys where r.has(k) && !(k == "at" && r.has("remind_before")) { present.append(k) }
         for k in Words.repeatKeys where r.has(k) && !r.has("every") {
             r.report(k, "'\(k)' only goes with 'every'", atValue: false)
             r.accept(k)
