@@ -108,7 +108,7 @@ public final class GatewayService: Sendable {
                 }
             },
             DBusMethod("PostNow", input: "a{sv}", output: "s", inputNames: ["spec"], outputNames: ["key"]) { call in
-                let spec = try SpecDecoding.decode(call.arguments[0], requireTrigger: false, limits: limits)
+                let spec = try SpecDecoding.decodePost(call.arguments[0], limits: limits)
                 let client = await Self.client(call, limit: limit, identities: identities, link: link)
                 return [.string(try await Self.run { () throws(CenterError) in try await center.postNow(spec, client: client) })]
             },

@@ -9,8 +9,19 @@ public import TocsinModel
 /// field names, syntax and limits cannot drift between surfaces, and a call costs no TOML tree.
 public enum SpecDecoding: Sendable {
     public static func decode(_ value: DBusValue, requireTrigger: Bool, limits: SpecLimits = SpecLimits()) throws(DBusError) -> NotificationSpec {
+        try decode(value, limits: limits, requireTrigger: requireTrigger, triggerRefusal: nil)
+    }
+
+    /// `PostNow`'s spec: delivered at once, so a trigger in it is refused, naming the field.
+    public static func decodePost(_ value: DBusValue, limits: SpecLimits = SpecLimits()) throws(DBusError) -> NotificationSpec {
+        try decode(value, limits: limits, requireTrigger: false,
+                   triggerRefusal: "goes with Schedule; PostNow delivers at once and takes no trigger")
+    }
+
+    private static func decode(_ value: DBusValue, limits: SpecLimits, requireTrigger: Bool, triggerRefusal: String?) throws(DBusError) -> NotificationSpec {
         var reader = try DBusFieldReader(value)
-        switch NotificationFields.decode(&reader, limits: limits, allowReplace: true, allowFleet: true, requireTrigger: requireTrigger) {
+        switch NotificationFields.decode(&reader, limits: limits, allowReplace: true, allowFleet: true, requireTrigger: requireTrigger,
+                                         triggerRefusal: triggerRefusal) {
         case .success(let spec): return spec
         case .failure(let f):
             // The decoder's messages already name the field ('title' in ..., invalid 'after': ...).

@@ -159,6 +159,8 @@ public struct DaemonSettings: Hashable, Sendable {
     public var maxPendingPerClient = DaemonKeys.maxPendingPerClient.defaultValue
     /// The zone for calendar expressions and local date-times without their own; nil: `$TZ`, else the system's.
     public var timezone = DaemonKeys.timezone.defaultValue
+    /// Where the `timezone` value is written, for the unknown-zone error found after decoding.
+    public var timezoneLocation = SourceLocation(line: 1, column: 1)
     /// The least distance between two firings of one notification: a trigger that would fire
     /// faster is refused (config, `tocsin check`, `Schedule`), and the machine coalesces anything
     /// that still would (a DST change, a row stored under a lower floor).

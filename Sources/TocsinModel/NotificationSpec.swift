@@ -79,9 +79,11 @@ public struct NotificationSpec: Hashable, Sendable {
     /// Bring the machine out of suspend for its firings (a `CLOCK_REALTIME_ALARM` timer), where
     /// `[daemon] wake_alarms` and the system allow it; it fires as usual either way.
     public var wake: Bool = false
-    /// Where the table starts, and where the trigger key was written, for later errors.
+    /// Where the table starts, where the trigger key was written, and where the `timezone`
+    /// value is, for the errors found after decoding (a zone is looked up only then).
     public var location = SourceLocation(line: 1, column: 1)
     public var triggerLocation = SourceLocation(line: 1, column: 1)
+    public var timezoneLocation = SourceLocation(line: 1, column: 1)
 
     public init() {}
 }
@@ -151,7 +153,8 @@ public enum NotificationFields: Sendable {
 
     /// Reads one notification from any surface; every rule and message of the fields is here.
     public static func decode<R: FieldReader>(_ r: inout R, limits: SpecLimits = SpecLimits(),
-                                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
+                                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true,
+                                              triggerRefusal: String? = nil) -> Result<NotificationSpec, DecodeFailure> {
         var spec = NotificationSpec()
         spec.location = r.tableLocation
 
@@ -193,7 +196,10 @@ public enum NotificationFields: Sendable {
         if let tz = r.string("timezone") {
             if tz.isEmpty || tz.hasPrefix("/") || tz.contains("..") || tz.contains("\0") {
                 r.report("timezone", "'timezone' must be an IANA zone name such as 'Europe/Berlin', found '\(tz)'")
-            } else { spec.timezone = tz }
+            } else {
+                spec.timezone = tz
+                spec.timezoneLocation = r.valueLocation(of: "timezone")
+            }
         }
         if allowReplace, let replace = r.bool("replace") { spec.replace = replace }
         if let wake = r.bool("wake") { spec.wake = wake }
@@ -207,7 +213,14 @@ public enum NotificationFields: Sendable {
 
         let gap = r.choice("dst_gap", Words.dstGap)
         let fold = r.choice("dst_fold", Words.dstFold)
-        if var trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
+        if let refusal = triggerRefusal {
+            // A request that takes no trigger (PostNow): one given means the client wanted another
+            // request, so it is refused rather than dropped.
+            for k in triggerKeys + Words.repeatKeys where r.has(k) {
+                r.report(k, "'\(k)' \(refusal)", atValue: false)
+                r.accept(k)
+            }
+        } else if var trigger = decodeTrigger(&r, limits: limits, required: requireTrigger) {
             if case .onCalendar(var calendar) = trigger.0 {
                 calendar.dstGap = gap ?? .skip
                 calendar.dstFold = fold ?? .first

@@ -50,8 +50,23 @@ struct CalendarParser {
                 spec.zone = name
                 spec.zoneColumn.value = column(at: space + 1)
                 end = space
+            } else if name.contains("/"), name.utf8.first.map({ ($0 | 0x20) >= 97 && ($0 | 0x20) <= 122 }) == true,
+                      ZoneInfoDirectory.isValidName(name) {
+                // `Europe/Berlinn`: no zone, so the grammar would read it as part of the time and
+                // fail at a column that says nothing of zones. Refused all the same (systemd
+                // refuses it too); only the message names what is wrong, when the expression
+                // parses without the word.
+                var rest = CalendarParser(text: String(decoding: bytes[..<space], as: UTF8.self))
+                if (try? rest.parseGrammar()) != nil {
+                    throw TimeSyntaxError(.unknownTimeZone, "unknown time zone '\(name)'", column: column(at: space + 1))
+                }
             }
         }
+        try parseGrammar()
+        return spec
+    }
+
+    private mutating func parseGrammar() throws(TimeSyntaxError) {
         if end == 0 { throw error("empty calendar expression", at: 0) }
 
         if !parseShorthand() {
@@ -61,7 +76,6 @@ struct CalendarParser {
             if p < end { throw error("unexpected character", at: p) }
         }
         try normalizeAndValidate()
-        return spec
     }
 
     /// The shapes glibc gives `tzname`: letters (`CET`, `AEST`) or a signed hour offset (`+03`,

@@ -26,6 +26,11 @@ struct Tocsin: ParsableCommand {
 
     /// What `AsyncParsableCommand.main()` does, with `LoopExecutor.runMain` for the async part.
     static func main() {
+        // Before anything reads `CommandLine.arguments`, which has already repaired the bytes.
+        if let invalid = InvalidArgumentEncoding.first(in: InvalidArgumentEncoding.processArguments()) {
+            StandardStream.error.write(invalid.message + "\n")
+            Glibc.exit(64)  // EX_USAGE, as ArgumentParser's own usage errors
+        }
         // At the open-files limit the kernel refuses the loop's descriptors: say so and exit, as
         // for every other start-up failure, rather than trap.
         do { try LoopExecutor.installAsGlobalExecutor() } catch { fail(CommandFailure("cannot start: \(error)")) }

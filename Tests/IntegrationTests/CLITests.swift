@@ -50,6 +50,38 @@ struct CLITests {
         }
     }
 
+    struct EncodingRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// The arguments, as shell words: `printf` makes the bytes no Swift string can hold.
+        var words: String
+        var message: String
+        var testDescription: String { name }
+    }
+
+    static let encodingRows: [EncodingRow] = [
+        EncodingRow(name: "a key of one invalid byte", words: #"schedule --title ok --after 1h --key "$(printf '\377')""#,
+                    message: "error: the value of --key is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
+        EncodingRow(name: "an overlong NUL in a title", words: #"schedule --title "a$(printf '\300\200')" --after 1h"#,
+                    message: "error: the value of --title is not valid UTF-8 (byte 0xC0 at byte 2 of it)\n"),
+        EncodingRow(name: "the --option=value form", words: #"schedule --title ok --after 1h --key="k$(printf '\376')""#,
+                    message: "error: the value of --key is not valid UTF-8 (byte 0xFE at byte 2 of it)\n"),
+        EncodingRow(name: "a positional argument", words: #"next "Mon $(printf '\377')""#,
+                    message: "error: argument 2 is not valid UTF-8 (byte 0xFF at byte 5 of it)\n"),
+        EncodingRow(name: "a truncated sequence at the end", words: #"cancel "tea$(printf '\342\202')""#,
+                    message: "error: argument 2 is not valid UTF-8 (byte 0xE2 at byte 4 of it)\n"),
+    ]
+
+    @Test("an argument that is not UTF-8 is refused, naming it and the byte, before anything reaches the daemon", arguments: encodingRows)
+    func invalidEncoding(_ row: EncodingRow) async throws {
+        try await withGateway { g in
+            let out = try await TestProcess.run("/bin/sh", ["-c", "exec \"$0\" \(row.words) --bus \"$1\"", Products.executable("tocsin"), g.bus.address])
+            #expect(out.status == .exited(64), "\(row.name): \(out.stderrText)")
+            #expect(out.stderrText == row.message, "\(row.name)")
+            let list = try await g.tocsin("list", "--json")
+            #expect(list.stdoutText == "[]\n", "\(row.name): something was scheduled")
+        }
+    }
+
     @Test("no daemon: says so and how to start it")
     func noDaemon() async throws {
         let bus = try await PrivateBus.start()

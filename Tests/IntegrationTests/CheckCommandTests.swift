@@ -80,6 +80,39 @@ struct CheckCommandTests {
         #expect(out.stderrText == expected)
     }
 
+    @Test("an unknown zone in 'timezone' is reported at its value, naming the field")
+    func unknownTimezoneAtItsValue() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("tz.toml", """
+            [daemon]
+            log_level = "info"
+            timezone = "Bad/Zone"
+
+            [backend.log]
+            type = "log"
+
+            [[notification]]
+            key = "n1"
+            title = "x"
+
+            body = "hello"
+            on_calendar = "daily"
+            timezone = "Europe/Berlinn"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):3:12: error: unknown time zone 'Bad/Zone' in [daemon] 'timezone'
+            timezone = "Bad/Zone"
+                       ^
+            \(path):14:12: error: unknown time zone 'Europe/Berlinn' in 'timezone' of notification 'n1'
+            timezone = "Europe/Berlinn"
+                       ^
+
+            """
+        #expect(out.stderrText == expected)
+    }
+
     @Test("a TOML syntax error is reported with its position")
     func syntaxError() async throws {
         let dir = TemporaryDirectory()

@@ -47,7 +47,7 @@ struct CenterOptionsTests {
             s.timezone = name
             #expect(throws: TimeSyntaxError.self, "zone '\(name)'") { _ = try CenterOptions(settings: s, environment: [:]) }
             do { _ = try CenterOptions(settings: s, environment: [:]) } catch {
-                #expect(error.message == "unknown time zone '\(name)' in [daemon]", "zone '\(name)'")
+                #expect(error.message == "unknown time zone '\(name)' in [daemon] 'timezone'", "zone '\(name)'")
             }
         }
     }

@@ -72,4 +72,38 @@ struct CalendarSpecTests {
             #expect(error.column == column, "'\(expr)': \(error)")
         }
     }
+
+    struct ZoneWordRow: Sendable, CustomTestStringConvertible {
+        var expression: String
+        /// nil: the grammar's own error stands (the rest does not parse either).
+        var zoneColumn: Int?
+        var testDescription: String { "'\(expression)'" }
+    }
+
+    static let zoneWordRows: [ZoneWordRow] = [
+        ZoneWordRow(expression: "Mon 07:30 Europe/Berlinn", zoneColumn: 11),
+        ZoneWordRow(expression: "daily Bad/Zone", zoneColumn: 7),
+        ZoneWordRow(expression: "Mon 07:30:00 Bad/Zone", zoneColumn: 14),
+        ZoneWordRow(expression: "*-*-* 12:00 America/Argentina/Nowhere", zoneColumn: 13),
+        ZoneWordRow(expression: "Mön 07:30 Europe/Berlinn", zoneColumn: nil),
+        ZoneWordRow(expression: "Mon 07:3x Europe/Berlinn", zoneColumn: nil),
+        ZoneWordRow(expression: "Mon 07:30 1/2", zoneColumn: nil),
+    ]
+
+    @Test("a trailing zone path that names no zone is refused as an unknown zone at its column, when the rest parses",
+          arguments: zoneWordRows)
+    func unknownZonePath(_ row: ZoneWordRow) {
+        do {
+            let spec = try CalendarSpec.parse(row.expression, zoneExists: { $0 == "Europe/Berlin" })
+            Issue.record("\(row.testDescription) accepted as '\(spec.normalized)'")
+        } catch {
+            if let column = row.zoneColumn {
+                #expect(error.code == .unknownTimeZone, "\(row.testDescription): \(error)")
+                #expect(error.column == column, "\(row.testDescription): \(error)")
+                #expect(error.message.hasPrefix("unknown time zone '"), "\(row.testDescription): \(error)")
+            } else {
+                #expect(error.code == .invalidCalendar, "\(row.testDescription): \(error)")
+            }
+        }
+    }
 }

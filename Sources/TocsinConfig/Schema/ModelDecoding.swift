@@ -18,7 +18,8 @@ extension DaemonSettings {
     /// Reads `[daemon]`; every problem is appended to `issues` with its position.
     static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> DaemonSettings {
         var r: any FieldReader = TableReader(t, context: "[daemon]")
-        let settings = read(from: &r)
+        var settings = read(from: &r)
+        if settings.timezone != nil { settings.timezoneLocation = r.valueLocation(of: "timezone") }
         issues += r.issues
         return settings
     }

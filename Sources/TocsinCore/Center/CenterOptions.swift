@@ -39,7 +39,7 @@ extension CenterOptions {
     /// the engine's. The zone is `[daemon] timezone`, else `$TZ`, else the system's.
     public init(settings d: DaemonSettings, environment: [String: String], zones: ZoneInfoDirectory = ZoneInfoDirectory()) throws(TimeSyntaxError) {
         var zone = zones.defaultZone(tz: environment["TZ"])
-        if let tz = d.timezone { zone = try ZoneCache(directory: zones).zone(named: tz, in: "[daemon]") }
+        if let tz = d.timezone { zone = try ZoneCache(directory: zones).zone(named: tz, in: "[daemon] 'timezone'") }
         self.init(defaultZone: zone, zones: zones)
         maxPending = d.maxPending
         defaultMissed = d.missed

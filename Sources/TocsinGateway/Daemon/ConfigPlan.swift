@@ -178,9 +178,9 @@ private struct ZoneCheck {
             }
             return true
         }
-        _ = known(daemonZone, in: "[daemon]", at: SourceLocation(line: 1, column: 1))
+        _ = known(daemonZone, in: "[daemon] 'timezone'", at: config.daemon.timezoneLocation)
         for n in config.notifications {
-            _ = known(n.timezone, in: "notification '\(n.key ?? "")'", at: n.location)
+            _ = known(n.timezone, in: "'timezone' of notification '\(n.key ?? "")'", at: n.timezoneLocation)
             if case .onCalendar(let c) = n.trigger {
                 do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
                     diags.append(Diagnostic(file: file, location: n.triggerLocation, message: "\(error.message) in 'on_calendar'"))
