@@ -43,6 +43,9 @@ max_len() { case $1 in toml|config) echo 4096 ;; spec) echo 1024 ;; *) echo 256 
 input_timeout() { case $1 in toml|config) echo 10 ;; *) echo 5 ;; esac; }
 dict() { case $1 in toml|config|calendar|time) echo "Fuzz/dict/$1.dict" ;; *) echo "" ;; esac; }
 
+# Objects Swift keeps alive through pointers LeakSanitizer cannot see (see the file).
+export LSAN_OPTIONS="suppressions=$PWD/Fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
 failed=()
 summary=()
 for t in "${selected[@]}"; do

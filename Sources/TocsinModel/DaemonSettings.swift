@@ -145,7 +145,8 @@ public enum DaemonKeys: Sendable {
 }
 
 /// `[daemon]`: settings of the daemon itself. Each field's default, range and doc is its key's
-/// in `DaemonKeys`; `table` binds each key to its field.
+/// in `DaemonKeys`; `table` binds each key to its field. `timezoneLocation` is the one field that
+/// is no key: where the file gives `timezone`, for the unknown-zone error found after decoding.
 public struct DaemonSettings: Hashable, Sendable {
     /// nil: `$XDG_STATE_HOME/tocsin`, else `~/.local/state/tocsin`.
     public var stateDirectory = DaemonKeys.stateDir.defaultValue

@@ -214,9 +214,10 @@ public enum NotificationFields: Sendable {
         let gap = r.choice("dst_gap", Words.dstGap)
         let fold = r.choice("dst_fold", Words.dstFold)
         if let refusal = triggerRefusal {
-            // A request that takes no trigger (PostNow): one given means the client wanted another
-            // request, so it is refused rather than dropped.
-            for k in triggerKeys + Words.repeatKeys where r.has(k) {
+            // A request that takes no trigger (PostNow): one given, or a field only a trigger
+            // uses, means the client wanted another request, so it is refused rather than
+            // dropped. `dst_gap` and `dst_fold` are refused below, as without `on_calendar`.
+            for k in triggerKeys + Words.repeatKeys + Words.triggerOnlyKeys where r.has(k) {
                 r.report(k, "'\(k)' \(refusal)", atValue: false)
                 r.accept(k)
             }
@@ -289,6 +290,9 @@ public enum NotificationFields: Sendable {
         static let known = all.map(\.name)
         static let knownWithReplace = known + dbusOnly.map(\.name)
         static let repeatKeys = ["count", "starting", "until"]
+        /// What only a trigger reads: the missed-firing policy, its lateness bound, and the zone
+        /// of local times and calendar expressions.
+        static let triggerOnlyKeys = ["missed", "max_late", "timezone"]
     }
 
     private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {

@@ -60,15 +60,21 @@ struct CLITests {
 
     static let encodingRows: [EncodingRow] = [
         EncodingRow(name: "a key of one invalid byte", words: #"schedule --title ok --after 1h --key "$(printf '\377')""#,
-                    message: "error: the value of --key is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
+                    message: "error: argument 7, after --key, is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
         EncodingRow(name: "an overlong NUL in a title", words: #"schedule --title "a$(printf '\300\200')" --after 1h"#,
-                    message: "error: the value of --title is not valid UTF-8 (byte 0xC0 at byte 2 of it)\n"),
+                    message: "error: argument 3, after --title, is not valid UTF-8 (byte 0xC0 at byte 2 of it)\n"),
         EncodingRow(name: "the --option=value form", words: #"schedule --title ok --after 1h --key="k$(printf '\376')""#,
-                    message: "error: the value of --key is not valid UTF-8 (byte 0xFE at byte 2 of it)\n"),
+                    message: "error: the value of --key in argument 6 is not valid UTF-8 (byte 0xFE at byte 2 of it)\n"),
         EncodingRow(name: "a positional argument", words: #"next "Mon $(printf '\377')""#,
                     message: "error: argument 2 is not valid UTF-8 (byte 0xFF at byte 5 of it)\n"),
         EncodingRow(name: "a truncated sequence at the end", words: #"cancel "tea$(printf '\342\202')""#,
                     message: "error: argument 2 is not valid UTF-8 (byte 0xE2 at byte 4 of it)\n"),
+        EncodingRow(name: "after --, where no word is an option", words: #"cancel -- "$(printf '\377')""#,
+                    message: "error: argument 3 is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
+        EncodingRow(name: "after a word that is no option", words: #"cancel -1 "$(printf '\377')""#,
+                    message: "error: argument 3 is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
+        EncodingRow(name: "after --option=value", words: #"schedule --title=ok "$(printf '\377')""#,
+                    message: "error: argument 3 is not valid UTF-8 (byte 0xFF at byte 1 of it)\n"),
     ]
 
     @Test("an argument that is not UTF-8 is refused, naming it and the byte, before anything reaches the daemon", arguments: encodingRows)

@@ -113,6 +113,29 @@ struct CheckCommandTests {
         #expect(out.stderrText == expected)
     }
 
+    @Test("a calendar expression ending in an unknown zone path is reported at that word")
+    func unknownZonePathInCalendar() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("caltz.toml", """
+            [backend.log]
+            type = "log"
+
+            [[notification]]
+            key = "n1"
+            title = "x"
+            on_calendar = "Mon 07:30 Europe/Berlinn"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):7:26: error: invalid 'on_calendar': unknown time zone 'Europe/Berlinn'
+            on_calendar = "Mon 07:30 Europe/Berlinn"
+                                     ^
+
+            """
+        #expect(out.stderrText == expected)
+    }
+
     @Test("a TOML syntax error is reported with its position")
     func syntaxError() async throws {
         let dir = TemporaryDirectory()

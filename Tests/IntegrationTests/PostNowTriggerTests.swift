@@ -1,8 +1,9 @@
 import Testing
 import TocsinTesting
 
-/// `PostNow` delivers at once; a trigger in its spec means the client wanted `Schedule`, so it is
-/// refused naming the field instead of delivered at once as if it had been understood.
+/// `PostNow` delivers at once; a trigger in its spec, or a field only a trigger reads, means the
+/// client wanted `Schedule`, so it is refused naming the field instead of delivered at once as if
+/// it had been understood.
 @Suite("PostNow with a trigger")
 struct PostNowTriggerTests {
     struct Row: Sendable, CustomTestStringConvertible {
@@ -19,6 +20,11 @@ struct PostNowTriggerTests {
         Row(field: "on_calendar", entries: "'on_calendar': <'Mon..Fri 09:25'>"),
         Row(field: "remind_before", entries: "'at': <'2030-01-01T09:00:00Z'>, 'remind_before': <['1h']>"),
         Row(field: "count", entries: "'count': <uint32 3>"),
+        Row(field: "starting", entries: "'starting': <'2030-01-01T09:00:00Z'>"),
+        Row(field: "until", entries: "'until': <'2030-01-01T09:00:00Z'>"),
+        Row(field: "missed", entries: "'missed': <'skip'>"),
+        Row(field: "max_late", entries: "'max_late': <'1h'>"),
+        Row(field: "timezone", entries: "'timezone': <'Europe/Berlin'>"),
     ]
 
     @Test("is refused as InvalidArgs naming the field, and nothing is delivered or kept", arguments: rows)

@@ -90,6 +90,13 @@ struct CalendarSpecTests {
         ZoneWordRow(expression: "Mon 07:30 1/2", zoneColumn: nil),
     ]
 
+    @Test("a trailing zone path that names a zone is still the expression's zone")
+    func knownZonePath() throws {
+        let spec = try CalendarSpec.parse("Mon 07:30 Europe/Berlin", zoneExists: { $0 == "Europe/Berlin" })
+        #expect(spec.timeZoneName == "Europe/Berlin")
+        #expect(spec.normalized == "Mon *-*-* 07:30:00 Europe/Berlin")
+    }
+
     @Test("a trailing zone path that names no zone is refused as an unknown zone at its column, when the rest parses",
           arguments: zoneWordRows)
     func unknownZonePath(_ row: ZoneWordRow) {

@@ -14,15 +14,20 @@ let examples = [
     "alarm", "standup", "key with space", "",
 ]
 
-/// A `Schedule`/`PostNow` request built from the bytes, decoded as the gateway does. Refusals are
-/// `InvalidArgs` errors; nothing else may come out, and nothing may trap.
+/// A `Schedule`/`PostNow` request built from the bytes, decoded as the gateway decodes each
+/// (`decode` with a required trigger, `decodePost`). Refusals are `InvalidArgs` errors; nothing
+/// else may come out, and nothing may trap.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var builder = DBusValueBuilder(fuzzBytes(data, size), fieldNames: fieldNames, exampleStrings: examples)
-    let requireTrigger = builder.cursor.bool()
+    let isPost = builder.cursor.bool()
     let request = builder.spec()
     do {
-        let spec = try SpecDecoding.decode(request, requireTrigger: requireTrigger)
+        let spec = isPost ? try SpecDecoding.decodePost(request) : try SpecDecoding.decode(request, requireTrigger: true)
+        // PostNow takes no trigger: an accepted one keeps the default the decoder starts from.
+        if isPost, spec.trigger != NotificationSpec().trigger {
+            fuzzFailure("PostNow accepted a trigger: \(spec.trigger)")
+        }
         // An accepted key goes into SQLite, D-Bus signals and log fields: the limits must have held.
         if let key = spec.key, let problem = NotificationFields.validateKey(key) {
             fuzzFailure("accepted key '\(key)' the validator refuses: \(problem)")

@@ -94,7 +94,7 @@ struct SpecResolver: Sendable {
         for (i, w) in settings.windows.enumerated() {
             var local = defaultZone
             if let name = w.timezone {
-                do { local = try zones.zone(named: name, in: "[[quiet.window]] #\(i + 1)") } catch {
+                do { local = try zones.zone(named: name, in: "[[quiet.window]] #\(i + 1) 'timezone'") } catch {
                     throw CenterError(.invalidConfig, error.message, field: "timezone")
                 }
             }

@@ -188,7 +188,7 @@ private struct ZoneCheck {
             }
         }
         for (i, w) in config.quiet.windows.enumerated() {
-            guard known(w.timezone, in: "[[quiet.window]] #\(i + 1)", at: w.timezoneLocation) else { continue }
+            guard known(w.timezone, in: "[[quiet.window]] #\(i + 1) 'timezone'", at: w.timezoneLocation) else { continue }
             do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
                 diags.append(Diagnostic(file: file, location: w.calendarLocation,
                                         message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
