@@ -1,4 +1,5 @@
 import Glibc
+import TocsinConfig
 
 /// The command line's bytes checked as UTF-8 before anything parses them.
 ///
@@ -55,16 +56,7 @@ struct InvalidArgumentEncoding: Error, Equatable {
 
     /// The 0-based offset of the first byte that does not start or continue a valid scalar.
     static func invalidOffset(_ bytes: [UInt8]) -> Int? {
-        var parser = Unicode.UTF8.ForwardParser()
-        var input = bytes.makeIterator()
-        var offset = 0
-        while true {
-            switch parser.parseScalar(from: &input) {
-            case .valid(let scalar): offset += scalar.count
-            case .emptyInput: return nil
-            case .error: return offset
-            }
-        }
+        bytes.withUnsafeBufferPointer { invalidUTF8Offsets($0, limit: 1).first }
     }
 
     /// The process's arguments as the kernel passed them (argv may even be empty).

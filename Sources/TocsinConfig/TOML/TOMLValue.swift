@@ -139,7 +139,7 @@ public enum TOML: Sendable {
     public static func parse(_ bytes: [UInt8], file: String, version: TOMLVersion = .default) throws(DiagnosticError) -> TOMLTable {
         let result: Result<TOMLTable, DiagnosticError> = bytes.withUnsafeBufferPointer { buffer in
             var parser = TOMLParser(buffer: buffer, file: file, version: version)
-            let invalid = tomlInvalidUTF8Offsets(buffer)
+            let invalid = invalidUTF8Offsets(buffer)
             if !invalid.isEmpty {
                 // Positions past the first bad byte are still meaningful (lines are found by
                 // '\n'), but the text is not, so only the encoding errors are reported.

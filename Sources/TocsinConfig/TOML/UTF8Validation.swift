@@ -1,6 +1,7 @@
 /// Offsets of the first invalid UTF-8 sequences (at most `limit`). Validating once up front lets
-/// the parser turn byte ranges into `String`s without per-string checks or silent repair.
-func tomlInvalidUTF8Offsets(_ buf: UnsafeBufferPointer<UInt8>, limit: Int = 10) -> [Int] {
+/// the parser turn byte ranges into `String`s without per-string checks or silent repair; the
+/// command line's arguments are checked with it too (`InvalidArgumentEncoding`).
+package func invalidUTF8Offsets(_ buf: UnsafeBufferPointer<UInt8>, limit: Int = 10) -> [Int] {
     guard let base = buf.baseAddress else { return [] }
     var bad: [Int] = []
     var i = 0
