@@ -305,6 +305,19 @@ struct SecurityTests {
         #expect(p.stderr.contains("chmod 700 \(d.stateDirectory)"), "\(p.stderr)")
         #expect(!FileManager.default.fileExists(atPath: d.stateDirectory + "/state.sqlite3"), "nothing may be created there")
     }
+
+    @Test("a debug log does not print the daemon's environment")
+    func debugLogKeepsEnvironment() async throws {
+        let secret = "tocsin-secret-\(UInt64.random(in: 0...UInt64.max))"
+        let process = try await withGateway(arguments: ["--log-level", "debug"], environment: ["TOCSIN_TEST_SECRET": secret]) { g in
+            let status = try await g.gdbus("Status")
+            #expect(status.status == .exited(0), "\(status.stderrText)")
+            return g.process
+        }
+        // The stop logs each service at debug level; that is where the environment was printed.
+        #expect(process.stderr.contains("Service lifecycle ended"), "\(process.stderr.suffix(2000))")
+        #expect(!process.stderr.contains(secret))
+    }
 }
 
 /// The daemon's resident set from /proc, in KiB.

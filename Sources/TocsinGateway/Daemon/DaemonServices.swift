@@ -3,12 +3,17 @@ import Logging
 import ServiceLifecycle
 import TocsinCore
 
+// Each service names itself: swift-service-lifecycle logs services at debug level by their
+// description, and the default one of `BusService` printed its whole `DaemonSetup`, the
+// environment (with any secrets in it) included.
+
 /// The center's events as D-Bus signals, until the center shuts down and ends the stream.
 ///
 /// The stream ends while the firing service is still stopping (the center finishes it before it
 /// closes the store). A service that returns before its own turn to stop makes the group cancel
 /// the rest, the bus among them, so this one waits for its turn.
-struct EventForwardingService: Service {
+struct EventForwardingService: Service, CustomStringConvertible {
+    var description: String { "event forwarding" }
     let gateway: GatewayService
     let events: AsyncStream<CenterEvent>
     func run() async {
@@ -22,7 +27,8 @@ struct EventForwardingService: Service {
 /// It stops before the bus: a `Fired` signal handed over meanwhile still finds the connection up,
 /// and a firing that falls due during the stop is left to the next start's missed-firing policy
 /// instead of being handed to a connection about to close.
-struct FiringService: Service {
+struct FiringService: Service, CustomStringConvertible {
+    var description: String { "firing" }
     let center: TocsinCenter
     func run() async {
         await withGracefulShutdownHandler {
@@ -36,7 +42,8 @@ struct FiringService: Service {
 
 /// Keeps the D-Bus API up: after the bus goes away, reconnects with bounded backoff and takes
 /// the name back, while the schedule keeps firing.
-struct BusService: Service {
+struct BusService: Service, CustomStringConvertible {
+    var description: String { "D-Bus API" }
     let gateway: GatewayService
     let setup: DaemonSetup
     let first: DBusConnection?
@@ -77,7 +84,8 @@ struct BusService: Service {
 }
 
 /// Follows logind's sleep announcements on the system bus until shutdown (`SleepWatch`).
-struct SleepService: Service {
+struct SleepService: Service, CustomStringConvertible {
+    var description: String { "sleep watch" }
     let watch: SleepWatch
     let connect: (@Sendable () async throws -> DBusConnection)?
     func run() async {

@@ -8,7 +8,7 @@ public import TocsinSystem
 
 /// What the daemon is given by whoever runs it: the `tocsin daemon` command, or a test that runs
 /// the whole daemon in its own process on a private bus.
-public struct DaemonSetup: Sendable {
+public struct DaemonSetup: Sendable, CustomStringConvertible {
     /// Where the config is read, at start and again at each reload (SIGHUP or D-Bus `Reload`):
     /// the daemon runs the whole `ConfigPlan` itself and needs only this and `registry`.
     public var source: ConfigSource
@@ -49,6 +49,12 @@ public struct DaemonSetup: Sendable {
         self.source = source; self.config = config; self.registry = registry
         self.stateDirectory = stateDirectory; self.connect = connect; self.busDescription = busDescription
         self.clock = clock; self.makeTimer = makeTimer; self.logger = logger; self.environment = environment
+    }
+
+    /// Whatever prints a setup (a log line, a service's default description) must not print
+    /// `environment`: it holds whatever secrets the daemon was started with.
+    public var description: String {
+        "DaemonSetup(config: \(config?.loaded.file ?? "read at start"), state: \(stateDirectory ?? "default"), bus: \(busDescription))"
     }
 
     /// `$XDG_STATE_HOME/tocsin`, else `~/.local/state/tocsin`.
