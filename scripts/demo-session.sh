@@ -13,16 +13,24 @@
 # no job control) start with SIGINT ignored, so only the script acts on it: its trap stops the
 # daemon with SIGTERM, then the helpers. The helpers (bus, Xvfb, dunst) run in sessions of their
 # own and go last: the daemon never sees its bus vanish while it shuts down.
+# Being in sessions of their own, nothing that kills the script's group reaches them: each
+# helper's PID is written to $run/helpers.pids as it starts, so a harness that has to kill the
+# script (a test that failed) can stop them too.
 set -euo pipefail
 bin="$1"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 run="${TOCSIN_DEMO_DIR:-$(mktemp -d -t tocsin-demo.XXXXXX)}"
 mkdir -p "$run"
+: >"$run/helpers.pids"
 helpers=()
 daemon=""
 display=""
 
 say() { echo "demo: $*" >&2; }
+add_helper() {
+  helpers+=("$1")
+  echo "$1" >>"$run/helpers.pids"
+}
 
 # Each step goes to $run/stop.log as well: a stop that hangs says where (the tests print it). A
 # write that fails must not end the stop half-way (set -e), so the log is best effort.
@@ -48,7 +56,7 @@ trap 'stop_all; say "stopped; the run directory $run is kept"; exit 0' INT TERM
 if [ "${TOCSIN_DEMO_OWN_BUS:-}" = 1 ]; then
   # A throw-away bus (the test suite's config: no activation, nothing else on it).
   exec 5< <(exec setsid dbus-daemon --config-file="$root/contrib/test/dbus-session.conf" --nofork --print-address 2>"$run/dbus.log")
-  helpers+=("$!")
+  add_helper "$!"
   if ! read -r -t 20 address <&5; then say "could not start a session bus (see $run/dbus.log)"; stop_all; exit 1; fi
   export DBUS_SESSION_BUS_ADDRESS="$address"
 fi
@@ -66,11 +74,11 @@ if ! has_notification_server; then
     tried_display=1
     # Xvfb picks a free display and writes its number to fd 3 once it accepts clients.
     exec 4< <(exec setsid Xvfb -displayfd 3 -screen 0 1280x800x24 -nolisten tcp 3>&1 2>"$run/xvfb.log")
-    helpers+=("$!")
+    add_helper "$!"
     if read -r -t 20 number <&4; then
       display=":$number"
       DISPLAY="$display" setsid dunst -config "$root/contrib/test/dunstrc" >"$run/dunst.log" 2>&1 &
-      helpers+=("$!")
+      add_helper "$!"
       gdbus wait --session --timeout 20 org.freedesktop.Notifications || true
     fi
   fi
@@ -114,7 +122,7 @@ daemon=$!
 # Wait (bounded) for the daemon to own its bus name, then schedule the demo through the CLI.
 if gdbus wait --session --timeout 20 io.github.tocsin.Gateway; then
   "$bin" watch >"$run/events.txt" 2>/dev/null &
-  helpers+=("$!")
+  add_helper "$!"
   key="$("$bin" schedule --key demo --title "Hello from Tocsin" --body "Scheduled by scripts/run.sh three seconds ago." --after 3s)"
   say "scheduled '$key'; it fires in 3 s (Ctrl-C stops the daemon)"
   "$bin" list >&2

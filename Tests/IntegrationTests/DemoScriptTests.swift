@@ -13,8 +13,8 @@ struct DemoScriptTests {
         let p = try TestProcess("bash", [GatewayFixture.repositoryRoot + "/scripts/demo-session.sh", Products.executable("tocsin")],
                                 environment: ["TOCSIN_DEMO_OWN_BUS": "1", "TOCSIN_DEMO_DISPLAY": "none", "TOCSIN_DEMO_DIR": dir.path])
         var stopped = false
-        // On failure, the whole group: the script, its daemon and its `watch`.
-        defer { if !stopped { _ = Glibc.kill(-p.pid, SIGKILL) } }
+        // On failure, everything the demo started, its own-session helpers included.
+        defer { if !stopped { Self.reap(p, runDirectory: dir.path) } }
         try await p.waitForStderr(containing: "the daemon keeps running", timeout: .seconds(60))
         // Ctrl-C: the terminal signals the whole foreground process group.
         _ = Glibc.kill(-p.pid, SIGINT)
@@ -47,5 +47,58 @@ struct DemoScriptTests {
         #expect(desktop.isEmpty, "the desktop backend is not used without a notification server: \(desktop)")
         #expect(p.stdout.contains("tocsin: fired key=demo"), "the log backend shows the firing on stdout:\n\(p.stdout)")
         #expect(err.contains("demo: stopped"), "stderr:\n\(err)")
+    }
+
+    @Test("a demo killed part-way (a failed test's cleanup) leaves none of its helpers running")
+    func killedDemoLeavesNoHelper() async throws {
+        let dir = TemporaryDirectory()
+        let p = try TestProcess("bash", [GatewayFixture.repositoryRoot + "/scripts/demo-session.sh", Products.executable("tocsin")],
+                                environment: ["TOCSIN_DEMO_OWN_BUS": "1", "TOCSIN_DEMO_DISPLAY": "none", "TOCSIN_DEMO_DIR": dir.path])
+        var reaped = false
+        defer { if !reaped { Self.reap(p, runDirectory: dir.path) } }
+        try await p.waitForStderr(containing: "the daemon keeps running", timeout: .seconds(60))
+        // The private bus at least runs in a session of its own, out of reach of the group kill.
+        let leaders = Self.helperPIDs(dir.path).filter { Self.session(of: $0) == $0 }
+        try #require(!leaders.isEmpty, "no own-session helper recorded in helpers.pids: \(Self.helperPIDs(dir.path))")
+        Self.reap(p, runDirectory: dir.path)
+        reaped = true
+        _ = try await p.waitForExit(timeout: .seconds(20))
+        // Not our children: init reaps them once the signal lands, so this waits for that.
+        do {
+            try await waitUntil("the demo's helpers to be gone", timeout: .seconds(10)) {
+                leaders.allSatisfy { Self.session(of: $0) == nil }
+            }
+        } catch {
+            Issue.record("still running after the cleanup: \(leaders.filter { Self.session(of: $0) != nil })")
+        }
+    }
+
+    /// Kills everything the demo started: the script's process group (the script, its daemon,
+    /// its `watch`), then the group of each helper it recorded that still leads its own session
+    /// (the bus, Xvfb, dunst), which a kill of the script's group does not reach. The group goes
+    /// first, so the script starts no helper after the list is read.
+    static func reap(_ p: TestProcess, runDirectory: String) {
+        _ = Glibc.kill(-p.pid, SIGKILL)
+        // Only a process still leading the session the helper made: a PID reused by anything
+        // else is left alone.
+        for pid in helperPIDs(runDirectory) where session(of: pid) == pid {
+            _ = Glibc.kill(-pid, SIGKILL)
+        }
+    }
+
+    /// The PIDs the script wrote to `helpers.pids`, one a line, as each helper started.
+    static func helperPIDs(_ runDirectory: String) -> [Int32] {
+        let text = (try? String(contentsOfFile: runDirectory + "/helpers.pids", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { Int32($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// The session ID of a running process; nil when it is gone or a zombie.
+    static func session(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // After "pid (comm)": state, ppid, pgrp, session.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 3, fields[0] != "Z" else { return nil }
+        return Int32(fields[3])
     }
 }
