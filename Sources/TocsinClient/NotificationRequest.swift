@@ -134,6 +134,8 @@ enum RequestRules {
             try text("actions", a.title, max: 4096)
         }
         if let b = c.backends {
+            // As the daemon refuses it: an empty list is not "all backends" (that is nil).
+            if b.isEmpty { throw invalid("backends", "'backends' is empty, so it would deliver to nothing; name at least one backend, or leave it nil for the default ones") }
             if b.count > 64 { throw invalid("backends", "'backends' has \(b.count) entries; the limit is 64") }
             if Set(b).count != b.count { throw invalid("backends", "'backends' names a backend twice") }
             for name in b { try text("backends", name, max: 255) }

@@ -79,10 +79,12 @@ public struct NotificationSpec: Hashable, Sendable {
     /// Bring the machine out of suspend for its firings (a `CLOCK_REALTIME_ALARM` timer), where
     /// `[daemon] wake_alarms` and the system allow it; it fires as usual either way.
     public var wake: Bool = false
-    /// Where the table starts, where the trigger key was written, and where the `timezone`
-    /// value is, for the errors found after decoding (a zone is looked up only then).
+    /// Where the table starts, where the trigger key and its value were written, and where the
+    /// `timezone` value is, for what is found after decoding: a zone is looked up only then, and
+    /// whether a trigger ever fires depends on the clock.
     public var location = SourceLocation(line: 1, column: 1)
     public var triggerLocation = SourceLocation(line: 1, column: 1)
+    public var triggerValueLocation = SourceLocation(line: 1, column: 1)
     public var timezoneLocation = SourceLocation(line: 1, column: 1)
 
     public init() {}
@@ -230,6 +232,7 @@ public enum NotificationFields: Sendable {
             if let issue = floorIssue(trigger.0, r, limits: limits) { r.report(issue) }
             spec.trigger = trigger.0
             spec.triggerLocation = trigger.1
+            spec.triggerValueLocation = trigger.2
         }
         // The policies only mean something for a calendar expression; elsewhere they are a mistake.
         if !r.has("on_calendar"), r.has("dst_gap") || r.has("dst_fold") {
@@ -295,7 +298,7 @@ public enum NotificationFields: Sendable {
         static let triggerOnlyKeys = ["missed", "max_late", "timezone"]
     }
 
-    private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation)? {
+    private static func decodeTrigger<R: FieldReader>(_ r: inout R, limits: SpecLimits, required: Bool) -> (TriggerSpec, SourceLocation, SourceLocation)? {
         // `at` is both a trigger and the event of remind_before.
         // A loop, not `filter`: its closure captured a copy of the reader per key (five per call).
         var present: [String] = []
@@ -321,24 +324,25 @@ public enum NotificationFields: Sendable {
         }
         let kind = present[0]
         let loc = r.location(of: kind)
+        let valueLoc = r.valueLocation(of: kind)
         switch kind {
         case "at":
             guard let t = r.timeValue("at") else { return nil }
-            return (.at(t), loc)
+            return (.at(t), loc, valueLoc)
         case "after":
             guard let d = r.duration("after", positive: true) else { return nil }
-            return (.after(d), loc)
+            return (.after(d), loc, valueLoc)
         case "every":
             guard let period = r.duration("every", positive: true) else { return nil }
             var count: UInt32?
             if r.has("count") { count = r.integer("count", in: 1...Int64(UInt32.max)).map { UInt32($0) } }
             let starting = r.has("starting") ? r.timeValue("starting") : nil
             let until = r.has("until") ? r.timeValue("until") : nil
-            return (.every(period, count: count, starting: starting, until: until), loc)
+            return (.every(period, count: count, starting: starting, until: until), loc, valueLoc)
         case "on_calendar":
             guard let text = r.string("on_calendar") else { return nil }
             guard let spec = r.parse("on_calendar", text, { t throws(TimeSyntaxError) in try CalendarSpec.parse(t) }) else { return nil }
-            return (.onCalendar(spec), loc)
+            return (.onCalendar(spec), loc, valueLoc)
         default:  // remind_before
             guard r.has("at") else {
                 r.report("remind_before", "'remind_before' needs 'at', the time of the event", atValue: false)
@@ -365,7 +369,7 @@ public enum NotificationFields: Sendable {
                 }
             }
             guard let event else { return nil }
-            return (.remindBefore(event: event, offsets: offsets), loc)
+            return (.remindBefore(event: event, offsets: offsets), loc, valueLoc)
         }
     }
 }

@@ -19,7 +19,12 @@ extension NotificationFields {
             break
         }
         if let names = spec.backends {
-            if names.count > limits.maxBackends {
+            if names.isEmpty {
+                // Not "every backend" (that is leaving the key out) and not "history only": an
+                // empty list routed each firing to nothing, without a word.
+                issues.append(FieldIssue(field: "backends", location: r.valueLocation(of: "backends"),
+                                         message: "'backends' in \(r.context) is empty, so it would deliver to nothing; name at least one backend, or leave 'backends' out for the default ones"))
+            } else if names.count > limits.maxBackends {
                 issues.append(FieldIssue(field: "backends", location: r.valueLocation(of: "backends"),
                                          message: "'backends' has \(names.count) entries; the limit is \(limits.maxBackends)"))
             } else {

@@ -26,7 +26,16 @@ extension CalendarSpec {
         do {
             return (self, try rules(word))
         } catch {
-            throw TimeSyntaxError(.unknownTimeZone, "unknown time zone '\(word)'", column: zoneColumn.value)
+            // A word without a slash was most likely meant as an abbreviation (`CEST` in a New
+            // York notification): name the zone it was read against and the ones it has.
+            var message = "unknown time zone '\(word)'"
+            if !word.contains("/") {
+                let own = [names.0, names.1].filter { !$0.isEmpty }
+                let shown = own.enumerated().filter { own.firstIndex(of: $0.element) == $0.offset }.map(\.element)
+                message += " (neither a zone name nor an abbreviation of \(local.identifier)"
+                    + (shown.isEmpty ? ")" : ": \(shown.joined(separator: ", ")))")
+            }
+            throw TimeSyntaxError(.unknownTimeZone, message, column: zoneColumn.value)
         }
     }
 }

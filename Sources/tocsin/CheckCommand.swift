@@ -12,7 +12,7 @@ struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check", _superCommandName: Tocsin.name,
         abstract: "Validate a configuration file.",
-        discussion: "Prints every problem as file:line:column with the source line, and exits 1; or prints a summary and exits 0."
+        discussion: "Prints every problem as file:line:column with the source line, and exits 1; or prints a summary and exits 0. A warning (a notification that never fires, which the daemon skips) is printed the same way and does not fail the check."
     )
 
     @Argument(help: "The config file (default: $XDG_CONFIG_HOME/tocsin/config.toml).")
@@ -28,10 +28,15 @@ struct CheckCommand: ParsableCommand {
         let progress = ProgressReporter(phase: "checking \(path): reading and decoding")
         // The daemon's own plan, stopped after validation: no backend is constructed.
         let plan = ConfigPlan(source: .file(path, tomlVersion: tomlVersion), registry: Plugins.registry(), environment: env)
-        let result = plan.validate { progress.enter("checking \(path): \($0)") }
+        let result = plan.validate(skippedAt: SystemClock().now()) { progress.enter("checking \(path): \($0)") }
         progress.finish()
         switch result {
         case .success(let validated):
+            // Warnings do not fail the check: the daemon starts with this file and only skips
+            // the entry, and a check stricter than the daemon would refuse a file that works.
+            if !validated.warnings.isEmpty {
+                StandardStream.error.write(DiagnosticError(validated.warnings).rendered(source: validated.loaded.source) + "\n")
+            }
             let c = validated.configuration
             print("ok: \(c.backends.count) backend\(c.backends.count == 1 ? "" : "s"), \(c.notifications.count) notification\(c.notifications.count == 1 ? "" : "s")")
             // Only worth a line when something asks to wake: said, never refused (it still fires awake).

@@ -69,15 +69,22 @@ struct CheckCommandTests {
         let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
         #expect(out.status == .exited(1))
         let expected = """
-            \(path):11:1: error: unknown time zone 'CEST' in 'on_calendar'
+            \(path):11:28: error: invalid 'on_calendar': unknown time zone 'CEST' (neither a zone name nor an abbreviation of America/New_York: EST, EDT)
             on_calendar = "*-*-* 12:00 CEST"
-            ^
+                                       ^
             \(path):15:12: error: invalid 'after': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)
             after = "5 parsecs"
                        ^
 
             """
-        #expect(out.stderrText == expected)
+        // `12:00 CEST` forces summer time: while standard time is in force systemd finds no elapse
+        // (neither does Tocsin), and check warns that the entry is skipped. Only the errors are
+        // this test's; the warning's three lines are left out when the date brings them.
+        var lines = out.stderrText.split(separator: "\n", omittingEmptySubsequences: false)
+        if let w = lines.firstIndex(where: { $0.contains(": warning: notification 'config-1' never fires") }) {
+            lines.removeSubrange(w..<min(w + 3, lines.count))
+        }
+        #expect(lines.joined(separator: "\n") == expected)
     }
 
     @Test("an unknown zone in 'timezone' is reported at its value, naming the field")
@@ -214,5 +221,110 @@ struct CheckCommandTests {
                                             ["check", Self.repositoryRoot + "/contrib/examples/" + name])
         #expect(out.status == .exited(0), "\(name): \(out.stderrText)")
         #expect(out.stdoutText.hasPrefix("ok: "), "\(name)")
+    }
+
+    @Test("an unknown zone abbreviation ending a calendar expression is reported at the word")
+    func unknownZoneAbbreviationInCalendar() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("calabbr.toml", """
+            [daemon]
+            timezone = "Europe/Berlin"
+
+            [backend.log]
+            type = "log"
+
+            [[notification]]
+            key = "n1"
+            title = "x"
+            on_calendar = "Mon 07:30 Mars"
+
+            [[quiet.window]]
+            on_calendar = "22:00 Mars"
+            duration = "8h"
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):10:26: error: invalid 'on_calendar': unknown time zone 'Mars' (neither a zone name nor an abbreviation of Europe/Berlin: CET, CEST)
+            on_calendar = "Mon 07:30 Mars"
+                                     ^
+            \(path):13:22: error: unknown time zone 'Mars' (neither a zone name nor an abbreviation of Europe/Berlin: CET, CEST) in [[quiet.window]] #1 'on_calendar'
+            on_calendar = "22:00 Mars"
+                                 ^
+
+            """
+        #expect(out.stderrText == expected)
+    }
+
+    @Test("a notification that can never fire is a warning at its trigger's value, naming the key; the check passes")
+    func neverFiringIsAWarning() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("past.toml", """
+            [backend.log]
+            type = "log"
+
+            [[notification]]
+            key = "gone"
+            title = "x"
+            at = 2001-02-03T04:05:06Z
+
+            [[notification]]
+            key = "ended"
+            title = "y"
+            every = "1h"
+            starting = 2001-01-01T00:00:00Z
+            until = 2001-01-02T00:00:00Z
+
+            [[notification]]
+            key = "reminded"
+            title = "z"
+            at = "2001-01-01T00:00:00Z"
+            remind_before = ["1h"]
+
+            [[notification]]
+            key = "later"
+            title = "w"
+            at = 2999-01-01T00:00:00Z
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(0), "\(out.stderrText)")
+        let expected = """
+            \(path):7:6: warning: notification 'gone' never fires, so the daemon skips it: 'at' is in the past; a past time is never delivered
+            at = 2001-02-03T04:05:06Z
+                 ^
+            \(path):12:9: warning: notification 'ended' never fires, so the daemon skips it: 'every' never fires: 'until' is before the first firing or 'count' is used up
+            every = "1h"
+                    ^
+            \(path):20:17: warning: notification 'reminded' never fires, so the daemon skips it: every reminder of 'remind_before' is in the past
+            remind_before = ["1h"]
+                            ^
+
+            """
+        #expect(out.stderrText == expected)
+        #expect(out.stdoutText == "ok: 1 backend, 4 notifications\n")
+    }
+
+    @Test("an empty 'backends' is refused at its value, naming the notification")
+    func emptyBackends() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("nobackends.toml", """
+            [backend.log]
+            type = "log"
+
+            [[notification]]
+            key = "n1"
+            title = "x"
+            after = "1h"
+            backends = []
+            """)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        let expected = """
+            \(path):8:12: error: 'backends' in [[notification]] #1 is empty, so it would deliver to nothing; name at least one backend, or leave 'backends' out for the default ones
+            backends = []
+                       ^
+
+            """
+        #expect(out.stderrText == expected)
     }
 }

@@ -88,7 +88,14 @@ struct GatewayTests {
                 message: "argument 'duration': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of '5 parsecs')"),
         BadCall(name: "calendar zone word that is neither a zone nor an abbreviation of the daemon's zone",
                 tool: ["gdbus", "\(i).Schedule", "{'title': <'x'>, 'on_calendar': <'daily CEST'>, 'timezone': <'America/New_York'>}"],
-                errorName: "io.github.tocsin.Error.InvalidTrigger", message: "unknown time zone 'CEST' in 'on_calendar'"),
+                errorName: "io.github.tocsin.Error.InvalidTrigger",
+                message: "unknown time zone 'CEST' (neither a zone name nor an abbreviation of America/New_York: EST, EDT) in 'on_calendar'"),
+        BadCall(name: "empty backends in Schedule", tool: ["gdbus", "\(i).Schedule", "{'title': <'x'>, 'after': <'1h'>, 'backends': <@as []>}"],
+                errorName: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "'backends' in the notification spec is empty, so it would deliver to nothing"),
+        BadCall(name: "empty backends in PostNow", tool: ["gdbus", "\(i).PostNow", "{'title': <'x'>, 'backends': <@as []>}"],
+                errorName: "org.freedesktop.DBus.Error.InvalidArgs",
+                message: "'backends' in the notification spec is empty, so it would deliver to nothing"),
     ]
 
     @Test("bad calls get error replies and leave the daemon healthy", arguments: badCalls)

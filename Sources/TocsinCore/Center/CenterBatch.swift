@@ -390,8 +390,13 @@ extension TocsinCenter {
                 batch.quietTouched = true
             }
             let report = machine.applyConfig(list, now: now, into: &out)
-            for key in report.skipped {
-                logger.warning("config notification never fires: its time is in the past", metadata: ["key": "\(key)"])
+            if !report.skipped.isEmpty {
+                // The reason `tocsin check` gives for the same entry, from the same function.
+                let skipped = Set(report.skipped)
+                for (n, _) in list where skipped.contains(n.key) {
+                    guard case .failure(let reason) = n.trigger.firstFiring(after: now) else { continue }
+                    logger.warning("config notification never fires, skipped: \(reason.message)", metadata: ["key": "\(n.key)"])
+                }
             }
             return .report(report)
         case .quietOn(let until):

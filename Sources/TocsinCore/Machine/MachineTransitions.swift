@@ -54,7 +54,11 @@ extension NotificationMachine {
                                   into out: inout [MachineAction]) throws(CenterError) -> String {
         let existing = entry(n.key)
         if let existing, existing.isActive || claimedAhead(n.key, now: now), !replace { return n.key }
-        guard let next = n.trigger.next(after: now, previous: nil) else { throw Self.neverFires(n.trigger) }
+        let next: Occurrence
+        switch n.trigger.firstFiring(after: now) {
+        case .success(let first): next = first
+        case .failure(let reason): throw reason
+        }
         if !(existing?.isActive ?? false), activeCount >= maxPending {
             throw CenterError(.quotaExceeded, "\(activeCount) notifications are pending, the limit ([daemon] max_pending) is \(maxPending); cancel some first")
         }
@@ -219,7 +223,7 @@ extension NotificationMachine {
                 report.added.append(n.key)
             }
             var e = makeEntry(n)
-            let next = n.trigger.next(after: now, previous: nil)
+            let next = try? n.trigger.firstFiring(after: now).get()
             if next == nil { report.skipped.append(n.key) }
             e.next = PackedOccurrence(next)
             out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
@@ -265,18 +269,5 @@ extension NotificationMachine {
         guard let e = entry(key), !e.isConfig, !e.isActive, inDelivery[key] == nil else { return }
         out.append(.persist(.delete(key: key, keepUserInfo: true)))
         remove(key)
-    }
-
-    static func neverFires(_ t: Trigger) -> CenterError {
-        switch t {
-        case .at:
-            return CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at")
-        case .remindBefore:
-            return CenterError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before")
-        case .every:
-            return CenterError(.invalidTrigger, "'every' never fires: 'until' is before the first firing or 'count' is used up", field: "every")
-        case .calendar(let c, _):
-            return CenterError(.invalidTrigger, "'on_calendar' expression '\(c.normalized)' never elapses again", field: "on_calendar")
-        }
     }
 }

@@ -2,8 +2,8 @@ import Glibc
 public import Logging
 public import TocsinConfig
 public import TocsinCore
-import TocsinTime
-import TocsinModel
+public import TocsinTime
+public import TocsinModel
 
 /// Where a config is read from. A value, so the daemon can read it again on its own at each
 /// reload: the executable decides which file, the library does the reading.
@@ -42,6 +42,9 @@ public struct ConfigSource: Sendable {
 public struct ValidatedConfig: Sendable {
     public let loaded: LoadedConfig
     public let backends: BackendPlan
+    /// What the daemon accepts but will not do (a notification that never fires: kept, skipped
+    /// and logged), found only when asked for (`tocsin check`): a load finds it anyway.
+    public var warnings: [Diagnostic] = []
     public var configuration: TocsinConfiguration { loaded.configuration }
 }
 
@@ -87,18 +90,21 @@ public struct ConfigPlan: Sendable {
 
     /// Loads and validates, reporting every problem (parse and schema errors, then what only
     /// the runtime knows) with its position. `phase` hears when reading ends and checking begins.
-    public func validate(phase: (String) -> Void = { _ in }) -> Result<ValidatedConfig, ConfigLoadError> {
+    /// With `skippedAt`, the notifications a load at that instant would keep but never fire are
+    /// warnings too: `tocsin check` asks at the real now, the daemon not at all (its engine finds
+    /// and logs them at load, and resolving every entry twice would double a reload's cost).
+    public func validate(skippedAt now: Instant? = nil, phase: (String) -> Void = { _ in }) -> Result<ValidatedConfig, ConfigLoadError> {
         switch source.origin {
         case .file(let path):
-            return validate(ConfigLoader.load(file: path, tomlVersion: source.tomlVersion), phase: phase)
+            return validate(ConfigLoader.load(file: path, tomlVersion: source.tomlVersion), now: now, phase: phase)
         case .fileOrBuiltIn(let path, let builtIn, let name):
             if access(path, F_OK) == 0 {
-                return validate(ConfigLoader.load(file: path, tomlVersion: source.tomlVersion), phase: phase)
+                return validate(ConfigLoader.load(file: path, tomlVersion: source.tomlVersion), now: now, phase: phase)
             }
             // The built-in texts are ours, written for the default TOML version whatever `--toml-version` says.
-            return firstValid(builtIn, name: name, tomlVersion: .default, phase: phase)
+            return firstValid(builtIn, name: name, tomlVersion: .default, now: now, phase: phase)
         case .text(let texts, let name):
-            return firstValid(texts, name: name, tomlVersion: source.tomlVersion, phase: phase)
+            return firstValid(texts, name: name, tomlVersion: source.tomlVersion, now: now, phase: phase)
         }
     }
 
@@ -114,11 +120,11 @@ public struct ConfigPlan: Sendable {
         }
     }
 
-    private func firstValid(_ texts: [String], name: String, tomlVersion: TOMLVersion, phase: (String) -> Void) -> Result<ValidatedConfig, ConfigLoadError> {
+    private func firstValid(_ texts: [String], name: String, tomlVersion: TOMLVersion, now: Instant?, phase: (String) -> Void) -> Result<ValidatedConfig, ConfigLoadError> {
         var last = Result<ValidatedConfig, ConfigLoadError>.failure(
             ConfigLoadError(code: .unreadable, file: name, diagnostics: [], source: ""))
         for text in texts {
-            last = validate(ConfigLoader.load(bytes: Array(text.utf8), file: name, tomlVersion: tomlVersion), phase: phase)
+            last = validate(ConfigLoader.load(bytes: Array(text.utf8), file: name, tomlVersion: tomlVersion), now: now, phase: phase)
             if case .success = last { return last }
         }
         return last
@@ -126,19 +132,19 @@ public struct ConfigPlan: Sendable {
 
     /// A file that did not decode may still be checked further (`partial`): every problem of
     /// the file is reported at once, not one layer per run.
-    private func validate(_ read: Result<LoadedConfig, ConfigLoadError>, phase: (String) -> Void) -> Result<ValidatedConfig, ConfigLoadError> {
+    private func validate(_ read: Result<LoadedConfig, ConfigLoadError>, now: Instant?, phase: (String) -> Void) -> Result<ValidatedConfig, ConfigLoadError> {
         switch read {
         case .success(let loaded):
             phase("checking backends, zones and \(loaded.configuration.notifications.count) notifications")
-            return check(loaded, earlier: [])
+            return check(loaded, earlier: [], now: now)
         case .failure(let e):
             guard let partial = e.partial else { return .failure(e) }
             phase("checking backends, zones and \(partial.configuration.notifications.count) notifications")
-            return check(partial, earlier: e.diagnostics)
+            return check(partial, earlier: e.diagnostics, now: now)
         }
     }
 
-    private func check(_ loaded: LoadedConfig, earlier: [Diagnostic]) -> Result<ValidatedConfig, ConfigLoadError> {
+    private func check(_ loaded: LoadedConfig, earlier: [Diagnostic], now: Instant?) -> Result<ValidatedConfig, ConfigLoadError> {
         var diags = earlier
         // Validation logs nothing: its findings are the diagnostics.
         let silent = Logger(label: "tocsin.check") { _ in SwiftLogNoOpLogHandler() }
@@ -149,9 +155,27 @@ public struct ConfigPlan: Sendable {
         case .failure(let e): backends = nil; diags += e.diagnostics
         }
         diags += ZoneCheck(file: loaded.file, environment: environment).diagnostics(for: loaded.configuration)
-        if diags.isEmpty, let backends { return .success(ValidatedConfig(loaded: loaded, backends: backends)) }
-        return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: diags.sorted { $0.location < $1.location },
+        let warnings = now.map { skipped(loaded, at: $0) } ?? []
+        if diags.isEmpty, let backends {
+            var validated = ValidatedConfig(loaded: loaded, backends: backends)
+            validated.warnings = warnings
+            return .success(validated)
+        }
+        return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: (diags + warnings).sorted { $0.location < $1.location },
                                         source: loaded.source))
+    }
+
+    /// The daemon keeps a notification that never fires and skips it (docs/CONFIG.md); here it is
+    /// a warning at its trigger's value, for the same entries and with the same reason, both from
+    /// `CenterOptions.neverFiring`. Options the `[daemon]` table cannot give are an error found
+    /// elsewhere (its zone), and then nothing is judged.
+    private func skipped(_ loaded: LoadedConfig, at now: Instant) -> [Diagnostic] {
+        let config = loaded.configuration
+        guard let options = try? CenterOptions(settings: config.daemon, environment: environment) else { return [] }
+        return options.neverFiring(config.notifications, backendNames: config.backends.map(\.name), now: now).map { entry in
+            Diagnostic(file: loaded.file, location: entry.spec.triggerValueLocation, severity: .warning,
+                       message: "notification '\(entry.spec.key ?? "")' never fires, so the daemon skips it: \(entry.reason.message)")
+        }
     }
 }
 
@@ -183,17 +207,26 @@ private struct ZoneCheck {
             _ = known(n.timezone, in: "'timezone' of notification '\(n.key ?? "")'", at: n.timezoneLocation)
             if case .onCalendar(let c) = n.trigger {
                 do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
-                    diags.append(Diagnostic(file: file, location: n.triggerLocation, message: "\(error.message) in 'on_calendar'"))
+                    // Worded and placed as a zone word the parser refuses: at the word, in the string.
+                    diags.append(Diagnostic(file: file, location: Self.inString(n.triggerValueLocation, column: error.column),
+                                            message: "invalid 'on_calendar': \(error.message)"))
                 }
             }
         }
         for (i, w) in config.quiet.windows.enumerated() {
             guard known(w.timezone, in: "[[quiet.window]] #\(i + 1) 'timezone'", at: w.timezoneLocation) else { continue }
             do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
-                diags.append(Diagnostic(file: file, location: w.calendarLocation,
+                diags.append(Diagnostic(file: file, location: Self.inString(w.calendarLocation, column: error.column),
                                         message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
             }
         }
         return diags
+    }
+
+    /// The position of `column` (1-based, in the value's text) of a string value starting at
+    /// `value`, its opening quote; exact when the string has no escapes, as `TableReader.parse` is.
+    static func inString(_ value: SourceLocation, column: Int) -> SourceLocation {
+        guard column > 0 else { return value }
+        return SourceLocation(line: value.line, column: value.column + column)
     }
 }

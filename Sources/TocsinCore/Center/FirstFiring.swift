@@ -1,0 +1,41 @@
+public import TocsinTime
+public import TocsinModel
+
+extension Trigger {
+    /// The first firing after `now`, or why there is none. The one test of "never fires": a
+    /// runtime `Schedule` is refused with the reason, a config notification is kept but skipped
+    /// (the daemon logs the reason), and `tocsin check` warns with it, so the three cannot
+    /// disagree about which triggers are dead.
+    public func firstFiring(after now: Instant) -> Result<Occurrence, CenterError> {
+        if let next = next(after: now, previous: nil) { return .success(next) }
+        switch self {
+        case .at:
+            return .failure(CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at"))
+        case .remindBefore:
+            return .failure(CenterError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before"))
+        case .every:
+            return .failure(CenterError(.invalidTrigger, "'every' never fires: 'until' is before the first firing or 'count' is used up", field: "every"))
+        case .calendar(let c, _):
+            return .failure(CenterError(.invalidTrigger, "'on_calendar' expression '\(c.normalized)' never elapses again", field: "on_calendar"))
+        }
+    }
+}
+
+extension CenterOptions {
+    /// The config notifications a load at `now` would keep but never fire, each with its reason:
+    /// resolved as the center resolves them (the same `SpecResolver` on the same options) and
+    /// tested with `firstFiring`, so `tocsin check` warns about exactly what the daemon skips.
+    /// An entry that does not resolve is left out: that is an error, reported where it is found.
+    public func neverFiring(_ specs: [NotificationSpec], backendNames: [String],
+                            now: Instant) -> [(spec: NotificationSpec, reason: CenterError)] {
+        let resolver = SpecResolver(zones: ZoneCache(directory: zones), defaultZone: defaultZone,
+                                    defaultMissed: defaultMissed, defaultMaxLate: defaultMaxLate)
+        var out: [(spec: NotificationSpec, reason: CenterError)] = []
+        for spec in specs {
+            guard let n = try? resolver.resolve(spec, source: .config, now: now, backendNames: backendNames),
+                  case .failure(let reason) = n.trigger.firstFiring(after: now) else { continue }
+            out.append((spec, reason))
+        }
+        return out
+    }
+}
