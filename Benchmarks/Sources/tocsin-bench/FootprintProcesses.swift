@@ -96,7 +96,8 @@ final class Background {
         if let output { close(output) }
     }
 
-    /// VmRSS, RssAnon, RssFile (kB) and Threads from /proc/PID/status.
+    /// VmRSS, RssAnon, RssFile (kB) and Threads from /proc/PID/status; PSS and USS from
+    /// /proc/PID/smaps_rollup.
     func memory() throws -> ProcessMemory {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
             throw VersusError("\(name) (pid \(pid)) is not running")
@@ -106,8 +107,16 @@ final class Background {
             let parts = line.split(whereSeparator: { $0 == ":" || $0 == " " || $0 == "\t" })
             if parts.count >= 2, let n = Int(parts[1]) { fields[String(parts[0])] = n }
         }
+        var rollup: [String: Int] = [:]
+        if let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) {
+            for line in text.split(separator: "\n") {
+                let parts = line.split(whereSeparator: { $0 == ":" || $0 == " " || $0 == "\t" })
+                if parts.count >= 2, let n = Int(parts[1]) { rollup[String(parts[0])] = n }
+            }
+        }
         return ProcessMemory(rssKB: fields["VmRSS"] ?? 0, anonKB: fields["RssAnon"] ?? 0, fileKB: fields["RssFile"] ?? 0,
-                             threads: fields["Threads"] ?? 0)
+                             threads: fields["Threads"] ?? 0, pssKB: rollup["Pss"] ?? 0,
+                             ussKB: (rollup["Private_Clean"] ?? 0) + (rollup["Private_Dirty"] ?? 0))
     }
 }
 
@@ -116,10 +125,15 @@ struct ProcessMemory {
     var anonKB: Int
     var fileKB: Int
     var threads: Int
+    /// Proportional set size: each shared page divided among the processes that map it.
+    var pssKB: Int
+    /// Unique set size: the pages only this process maps (what exiting it would free of its mappings).
+    var ussKB: Int
 
     var megabytes: Double { Double(rssKB) / 1024 }
     var text: String {
-        "\(formatted(megabytes)) MB (anon \(formatted(Double(anonKB) / 1024)), file \(formatted(Double(fileKB) / 1024)), \(threads) threads)"
+        "\(formatted(megabytes)) MB (anon \(formatted(Double(anonKB) / 1024)), file \(formatted(Double(fileKB) / 1024)), "
+            + "PSS \(formatted(Double(pssKB) / 1024)), USS \(formatted(Double(ussKB) / 1024)), \(threads) threads)"
     }
 }
 
