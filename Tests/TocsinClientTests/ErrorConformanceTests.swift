@@ -60,6 +60,9 @@ struct ErrorConformanceTests {
         Row(name: "NUL in the body", code: .invalidRequest, field: "body", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(NotificationRequest(key: "k", content: NotificationContent(title: "T", body: "a\u{0}b"), trigger: .after(.seconds(9))))
         },
+        Row(name: "an empty backends list", code: .invalidRequest, field: "backends", local: true) { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60)), backends: []))
+        },
         Row(name: "snooze for zero", code: .invalidRequest, field: "duration", local: true) { c, _ throws(TocsinClientError) in
             _ = try await c.snooze(key: "k", for: .zero)
         },

@@ -135,6 +135,8 @@ def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harne
      tocsin.InvalidArgumentError, "every"),
     ("an unknown backend", lambda now: Request(Content("x", backends=["nope"]), After(5)),
      tocsin.UnknownBackendError, "backends"),
+    ("an empty backends list", lambda now: Request(Content("x", backends=[]), After(5)),
+     tocsin.InvalidArgumentError, "backends"),
     ("a key with a space", lambda now: Request(Content("x"), After(5), key="a b"), tocsin.InvalidArgumentError, "key"),
     ("a lone surrogate", lambda now: Request(Content("x\udc80"), After(5)), tocsin.InvalidArgumentError, "title"),
     ("a NUL in user_info", lambda now: Request(Content("x", user_info={"k": "a\0b"}), After(5)),

@@ -61,6 +61,10 @@ class Content:
             out["user_info"] = text_map("user_info", self.user_info)
         if self.backends is not None:
             out["backends"] = text_list("backends", self.backends)
+            if not out["backends"]:
+                # As the daemon refuses it: an empty list is not "the default backends" (None).
+                raise client_error("backends", "'backends' is empty, so it would deliver to nothing; "
+                                               "name at least one backend, or leave it None for the default ones")
         return out
 
 
