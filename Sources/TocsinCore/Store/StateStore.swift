@@ -90,6 +90,7 @@ final class StateStore {
             try StateStore.checkOwnership(db)
             try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")
             try StateStore.migrate(db)
+            try StateStore.checkSmallTables(db)
         } catch {
             if error.code == .corrupt || error.message.contains("not a database") {
                 throw StoreError(.corrupt, "state database \(path) is damaged or not a Tocsin database (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
@@ -158,6 +159,29 @@ final class StateStore {
         }
     }
 
+    /// The tables start-up does not read whole. The notifications are all loaded at every start,
+    /// so a damaged page there fails the load; these are read piecemeal (quiet hours at start,
+    /// history and recent user info on demand), so a page lost from them (a truncated file, with
+    /// a WAL that still held the notifications' pages) went unnoticed: the daemon started, and
+    /// every write that touched them failed from then on. `quick_check` of one table reads only
+    /// its pages: milliseconds at the default history size. A table not made yet (history, on a new
+    /// database) is skipped.
+    private static func checkSmallTables(_ db: SQLiteDatabase) throws(StoreError) {
+        let existing = try db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('meta', 'recent', 'history', 'quiet_state', 'quiet_held') ORDER BY name")
+        var tables: [String] = []
+        while try existing.step() { if let name = existing.text(0) { tables.append(name) } }
+        for table in tables {
+            let check = try db.prepare("PRAGMA quick_check('\(table)')")
+            var problems: [String] = []
+            while try check.step() {
+                if let line = check.text(0), line != "ok" { problems.append(line) }
+            }
+            if !problems.isEmpty {
+                throw StoreError(.corrupt, "table \(table): \(problems.prefix(3).joined(separator: "; "))")
+            }
+        }
+    }
+
     private static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
         try db.exec("""
             CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -184,6 +208,11 @@ final class StateStore {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version")
         }
         q.reset()
+        // A later release's file, after a downgrade: not damage, and moving it aside (what the
+        // damage message advises) would throw the schedule away.
+        if v > schemaVersion {
+            throw StoreError(.failed, "state database \(db.path) was written by a newer Tocsin (schema version \(v); this one reads up to \(schemaVersion)): run that version again, or restore a backup made with this one; keep the file, it holds your schedule")
+        }
         var version = v
         if version == 1 {
             // Version 1 stored urgency and the missed policy as indexes into their cases as then
