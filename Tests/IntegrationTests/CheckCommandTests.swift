@@ -292,7 +292,7 @@ struct CheckCommandTests {
             \(path):7:6: warning: notification 'gone' never fires, so the daemon skips it: 'at' is in the past; a past time is never delivered
             at = 2001-02-03T04:05:06Z
                  ^
-            \(path):12:9: warning: notification 'ended' never fires, so the daemon skips it: 'every' never fires: 'until' is before the first firing or 'count' is used up
+            \(path):12:9: warning: notification 'ended' never fires, so the daemon skips it: 'every' never fires: 'until' is before the next firing
             every = "1h"
                     ^
             \(path):20:17: warning: notification 'reminded' never fires, so the daemon skips it: every reminder of 'remind_before' is in the past

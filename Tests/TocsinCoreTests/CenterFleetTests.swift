@@ -102,6 +102,36 @@ struct CenterFleetTests {
         #expect(n.notification.source == .runtime, "a reload would cancel it")
     }
 
+    @Test("regression: a notification from the fleet that would fire faster than min_period is refused, naming the field")
+    func fromFleetBelowTheFloor() async throws {
+        // This machine's floor, two minutes; the sender's was whatever it was.
+        var options = CenterOptions(defaultZone: .utc)
+        options.limits.minPeriod = .minutes(2)
+        let c = try await memoryCenter(InMemoryStore(), VirtualClock(now: t0), [RecordingBackend(name: "spy"), FleetSpy()], options: options)
+        let rows: [(String, TriggerSpec, String)] = [
+            ("every 1us", .every(TimeSpan(microseconds: 1), count: nil, starting: .instant(t0 + .seconds(5)), until: nil), "every"),
+            ("every minute", .every(.minutes(1), count: nil, starting: .instant(t0 + .seconds(5)), until: nil), "every"),
+            ("reminders 1 ms apart", .remindBefore(event: .instant(t0 + .seconds(3600)), offsets: [TimeSpan(microseconds: 2_000), TimeSpan(microseconds: 1_000)]), "remind_before"),
+            ("a calendar elapsing every minute", .onCalendar(try CalendarSpec.parse("*:*")), "on_calendar"),
+        ]
+        for (name, trigger, field) in rows {
+            var s = spec("fast", trigger)
+            s.fleet = true
+            do {
+                try await c.scheduleFromFleet(s)
+                Issue.record("\(name): accepted")
+            } catch {
+                #expect(error.field == field, "\(name): \(error)")
+                #expect(error.message.contains("min_period"), "\(name): \(error)")
+            }
+            #expect(await c.lookup("fast") == nil, "\(name): nothing scheduled")
+        }
+        var slow = spec("slow", .every(.minutes(2), count: nil, starting: .instant(t0 + .seconds(5)), until: nil))
+        slow.fleet = true
+        try await c.scheduleFromFleet(slow)
+        #expect(await c.lookup("slow") != nil, "at the floor it is scheduled")
+    }
+
     @Test("a snooze from the fleet lasts until its instant, and a local snooze tells the backend its end")
     func snoozeUntil() async throws {
         let fleet = FleetSpy()

@@ -27,6 +27,11 @@ extension TocsinCenter {
     /// named there but not configured here are left out; with none left, this machine's default
     /// targets deliver it (every machine still rings or pops up).
     func scheduleFromFleet(_ spec: NotificationSpec) async throws(CenterError) {
+        // This machine's floor, which the sender's need not be: a `Schedule` here decodes against
+        // it, and a message another machine (or anything on the broker) sends must not get past it.
+        if let v = NotificationFields.floorViolation(spec.trigger, limits: options.limits) {
+            throw CenterError(.invalidArguments, v.message, field: v.field)
+        }
         var spec = spec
         if let names = spec.backends {
             let here = names.filter(machine.backendNames.contains)

@@ -13,11 +13,28 @@ extension Trigger {
             return .failure(CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at"))
         case .remindBefore:
             return .failure(CenterError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before"))
-        case .every:
-            return .failure(CenterError(.invalidTrigger, "'every' never fires: 'until' is before the first firing or 'count' is used up", field: "every"))
+        case let .every(period, starting, count, until):
+            return .failure(CenterError(.invalidTrigger, "'every' never fires: \(Self.everyEnded(period, starting, count, until, now))", field: "every"))
         case .calendar(let c, _):
             return .failure(CenterError(.invalidTrigger, "'on_calendar' expression '\(c.normalized)' never elapses again", field: "on_calendar"))
         }
+    }
+}
+
+extension Trigger {
+    /// Which limit ended a series that has no firing after `now`, in the order `next` applies them.
+    static func everyEnded(_ period: TimeSpan, _ starting: Instant, _ count: UInt32?, _ until: Instant?, _ now: Instant) -> String {
+        var k: Int64 = 0
+        if now >= starting, period.microseconds > 0 {
+            let elapsed = now.microseconds.subtractingReportingOverflow(starting.microseconds)
+            k = elapsed.overflow ? .max : elapsed.partialValue / period.microseconds + 1
+        }
+        if let count, k >= Int64(count) { return "its \(count) firings are all in the past" }
+        if k >= Int64(UInt32.max) {
+            return "'starting' is so far back that the next firing would be number \(k + 1), past the last one Tocsin counts (\(UInt32.max))"
+        }
+        if until != nil { return "'until' is before the next firing" }
+        return "the next firing would be after the latest instant Tocsin schedules"
     }
 }
 
