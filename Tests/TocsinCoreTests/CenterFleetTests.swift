@@ -179,4 +179,28 @@ struct CenterFleetTests {
         // The backend hears the cancels (it publishes only keys it still shares) but no schedule.
         #expect(!fleet.calls.contains { if case .scheduled = $0 { true } else { false } }, "shared back: \(fleet.calls)")
     }
+
+    @Test("regression: a cancel from the fleet that could not be saved (a full disk) is applied once the disk has room")
+    func fleetEventRetried() async throws {
+        let fleet = FleetSpy()
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let c = try await memoryCenter(store, clock, [RecordingBackend(name: "spy"), fleet])
+        try await c.schedule(spec("tea", .at(.instant(t0 + .seconds(3600)))))
+        store.fill()
+        fleet.receive(.fleetCancel(key: "tea"))
+        // The failed save leaves a retry waiting on the clock; the notification is still there.
+        try await withTimeout(.seconds(10), "the retry's wait") { await clock.waitForSleepers() }
+        #expect(await c.lookup("tea") != nil)
+        #expect(!store.state.value.failed.isEmpty, "the first try failed to save")
+        store.state.update { $0.full = false }
+        let events = await c.events()
+        clock.advance(by: .seconds(1))
+        _ = try await withTimeout(.seconds(10), "the retried cancel") { () async -> Bool in
+            for await e in events { if case .cancelled = e { return true } }
+            return false
+        }
+        #expect(await c.lookup("tea") == nil)
+        #expect(store.state.value.rows["tea"]?.cancelled ?? true, "the cancel is durable")
+    }
 }

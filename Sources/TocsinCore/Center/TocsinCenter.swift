@@ -331,7 +331,15 @@ public actor TocsinCenter {
 
     static let wakeMargin = TimeSpan.seconds(30)
 
-    fileprivate func handle(_ event: BackendEvent) async {
+    /// How long after a backend event could not be saved it is tried again: doubling to a minute,
+    /// about a quarter of an hour in all. A message from the fleet is taken off the broker (and
+    /// its id recorded) before the center acts, so a full disk there would otherwise lose an
+    /// acknowledgement for good, and the alarm rang on here until `max_rings`.
+    static let eventRetries: [TimeSpan] = [1, 2, 4, 8, 16, 32].map { TimeSpan.seconds($0) }
+        + Array(repeating: TimeSpan.seconds(60), count: 14)
+
+    fileprivate func handle(_ event: BackendEvent, attempt: Int = 0) async {
+        if stopping { return }
         do throws(CenterError) {
             switch event {
             case .acknowledge(let key): _ = try await submit(.acknowledge(key), fromBackend: true)
@@ -348,6 +356,19 @@ public actor TocsinCenter {
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
             }
         } catch {
+            // Only a failure to save is worth another try; anything else (an unknown key, a
+            // notification no longer ringing) would be refused again.
+            if error.code == .storage, attempt < Self.eventRetries.count, !stopping {
+                let delay = Self.eventRetries[attempt]
+                logger.warning("backend event could not be saved, trying again in \(delay): \(error.message)",
+                               metadata: ["event": "\(event.summary)"])
+                let clock = self.clock
+                Task {
+                    try? await clock.sleep(until: clock.now() + delay)
+                    await self.handle(event, attempt: attempt + 1)
+                }
+                return
+            }
             logger.warning("backend event could not be applied: \(error.message)", metadata: ["event": "\(event.summary)"])
         }
     }
