@@ -332,9 +332,9 @@ public actor TocsinCenter {
     static let wakeMargin = TimeSpan.seconds(30)
 
     /// How long after a backend event could not be saved it is tried again: doubling to a minute,
-    /// about a quarter of an hour in all. A message from the fleet is taken off the broker (and
-    /// its id recorded) before the center acts, so a full disk there would otherwise lose an
-    /// acknowledgement for good, and the alarm rang on here until `max_rings`.
+    /// about a quarter of an hour in all. A message from the fleet is taken off the broker before
+    /// the center acts, and the broker does not send it again, so a full disk here would
+    /// otherwise lose an acknowledgement for good, and the alarm rang on until `max_rings`.
     static let eventRetries: [TimeSpan] = [1, 2, 4, 8, 16, 32].map { TimeSpan.seconds($0) }
         + Array(repeating: TimeSpan.seconds(60), count: 14)
 
