@@ -186,6 +186,22 @@ struct MachineTests {
         #expect(m.summary("w")?.state == .idle)
     }
 
+    @Test("regression: a newer occurrence ends the snooze of a repeating notification; none is delivered twice")
+    func snoozeSupersededByTheNextOccurrence() throws {
+        var m = machine()
+        try schedule(&m, note("rep", .every(period: .seconds(2), starting: t0 + .seconds(2), count: nil, until: nil)))
+        _ = advance(&m, to: t0 + .seconds(2))
+        var out: [MachineAction] = []
+        let until = try m.snooze("rep", for: .seconds(10), now: t0 + .seconds(3), into: &out)
+        var seen: [String] = []
+        for s in stride(from: Int64(4), through: 16, by: 1) {
+            seen += delivered(advance(&m, to: t0 + .seconds(s)))
+            if s == 4 { #expect(m.summary("rep")?.state == .idle, "occurrence 2 ends the snooze") }
+        }
+        // Before: 2..6 on time, then occurrence 6 again at `until` (snooze-ended).
+        #expect(seen == (2...8).map { "rep#\($0):scheduled" }, "until \(until): \(seen)")
+    }
+
     @Test("the quota refuses a new key at the limit and changes nothing; a replace still passes")
     func quota() throws {
         var m = machine()

@@ -54,7 +54,11 @@ extension NotificationMachine {
             }
         }
         if let occ = occurrence(e.next, of: e), occ.instant <= now {
+            let before = claimed.count
             handleDue(&e, occ, now: now, alarm: ring != nil, claimed: &claimed, into: &out)
+            // A newer occurrence supersedes a snoozed one, as an alarm's new firing ends its
+            // snooze below: left snoozed, its end delivered the newest occurrence a second time.
+            if claimed.count > before, ring == nil, case .snoozed = e.alert { e.alert = .idle }
         }
         if !claimed.isEmpty, ring != nil {
             // A new firing (or the end of a snooze) starts ringing afresh.
