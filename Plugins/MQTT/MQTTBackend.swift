@@ -25,6 +25,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         var sink: (any BackendEventSink)?
         var store: FleetStore?
         var connected = false
+        var churn = ConnectionChurn()
         /// The latest occurrence delivered per key, so a withdraw names the occurrence it ends
         /// (also in the store, for after a restart).
         var delivered: [String: (occurrence: UInt64, due: Int64)] = [:]
@@ -198,7 +199,11 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
             logger.warning("mqtt \(name): broker at \(brokerAddress) refused the connection (code \(rc)); retrying")
             return
         }
-        let client = state.withLock { s in s.connected = true; return s.client }
+        let client = state.withLock { s in
+            s.connected = true
+            s.churn.connected(at: .now)
+            return s.client
+        }
         logger.info("mqtt \(name): connected to \(brokerAddress)")
         // Subscribed on every connect: a broker that lost its state (restarted without
         // persistence) no longer knows our persistent session.
@@ -221,8 +226,14 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
     }
 
     fileprivate func disconnected(_ rc: Int32) {
-        state.withLock { $0.connected = false }
+        let churning = state.withLock { s in
+            s.connected = false
+            return rc != 0 && s.churn.lost(at: .now)
+        }
         if rc != 0 { logger.warning("mqtt \(name): lost the broker at \(brokerAddress); reconnecting with backoff") }
+        if churning {
+            logger.warning("mqtt \(name): the broker has closed the connection within seconds of making it \(ConnectionChurn().threshold) times in a row; most likely another client uses the same client_id '\(options.clientID)' (the broker gives the session to the newest, and the two take it from each other): give each machine its own client_id")
+        }
     }
 
     fileprivate func received(topic: String, payload: [UInt8]) {
@@ -269,4 +280,35 @@ private final class Delegate: MosquittoDelegate {
     func mosquittoDisconnected(_ rc: Int32) { backend?.disconnected(rc) }
     func mosquittoMessage(topic: String, payload: [UInt8]) { backend?.received(topic: topic, payload: payload) }
     func mosquittoPublished(_ mid: Int32) { backend?.published(mid) }
+}
+
+/// Tells a broker that keeps dropping the connection right after it is made from ordinary
+/// losses. Two clients with one client id take the session from each other that way, every few
+/// seconds, each connect succeeding, so the backoff never grows and the log said only "lost the
+/// broker" forever: after `threshold` such losses in a row it names the likely cause, once per run
+/// of them.
+struct ConnectionChurn: Sendable {
+    /// A connection that lasted less than this, lost, counts as dropped right away.
+    var brief: Duration = .seconds(10)
+    var threshold = 3
+    private var connectedAt: ContinuousClock.Instant?
+    private var briefInARow = 0
+
+    init(brief: Duration = .seconds(10), threshold: Int = 3) {
+        self.brief = brief
+        self.threshold = threshold
+    }
+
+    mutating func connected(at now: ContinuousClock.Instant) { connectedAt = now }
+
+    /// Whether this loss is the one to explain.
+    mutating func lost(at now: ContinuousClock.Instant) -> Bool {
+        defer { connectedAt = nil }
+        guard let since = connectedAt, now - since < brief else {
+            if connectedAt != nil { briefInARow = 0 }
+            return false
+        }
+        briefInARow += 1
+        return briefInARow == threshold
+    }
 }
