@@ -339,7 +339,6 @@ public actor TocsinCenter {
         + Array(repeating: TimeSpan.seconds(60), count: 14)
 
     fileprivate func handle(_ event: BackendEvent, attempt: Int = 0) async {
-        if stopping { return }
         do throws(CenterError) {
             switch event {
             case .acknowledge(let key): _ = try await submit(.acknowledge(key), fromBackend: true)
