@@ -203,4 +203,38 @@ struct CenterFleetTests {
         #expect(await c.lookup("tea") == nil)
         #expect(store.state.value.rows["tea"]?.cancelled ?? true, "the cancel is durable")
     }
+
+    @Test("a retry that newer news overtook is dropped (a fleet schedule cancelled meanwhile); one nothing overtook is applied")
+    func staleRetriesDropped() async throws {
+        let fleet = FleetSpy()
+        let store = InMemoryStore()
+        let clock = VirtualClock(now: t0)
+        let lines = WaitableState<[String]>([])
+        let c = try await memoryCenter(store, clock, [RecordingBackend(name: "spy"), fleet], logger: RecordingLogHandler.logger(lines))
+
+        // A schedule that could not be saved, then a cancel of the same key: the schedule must not
+        // come back when the disk has room.
+        store.fill()
+        var s = spec("tea", .at(.instant(t0 + .seconds(3600))))
+        s.fleet = true
+        fleet.receive(.fleetSchedule(s))
+        try await withTimeout(.seconds(10), "the retry's wait") { await clock.waitForSleepers() }
+        fleet.receive(.fleetCancel(key: "tea"))
+        store.state.update { $0.full = false }
+        clock.advance(by: .seconds(1))
+        try await lines.wait("the dropped retry", timeout: .seconds(10)) { $0.contains { $0.contains("not tried again") } }
+        #expect(await c.lookup("tea") == nil, "the cancelled schedule stays cancelled")
+
+        // Unchanged news is still applied: a second schedule fails, nothing overtakes it, and it
+        // is scheduled once the disk has room.
+        store.fill()
+        var s2 = spec("coffee", .at(.instant(t0 + .seconds(3600))))
+        s2.fleet = true
+        fleet.receive(.fleetSchedule(s2))
+        try await withTimeout(.seconds(10), "the second retry's wait") { await clock.waitForSleepers() }
+        store.state.update { $0.full = false }
+        clock.advance(by: .seconds(1))
+        try await lines.wait("the applied retry", timeout: .seconds(10)) { $0.contains { $0.contains("applied after 2 tries") } }
+        #expect(await c.lookup("coffee") != nil)
+    }
 }

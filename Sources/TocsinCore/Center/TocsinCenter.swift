@@ -46,6 +46,10 @@ public actor TocsinCenter {
     /// one per firing, and a subscriber that drops them would still be woken for each).
     private var subscribers: [Int: (continuation: AsyncStream<CenterEvent>.Continuation, firings: Bool)] = [:]
     private var nextSubscriber = 0
+    /// Backend events waiting to be tried again, by key: the stamp of the one that may still
+    /// apply (`RetryGuard`). Only keys with a retry pending, so it does not grow with the schedule.
+    var retryStamp: UInt64 = 0
+    var pendingRetries: [String: UInt64] = [:]
     var queued: [Work] = []
     var committing = false
     /// Requests wait until the persisted state is loaded (the API may be served before that).
@@ -338,7 +342,47 @@ public actor TocsinCenter {
     static let eventRetries: [TimeSpan] = [1, 2, 4, 8, 16, 32].map { TimeSpan.seconds($0) }
         + Array(repeating: TimeSpan.seconds(60), count: 14)
 
-    fileprivate func handle(_ event: BackendEvent, attempt: Int = 0) async {
+    /// What a retry must find unchanged to still apply: no later backend event for the key (the
+    /// stamp pending for it), and the notification as it was (a client's snooze or cancel
+    /// meanwhile). Otherwise
+    /// the retry is older news: a retried acknowledge would undo a later snooze, a retried fleet
+    /// schedule would bring back what a later cancel removed.
+    struct RetryGuard: Equatable {
+        var stamp: UInt64
+        var shape: Shape?
+
+        /// What a retry may not see changed: whether it exists, its state (a ring of the same
+        /// alarm going on meanwhile is not a change, `rings` counts on, nor is ringing on to
+        /// unanswered), and its last firing (a new occurrence is news an old answer must not
+        /// silence).
+        struct Shape: Equatable {
+            var state: String
+            var snoozedUntil: Instant?
+            var lastFire: Instant?
+
+            init(_ s: NotificationMachine.Summary) {
+                switch s.state {
+                case .idle: state = "idle"
+                case .ringing, .unanswered: state = "ringing"
+                case .snoozed(let until): state = "snoozed"; snoozedUntil = until
+                }
+                lastFire = s.lastFire
+            }
+        }
+    }
+
+    fileprivate func handle(_ event: BackendEvent) async {
+        // A newer event for a key supersedes a retry still waiting for it, whatever becomes of it.
+        if let key = event.key, pendingRetries[key] != nil { pendingRetries[key] = nextRetryStamp() }
+        await apply(event, attempt: 0)
+    }
+
+    private func nextRetryStamp() -> UInt64 {
+        retryStamp &+= 1
+        return retryStamp
+    }
+
+    private func apply(_ event: BackendEvent, attempt: Int) async {
         do throws(CenterError) {
             switch event {
             case .acknowledge(let key): _ = try await submit(.acknowledge(key), fromBackend: true)
@@ -354,26 +398,60 @@ public actor TocsinCenter {
                 let info = (try? await store.userInfo(key)) ?? nil
                 emit(.actionInvoked(key: key, action: action, userInfo: info ?? [:]))
             }
+            if attempt > 0 {
+                logger.info("backend event applied after \(attempt + 1) tries", metadata: ["event": "\(event.summary)"])
+            }
         } catch {
             // Only a failure to save is worth another try; anything else (an unknown key, a
             // notification no longer ringing) would be refused again.
-            if error.code == .storage, attempt < Self.eventRetries.count, !stopping {
-                let delay = Self.eventRetries[attempt]
-                logger.warning("backend event could not be saved, trying again in \(delay): \(error.message)",
-                               metadata: ["event": "\(event.summary)"])
-                let clock = self.clock
-                Task {
-                    try? await clock.sleep(until: clock.now() + delay)
-                    await self.handle(event, attempt: attempt + 1)
-                }
+            guard error.code == .storage, !stopping, let key = event.key else {
+                logger.warning("backend event could not be applied: \(error.message)", metadata: ["event": "\(event.summary)"])
                 return
             }
-            logger.warning("backend event could not be applied: \(error.message)", metadata: ["event": "\(event.summary)"])
+            guard attempt < Self.eventRetries.count else {
+                logger.warning("backend event could not be saved in \(attempt + 1) tries, given up: \(error.message)",
+                               metadata: ["event": "\(event.summary)"])
+                return
+            }
+            let delay = Self.eventRetries[attempt]
+            // Once per event, not per try: on a full disk the log may be on the same disk.
+            if attempt == 0 {
+                logger.warning("backend event could not be saved, trying again for up to a quarter of an hour: \(error.message)",
+                               metadata: ["event": "\(event.summary)"])
+            }
+            let expected = RetryGuard(stamp: nextRetryStamp(), shape: machine.summary(key).map(RetryGuard.Shape.init))
+            pendingRetries[key] = expected.stamp
+            let clock = self.clock
+            Task { [weak self] in
+                try? await clock.sleep(until: clock.now() + delay)
+                await self?.retry(event, key: key, attempt: attempt + 1, expected: expected)
+            }
         }
+    }
+
+    private func retry(_ event: BackendEvent, key: String, attempt: Int, expected: RetryGuard) async {
+        let current = pendingRetries[key]
+        if current == expected.stamp { pendingRetries[key] = nil }
+        guard !stopping else { return }
+        guard RetryGuard(stamp: current ?? 0, shape: machine.summary(key).map(RetryGuard.Shape.init)) == expected else {
+            logger.info("backend event not tried again: the notification changed since", metadata: ["event": "\(event.summary)"])
+            return
+        }
+        // A failure again sets a new stamp for the next try.
+        await apply(event, attempt: attempt)
     }
 }
 
 extension BackendEvent {
+    /// The notification it is about.
+    fileprivate var key: String? {
+        switch self {
+        case .acknowledge(let key), .snooze(let key, _), .actionInvoked(let key, _), .snoozeUntil(let key, _),
+             .fleetCancel(let key): key
+        case .fleetSchedule(let spec): spec.key
+        }
+    }
+
     /// Its kind and key, for the log (a fleet schedule carries a whole spec).
     fileprivate var summary: String {
         switch self {
