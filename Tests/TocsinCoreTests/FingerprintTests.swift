@@ -35,8 +35,16 @@ struct FingerprintTests {
         for (name, trigger) in Self.rows {
             #expect(SpecResolver.triggerText(trigger) == String(describing: trigger), "\(name)")
         }
-        let calendar = TriggerSpec.onCalendar(try CalendarSpec.parse("Mon..Fri 09:25 Europe/Berlin"))
-        #expect(SpecResolver.triggerText(calendar) == String(describing: calendar), "on_calendar")
+        for text in ["Mon..Fri 09:25 Europe/Berlin", "daily", "*-*-* 00/15:00", "Sat,Sun *-*-1..7 10:00 UTC",
+                     "2026-12-24 18:00:30.5", "*-02~01 08:00", "12:00 CEST", "minutely", "Mon *-*-* 07:30 America/New_York"] {
+            var spec = try CalendarSpec.parse(text)
+            for (gap, fold) in [(DSTGapPolicy.skip, DSTFoldPolicy.first), (.shift, .both)] {
+                spec.dstGap = gap
+                spec.dstFold = fold
+                let calendar = TriggerSpec.onCalendar(spec)
+                #expect(SpecResolver.triggerText(calendar) == String(describing: calendar), "on_calendar '\(text)' \(gap) \(fold)")
+            }
+        }
     }
 
     @Test("random triggers of every written-out kind print as reflection does")
@@ -79,5 +87,7 @@ struct FingerprintTests {
         #expect(SpecResolver.fingerprint(spec) == "fcbd4745bec502b8")
         spec.trigger = .remindBefore(event: .instant(Self.instant), offsets: [.hours(24), .hours(1)])
         #expect(SpecResolver.fingerprint(spec) == "2c4a9c2b9e16639")
+        spec.trigger = .onCalendar(try CalendarSpec.parse("Mon..Fri 09:25 Europe/Berlin"))
+        #expect(SpecResolver.fingerprint(spec) == "b4b69c1f7673d646")
     }
 }

@@ -10,6 +10,7 @@ struct FirstFiringTests {
 
     static let rows: [(String, Trigger, String)] = [
         ("count used up", .every(period: .hours(1), starting: now - .hours(10), count: 3, until: nil), "its 3 firings are all in the past"),
+        ("a count of one used up", .every(period: .hours(1), starting: now - .hours(10), count: 1, until: nil), "its one firing is in the past"),
         ("until passed", .every(period: .hours(1), starting: now - .hours(10), count: nil, until: now - .hours(2)), "'until' is before the next firing"),
         ("regression: starting 1880 at 1 s (named count or until, neither given)",
          .every(period: .seconds(1), starting: Instant(seconds: -2_840_140_800), count: nil, until: nil), "past the last one Tocsin counts (4294967295)"),

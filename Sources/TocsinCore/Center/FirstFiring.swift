@@ -29,9 +29,11 @@ extension Trigger {
             let elapsed = now.microseconds.subtractingReportingOverflow(starting.microseconds)
             k = elapsed.overflow ? .max : elapsed.partialValue / period.microseconds + 1
         }
-        if let count, k >= Int64(count) { return "its \(count) firings are all in the past" }
+        if let count, k >= Int64(count) { return count == 1 ? "its one firing is in the past" : "its \(count) firings are all in the past" }
         if k >= Int64(UInt32.max) {
-            return "'starting' is so far back that the next firing would be number \(k + 1), past the last one Tocsin counts (\(UInt32.max))"
+            // `k` is Int64.max when the span itself overflowed: no number worth printing then.
+            let number = k == .max ? "" : " number \(k + 1)"
+            return "'starting' is so far back that the next firing would be\(number) past the last one Tocsin counts (\(UInt32.max))"
         }
         if until != nil { return "'until' is before the next firing" }
         return "the next firing would be after the latest instant Tocsin schedules"
@@ -41,7 +43,8 @@ extension Trigger {
 extension CenterOptions {
     /// The config notifications a load at `now` would keep but never fire, each with its reason:
     /// resolved as the center resolves them (the same `SpecResolver` on the same options) and
-    /// tested with `firstFiring`, so `tocsin check` warns about exactly what the daemon skips.
+    /// tested with `firstFiring`, so `tocsin check` warns about what a first load would skip (the
+    /// daemon judges an entry it already had by what it stored, which `check` does not read).
     /// An entry that does not resolve is left out: that is an error, reported where it is found.
     public func neverFiring(_ specs: [NotificationSpec], backendNames: [String],
                             now: Instant) -> [(spec: NotificationSpec, reason: CenterError)] {

@@ -153,9 +153,10 @@ struct SpecResolver: Sendable {
     /// The trigger as `"\(trigger)"` prints it, which the fingerprints stored so far were made
     /// from, so they must not change. That went through reflection (`Mirror`, a type lookup per
     /// field) and was half of a reload's work on the thread that fires: 9 µs of each
-    /// notification's, 0.45 s for 50,000. Written out here for every kind but `on_calendar`,
-    /// whose value prints the parser's internals and keeps the reflected text;
-    /// `FingerprintTests` holds each kind to `String(describing:)`.
+    /// notification's, 0.45 s for 50,000. Written out here: reflection prints a payload with a
+    /// `description` (`TimeSpan`, `Instant`, `CalendarSpec`'s normalized expression) by it, and the
+    /// others field by field, qualified by their module. `FingerprintTests` holds each kind to
+    /// `String(describing:)`.
     static func triggerText(_ t: TriggerSpec) -> String {
         switch t {
         case .at(let v):
@@ -168,8 +169,8 @@ struct SpecResolver: Sendable {
                 + "until: \(until.map { "Optional(\(timeValueText($0)))" } ?? "nil"))"
         case .remindBefore(let event, let offsets):
             return "remindBefore(event: \(timeValueText(event)), offsets: [\(offsets.map(\.description).joined(separator: ", "))])"
-        case .onCalendar:
-            return "\(t)"
+        case .onCalendar(let c):
+            return "onCalendar(\(c.description))"
         }
     }
 

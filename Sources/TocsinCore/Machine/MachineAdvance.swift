@@ -54,11 +54,12 @@ extension NotificationMachine {
             }
         }
         if let occ = occurrence(e.next, of: e), occ.instant <= now {
-            let before = claimed.count
+            let lastBefore = e.last
             handleDue(&e, occ, now: now, alarm: ring != nil, claimed: &claimed, into: &out)
             // A newer occurrence supersedes a snoozed one, as an alarm's new firing ends its
-            // snooze below: left snoozed, its end delivered the newest occurrence a second time.
-            if claimed.count > before, ring == nil, case .snoozed = e.alert { e.alert = .idle }
+            // snooze below: left snoozed, its end delivered the newest occurrence a second time
+            // (or, had the newer ones been skipped as missed, one the policy had skipped).
+            if e.last != lastBefore, ring == nil, case .snoozed = e.alert { e.alert = .idle }
         }
         if !claimed.isEmpty, ring != nil {
             // A new firing (or the end of a snooze) starts ringing afresh.

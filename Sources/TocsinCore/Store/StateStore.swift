@@ -85,12 +85,16 @@ final class StateStore {
         } else if (st.st_mode & S_IFMT) == S_IFREG, st.st_size == 0 {
             throw StoreError(.corrupt, "state database \(path) is empty (0 bytes), so it was truncated; move it aside to start with an empty schedule, or restore a backup")
         }
+        // A WAL with frames left in it: the last stop was not clean (a crash, `kill -9`, power).
+        var wal = stat()
+        let uncleanStop = lstat(path + "-wal", &wal) == 0 && wal.st_size > 0
         db = try SQLiteDatabase(path: path)
         do {
             try StateStore.checkOwnership(db)
+            try StateStore.refuseNewerSchema(db)
             try db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")
             try StateStore.migrate(db)
-            try StateStore.checkSmallTables(db)
+            try StateStore.checkSmallTables(db, wholeHistory: uncleanStop)
         } catch {
             if error.code == .corrupt || error.message.contains("not a database") {
                 throw StoreError(.corrupt, "state database \(path) is damaged or not a Tocsin database (\(error.message)); move it aside to start with an empty schedule, or restore a backup")
@@ -164,12 +168,15 @@ final class StateStore {
     /// history and recent user info on demand), so a page lost from them (a truncated file, with
     /// a WAL that still held the notifications' pages) went unnoticed: the daemon started, and
     /// every write that touched them failed from then on. `quick_check` of one table reads only
-    /// its pages: milliseconds at the default history size. A table not made yet (history, on a new
-    /// database) is skipped.
-    private static func checkSmallTables(_ db: SQLiteDatabase) throws(StoreError) {
-        let existing = try db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name IN ('meta', 'recent', 'history', 'quiet_state', 'quiet_held') ORDER BY name")
-        var tables: [String] = []
-        while try existing.step() { if let name = existing.text(0) { tables.append(name) } }
+    /// its pages and its indexes': milliseconds at the default history size (10,000 events). The
+    /// history may be configured up to 10,000,000 events, a gigabyte to read at every start, so
+    /// beyond `historyCheckedWhole` rows it is checked only after a stop that was not clean,
+    /// when damage is likeliest.
+    private static func checkSmallTables(_ db: SQLiteDatabase, wholeHistory: Bool) throws(StoreError) {
+        var tables = ["meta", "recent", "quiet_state", "quiet_held"]
+        let span = try db.prepare("SELECT coalesce(max(id) - min(id), 0) FROM history")
+        let small = try span.step() && span.int64(0) <= historyCheckedWhole
+        if wholeHistory || small { tables.append("history") }
         for table in tables {
             let check = try db.prepare("PRAGMA quick_check('\(table)')")
             var problems: [String] = []
@@ -180,6 +187,20 @@ final class StateStore {
                 throw StoreError(.corrupt, "table \(table): \(problems.prefix(3).joined(separator: "; "))")
             }
         }
+    }
+
+    /// Events of history checked at every start (`checkSmallTables`).
+    static let historyCheckedWhole: Int64 = 200_000
+
+    /// A later release's file, after a downgrade: not damage, and moving it aside (what the
+    /// damage message advises) would throw the schedule away. Read before anything here writes
+    /// to the file (`migrate` creates what is missing).
+    private static func refuseNewerSchema(_ db: SQLiteDatabase) throws(StoreError) {
+        let meta = try db.prepare("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'")
+        guard try meta.step(), meta.int64(0) > 0 else { return }
+        let q = try db.prepare("SELECT value FROM meta WHERE name='schema_version'")
+        guard try q.step(), let text = q.text(0), let v = Int(text), v > schemaVersion else { return }
+        throw StoreError(.failed, "state database \(db.path) was written by a newer Tocsin (schema version \(v); this one reads up to \(schemaVersion)): run that version again, or restore a backup made with this one; keep the file, it holds your schedule")
     }
 
     private static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
@@ -208,11 +229,6 @@ final class StateStore {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version")
         }
         q.reset()
-        // A later release's file, after a downgrade: not damage, and moving it aside (what the
-        // damage message advises) would throw the schedule away.
-        if v > schemaVersion {
-            throw StoreError(.failed, "state database \(db.path) was written by a newer Tocsin (schema version \(v); this one reads up to \(schemaVersion)): run that version again, or restore a backup made with this one; keep the file, it holds your schedule")
-        }
         var version = v
         if version == 1 {
             // Version 1 stored urgency and the missed policy as indexes into their cases as then
