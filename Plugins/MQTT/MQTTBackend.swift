@@ -232,7 +232,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         }
         if rc != 0 { logger.warning("mqtt \(name): lost the broker at \(brokerAddress); reconnecting with backoff") }
         if churning {
-            logger.warning("mqtt \(name): the broker has closed the connection within seconds of making it \(ConnectionChurn().threshold) times in a row; most likely another client uses the same client_id '\(options.clientID)' (the broker gives the session to the newest, and the two take it from each other): give each machine its own client_id")
+            logger.warning("mqtt \(name): the broker has closed the connection within seconds of making it \(state.withLock { $0.churn.threshold }) times in a row; most likely another client uses the same client_id '\(options.clientID)' (the broker gives the session to the newest, and the two take it from each other): give each machine its own client_id")
         }
     }
 
