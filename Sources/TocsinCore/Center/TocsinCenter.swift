@@ -344,9 +344,8 @@ public actor TocsinCenter {
 
     /// What a retry must find unchanged to still apply: no later backend event for the key (the
     /// stamp pending for it), and the notification as it was (a client's snooze or cancel
-    /// meanwhile). Otherwise
-    /// the retry is older news: a retried acknowledge would undo a later snooze, a retried fleet
-    /// schedule would bring back what a later cancel removed.
+    /// meanwhile). Otherwise the retry is older news: a retried acknowledge would undo a later
+    /// snooze, a retried fleet schedule would bring back what a later cancel removed.
     struct RetryGuard: Equatable {
         var stamp: UInt64
         var shape: Shape?
