@@ -92,6 +92,9 @@ public enum StoreConformance: Sendable {
                 StoredNotification(notification: sample("b"), last: last, alert: .ringing(since: t0, rings: 2), pending: pending),
                 StoredNotification(notification: sample("c"), alert: .snoozed(until: t0 + .seconds(90))),
                 StoredNotification(notification: sample("d"), alert: .unanswered(rings: 4), cancelled: true),
+                StoredNotification(notification: sample("e"), base: t0 - .seconds(5)),
+                StoredNotification(notification: sample("f", trigger: .every(period: .seconds(300), starting: t0, count: 5, until: nil)),
+                                   base: t0 + .seconds(7)),
             ]
             _ = try await commit(store, stored.map { .upsert($0) })
             let loaded = try await rows(store)

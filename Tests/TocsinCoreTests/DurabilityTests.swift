@@ -51,6 +51,94 @@ struct DurabilityTests {
         #expect(await h.center.lookup("cal")?.nextFire == t0 + .hours(24) + .minutes(30))
     }
 
+    /// What a restart must not bring back: occurrences that scheduling skipped as already past.
+    struct SkippedRow: CustomTestStringConvertible, Sendable {
+        let name: String
+        let config: Bool
+        let trigger: TriggerSpec
+        /// Seconds after t0 of the first firing scheduling found (nil: none, the entry is skipped).
+        let first: Int64?
+        var testDescription: String { name }
+    }
+
+    static let skippedRows: [SkippedRow] = [
+        SkippedRow(name: "config 'at' in the past", config: true, trigger: at(-3600), first: nil),
+        SkippedRow(name: "config 'every' whose count ran out", config: true,
+                   trigger: .every(.seconds(60), count: 3, starting: .instant(t0 - .hours(1)), until: nil), first: nil),
+        SkippedRow(name: "config 'every' whose 'until' is past", config: true,
+                   trigger: .every(.seconds(60), count: nil, starting: .instant(t0 - .hours(1)), until: .instant(t0 - .minutes(1))), first: nil),
+        SkippedRow(name: "config 'remind_before' with every reminder past", config: true,
+                   trigger: .remindBefore(event: .instant(t0 + .minutes(10)), offsets: [.hours(1), .minutes(30)]), first: nil),
+        SkippedRow(name: "runtime 'remind_before' with its first reminder past", config: false,
+                   trigger: .remindBefore(event: .instant(t0 + .seconds(30)), offsets: [.hours(1), .seconds(5)]), first: 25),
+        SkippedRow(name: "runtime 'every' started long ago", config: false,
+                   trigger: .every(.hours(1), count: nil, starting: .instant(t0 - .hours(1000) + .seconds(30)), until: nil), first: 30),
+    ]
+
+    /// Regression: a restored row that had not fired yet was counted from its trigger's first
+    /// occurrence, so the next start delivered, as missed, what scheduling had skipped as past: a
+    /// config `at` years old, a reminder before the schedule, a series' first occurrence.
+    @Test("what scheduling skipped as past stays skipped after a restart", arguments: skippedRows)
+    func skippedStaysSkipped(_ row: SkippedRow) async throws {
+        let h = try await Harness()
+        let s = spec("k", row.trigger, missed: .fireOnce)
+        if row.config { try await h.center.applyConfig([s]) } else { try await h.center.schedule(s) }
+        let scheduled = await h.center.lookup("k")?.nextFire
+        #expect(scheduled == row.first.map { t0 + .seconds($0) }, "first firing when scheduled")
+        try await h.restart(backends: [RecordingBackend(name: "spy")])
+        #expect(await h.settled().isEmpty, "delivered at the restart")
+        #expect(await h.center.lookup("k")?.nextFire == scheduled, "first firing after the restart")
+        guard let first = row.first else { return }
+        await h.advance(first)
+        let d = await h.settled()
+        #expect(d.count == 1, "deliveries at the first firing")
+        #expect(d.first?.late == false, "the first firing is on time")
+    }
+
+    /// Schema version 3: a calendar's base in `trigger_a`, none for the other triggers.
+    static let version3 = """
+        PRAGMA journal_mode=WAL;
+        CREATE TABLE meta(name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE notification(
+          key TEXT PRIMARY KEY, source INTEGER NOT NULL, fingerprint TEXT NOT NULL,
+          title TEXT NOT NULL, body TEXT NOT NULL,
+          trigger_kind INTEGER NOT NULL, trigger_a INTEGER, trigger_b INTEGER, trigger_c INTEGER, trigger_d INTEGER,
+          trigger_text TEXT, zone TEXT NOT NULL,
+          backends TEXT, urgency TEXT NOT NULL, icon TEXT, category TEXT, sound TEXT,
+          actions TEXT NOT NULL, user_info TEXT NOT NULL, missed TEXT NOT NULL, max_late INTEGER,
+          last_number INTEGER, last_instant INTEGER, last_offset INTEGER,
+          alert INTEGER NOT NULL DEFAULT 0, alert_a INTEGER, alert_b INTEGER,
+          cancelled INTEGER NOT NULL DEFAULT 0,
+          pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER,
+          wake INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        INSERT INTO meta VALUES ('schema_version', '3');
+        INSERT INTO notification(key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_text, zone, urgency, actions, user_info, missed)
+          VALUES ('cal', 0, '', 'Calendar', '', 3, \((t0 - .hours(2)).microseconds), '*-*-* 08:30:00', 'UTC', 'normal', '', '', 'fire-once');
+        INSERT INTO notification(key, source, fingerprint, title, body, trigger_kind, trigger_a, zone, urgency, actions, user_info, missed)
+          VALUES ('tea', 0, '', 'Tea', '', 1, \((t0 + .seconds(30)).microseconds), 'UTC', 'normal', '', '', 'fire-once');
+        """
+
+    @Test("a state database of schema 3 opens: a calendar keeps the base it had, other rows fire as before")
+    func migratesVersion3() async throws {
+        let dir = TempDir()
+        let made = try await TestProcess.run("sqlite3", [dir.path + "/state.sqlite3", Self.version3])
+        #expect(made.status == .exited(0), "\(made.stderrText)")
+        let clock = VirtualClock(now: t0), spy = RecordingBackend(name: "spy")
+        let c = try TocsinCenter(options: CenterOptions(defaultZone: .utc), stateDirectory: dir.path, clock: clock,
+                                 timer: clock, logger: quietLogger)
+        try await c.start(backends: [spy])
+        await c.waitForDeliveries()
+        // Counted from 07:00, the 08:30 elapse passed while stopped: missed, fired once, late.
+        #expect(spy.deliveries.map(\.key) == ["cal"])
+        #expect(spy.deliveries.first?.late == true)
+        #expect(await c.lookup("tea")?.nextFire == t0 + .seconds(30))
+        await c.shutdown()
+        let read = try await TestProcess.run("sqlite3", [dir.path + "/state.sqlite3",
+            "SELECT value FROM meta WHERE name='schema_version'; SELECT quote(trigger_a), quote(base) FROM notification ORDER BY key"])
+        #expect(read.stdoutText == "4\nNULL|\((t0 - .hours(2)).microseconds)\n\((t0 + .seconds(30)).microseconds)|NULL\n")
+    }
+
     @Test("a fired one-shot does not fire again after a restart")
     func noDoubleFire() async throws {
         let h = try await Harness()

@@ -124,7 +124,7 @@ struct WakeAlarmTests {
         try await c.schedule(wakeSpec("new", at(60)))
         await c.shutdown()
         let version = try await TestProcess.run("sqlite3", [dir.path + "/state.sqlite3", "SELECT value FROM meta WHERE name='schema_version'"])
-        #expect(version.stdoutText == "3\n")
+        #expect(version.stdoutText == "4\n")
         c = try await center(dir, clock, alarm, RecordingBackend(name: "spy"))
         #expect(await c.lookup("new")?.wake == true)
         #expect(alarm.armed == t0 + .seconds(60) - margin)

@@ -244,10 +244,12 @@ extension NotificationMachine {
         e.alert = row.alert
         e.cancelled = row.cancelled
         if !row.cancelled {
+            // The occurrences after `base`, as when it was scheduled: those it skipped then (an
+            // `at` already past, earlier reminders, a series started long ago) stay skipped.
             let origin: Instant
             switch row.trigger {
             case .calendar: origin = row.base ?? now
-            default: origin = Instant(microseconds: Int64.min / 2)  // absolute instants: the first one counts
+            default: origin = row.base ?? Instant(microseconds: Int64.min / 2)  // stored before the base was: the first one counts
             }
             e.next = PackedOccurrence(row.last.map { successor(of: $0, in: row.trigger) }
                                       ?? row.trigger.next(after: origin, previous: nil))

@@ -20,9 +20,10 @@ public struct StoredNotification: Hashable, Sendable {
     public var alert: AlertState
     public var cancelled: Bool
     public var pending: PendingDelivery?
-    /// The instant a calendar trigger's first elapse is counted from: when it was scheduled. A
-    /// restart before the first firing needs it to find that elapse again (and to treat it as
-    /// missed if the daemon was down at the time); the other triggers carry absolute instants.
+    /// When it was scheduled: the first firing is the first occurrence after it. A restart before
+    /// the first firing needs it to find that occurrence again (and to treat it as missed if the
+    /// daemon was down at the time), and not to fire what scheduling skipped as past: a config
+    /// `at` already gone, reminders before it, a series' occurrences before it.
     public var base: Instant?
     public init(notification: Notification, last: Occurrence? = nil, alert: AlertState = .idle, cancelled: Bool = false,
                 pending: PendingDelivery? = nil, base: Instant? = nil) {
@@ -74,7 +75,7 @@ public enum StoreOp: Hashable, Sendable {
 public struct RestoredRow: Hashable, Sendable {
     public var key: String
     public var trigger: Trigger
-    /// A calendar trigger's origin (see `StoredNotification.base`).
+    /// When it was scheduled (see `StoredNotification.base`).
     public var base: Instant?
     public var backends: [String]?
     public var missed: MissedPolicy

@@ -67,13 +67,12 @@ struct RepeatedText<Value> {
 struct TriggerColumns {
     var kind: Int64, a: Int64?, b: Int64?, c: Int64?, d: Int64?, text: String?
 
-    /// `base`: for a calendar trigger, the instant its first elapse is counted from (column a).
-    init(_ t: Trigger, base: Instant?) {
+    init(_ t: Trigger) {
         switch t {
         case .at(let i): kind = 1; a = i.microseconds; b = nil; c = nil; d = nil; text = nil
         case .every(let p, let s, let count, let until):
             kind = 2; a = p.microseconds; b = s.microseconds; c = count.map(Int64.init); d = until?.microseconds; text = nil
-        case .calendar(let spec, _): kind = 3; a = base?.microseconds; b = nil; c = nil; d = nil; text = CalendarText.encode(spec)
+        case .calendar(let spec, _): kind = 3; a = nil; b = nil; c = nil; d = nil; text = CalendarText.encode(spec)
         case .remindBefore(let event, let offsets):
             kind = 4; a = event.microseconds; b = nil; c = nil; d = nil
             text = offsets.map { String($0.microseconds) }.joined(separator: ",")

@@ -20,14 +20,14 @@ struct RowDecoder {
         key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
         trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info, missed, max_late,
         last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake, base
         """
     /// The same positions with the content left out: what start-up needs, and no more.
     static let scheduleColumns = """
         key, source, fingerprint, NULL, NULL, trigger_kind, trigger_a, trigger_b, trigger_c, trigger_d,
         trigger_text, zone, backends, NULL, NULL, NULL, NULL, NULL, NULL, missed, max_late,
         last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake
+        pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake, base
         """
 
     /// The full row of `columns`, content included.
@@ -49,7 +49,7 @@ struct RowDecoder {
         for (k, v) in Self.pairs(q.text(18) ?? "") { n.userInfo[k] = v }
         n.wake = q.int64(33) == 1
         return .success(StoredNotification(notification: n, last: Self.last(q), alert: Self.alert(q), cancelled: q.int64(27) == 1,
-                                           pending: Self.pending(q), base: Self.base(q, kind: kind)))
+                                           pending: Self.pending(q), base: Self.base(q)))
     }
 
     /// Start-up's row of `scheduleColumns`, appended in place. It reads only the columns the row's
@@ -63,7 +63,7 @@ struct RowDecoder {
         }
         let isConfig = q.int64(1) == 1
         out.rows.append(RestoredRow(
-            key: key, trigger: trigger, base: Self.base(q, kind: kind), backends: backends(q), missed: missed(q),
+            key: key, trigger: trigger, base: Self.base(q), backends: backends(q), missed: missed(q),
             maxLate: Self.maxLate(q), isConfig: isConfig, fingerprint: isConfig ? q.text(2) ?? "" : "", last: Self.last(q),
             alert: Self.alert(q), cancelled: q.int64(27) == 1, pending: Self.pending(q), wake: q.int64(33) == 1))
     }
@@ -114,7 +114,7 @@ struct RowDecoder {
                                due: Instant(microseconds: due), remaining: list)
     }
 
-    private static func base(_ q: SQLiteStatement, kind: Int64) -> Instant? {
-        kind == 3 ? q.int(6).map { Instant(microseconds: $0) } : nil
+    private static func base(_ q: SQLiteStatement) -> Instant? {
+        q.int(34).map { Instant(microseconds: $0) }
     }
 }

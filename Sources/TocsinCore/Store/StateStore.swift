@@ -37,7 +37,10 @@ final class StateStore {
 
     /// 2: urgency and missed policy stored by name (1 stored their `allCases` index).
     /// 3: the `wake` column.
-    static let schemaVersion = 3
+    /// 4: the `base` column, for every trigger (3 kept a calendar's in `trigger_a`, and none for
+    /// the others, so a restart counted an `at`, `every` or `remind_before` from its first
+    /// occurrence and fired the ones skipped when it was scheduled).
+    static let schemaVersion = 4
     /// How many finished notifications' user_info is kept for late popup clicks.
     static let recentLimit = 1024
 
@@ -105,9 +108,9 @@ final class StateStore {
             INSERT OR REPLACE INTO notification(key, source, fingerprint, title, body, trigger_kind, trigger_a, trigger_b,
               trigger_c, trigger_d, trigger_text, zone, backends, urgency, icon, category, sound, actions, user_info,
               missed, max_late, last_number, last_instant, last_offset, alert, alert_a, alert_b, cancelled,
-              pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake)
+              pending_backends, pending_number, pending_instant, pending_offset, pending_due, wake, base)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,
-              ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)
+              ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35)
             """)
         progressStmt = try db.prepare("""
             UPDATE notification SET last_number=?2, last_instant=?3, last_offset=?4, alert=?5, alert_a=?6, alert_b=?7,
@@ -217,7 +220,7 @@ final class StateStore {
               alert INTEGER NOT NULL DEFAULT 0, alert_a INTEGER, alert_b INTEGER,
               cancelled INTEGER NOT NULL DEFAULT 0,
               pending_backends TEXT, pending_number INTEGER, pending_instant INTEGER, pending_offset INTEGER, pending_due INTEGER,
-              wake INTEGER NOT NULL DEFAULT 0
+              wake INTEGER NOT NULL DEFAULT 0, base INTEGER
             ) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS recent(key TEXT PRIMARY KEY, user_info TEXT NOT NULL, seq INTEGER);
             \(StateStore.quietSchema)
@@ -252,6 +255,18 @@ final class StateStore {
                 COMMIT;
                 """)
             version = 3
+        }
+        if version == 3 {
+            // Version 3 kept only a calendar's base (in trigger_a). Other rows keep no base: they
+            // are restored as before, from their first occurrence.
+            try db.exec("""
+                BEGIN IMMEDIATE;
+                ALTER TABLE notification ADD COLUMN base INTEGER;
+                UPDATE notification SET base = trigger_a, trigger_a = NULL WHERE trigger_kind = 3;
+                UPDATE meta SET value = '4' WHERE name = 'schema_version';
+                COMMIT;
+                """)
+            version = 4
         }
         if version != schemaVersion {
             throw StoreError(.corrupt, "state database \(db.path) has an unknown schema version \(v)")
@@ -288,7 +303,7 @@ final class StateStore {
         s.bind(3, n.fingerprint)
         s.bind(4, n.title)
         s.bind(5, n.body)
-        let t = TriggerColumns(n.trigger, base: e.base)
+        let t = TriggerColumns(n.trigger)
         s.bind(6, t.kind); s.bind(7, t.a); s.bind(8, t.b); s.bind(9, t.c); s.bind(10, t.d)
         s.bind(11, t.text)
         s.bind(12, n.timezone)
@@ -305,6 +320,7 @@ final class StateStore {
         s.bind(28, e.cancelled ? 1 : 0)
         bindPending(s, from: 29, pending)
         s.bind(34, n.wake ? 1 : 0)
+        s.bind(35, e.base?.microseconds)
         try s.run()
     }
 
