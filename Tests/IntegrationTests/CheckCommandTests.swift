@@ -65,6 +65,9 @@ struct CheckCommandTests {
             [[notification]]
             title = "Parsecs"
             after = "5 parsecs"
+
+            [backend.log]
+            type = "log"
             """)
         let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
         #expect(out.status == .exited(1))
@@ -302,6 +305,25 @@ struct CheckCommandTests {
             """
         #expect(out.stderrText == expected)
         #expect(out.stdoutText == "ok: 1 backend, 4 notifications\n")
+    }
+
+    @Test("a config without backends is a warning (notifications would be delivered nowhere); the check passes")
+    func noBackendsIsAWarning() async throws {
+        let dir = TemporaryDirectory()
+        let path = try dir.write("bare.toml", "[daemon]\nmissed = \"skip\"\n")
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(0), "\(out.stderrText)")
+        #expect(out.stderrText == """
+            \(path):1:1: warning: no backend is configured ([backend.NAME]): notifications fire and are delivered nowhere
+            [daemon]
+            ^
+
+            """)
+        #expect(out.stdoutText == "ok: 0 backends, 0 notifications\n")
+        let empty = try dir.write("empty.toml", "")
+        let none = try await TestProcess.run(Products.executable("tocsin"), ["check", empty])
+        #expect(none.status == .exited(0), "\(none.stderrText)")
+        #expect(none.stderrText.hasPrefix("\(empty):1:1: warning: no backend is configured"), "\(none.stderrText)")
     }
 
     @Test("an empty 'backends' is refused at its value, naming the notification")

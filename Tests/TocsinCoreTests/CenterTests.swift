@@ -7,6 +7,22 @@ import TocsinModel
 
 @Suite("Notification center")
 struct CenterTests {
+    /// Regression: with no backend, a one-shot is forgotten in the commit that claims it, and the
+    /// firing was logged as an error ("could not be read; it is not delivered").
+    @Test("a firing with no backend configured is logged as delivered nowhere, not as an error")
+    func firingWithNoBackend() async throws {
+        let lines = WaitableState<[String]>([])
+        let clock = VirtualClock(now: t0)
+        let c = try await memoryCenter(InMemoryStore(), clock, [], logger: RecordingLogHandler.logger(lines))
+        try await c.schedule(spec("tea", at(10)))
+        clock.advance(to: t0 + .seconds(10))
+        await c.tick()
+        await c.waitForDeliveries()
+        #expect(lines.value.contains("fired with no backend to deliver to"), "\(lines.value)")
+        #expect(!lines.value.contains { $0.contains("could not be read") }, "\(lines.value)")
+        #expect(await c.list().isEmpty)
+    }
+
     @Test("same key replaces atomically and only the new one fires")
     func replaceByKey() async throws {
         let h = try await Harness()

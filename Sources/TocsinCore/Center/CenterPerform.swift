@@ -22,7 +22,12 @@ extension TocsinCenter {
             case .persist, .unclaimed: continue
             case .deliver(let d):
                 guard let n = contents[d.key] else {
-                    logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
+                    // With no backend to wait for, a one-shot is forgotten in the commit that claims it.
+                    if d.targets.isEmpty {
+                        logger.notice("fired with no backend to deliver to", metadata: ["key": "\(d.key)", "due": "\(d.due)"])
+                    } else {
+                        logger.error("a claimed firing's notification could not be read; it is not delivered", metadata: ["key": "\(d.key)"])
+                    }
                     continue
                 }
                 // A firing this batch claimed ahead (due after `claimedAt`) may have been withdrawn

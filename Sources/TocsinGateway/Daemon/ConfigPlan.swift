@@ -155,7 +155,12 @@ public struct ConfigPlan: Sendable {
         case .failure(let e): backends = nil; diags += e.diagnostics
         }
         diags += ZoneCheck(file: loaded.file, environment: environment).diagnostics(for: loaded.configuration)
-        let warnings = now.map { skipped(loaded, at: $0) } ?? []
+        var warnings = now.map { skipped(loaded, at: $0) } ?? []
+        if now != nil, loaded.configuration.backends.isEmpty {
+            // Valid (a daemon kept only for its D-Bus API and history), but rarely meant.
+            warnings.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1), severity: .warning,
+                                       message: "no backend is configured ([backend.NAME]): notifications fire and are delivered nowhere"))
+        }
         if diags.isEmpty, let backends {
             var validated = ValidatedConfig(loaded: loaded, backends: backends)
             validated.warnings = warnings
