@@ -24,6 +24,13 @@
 #   opened RTLD_LOCAL and call nothing of ours). lld, since swiftc's default linker, gold, cannot
 #   write DT_RELR, and GNU ld put Swift's writable .rodata where RELRO can no longer cover the
 #   relocated data.
+# - Every function in a section of its own (-function-sections, and -ffunction-sections for the C
+#   targets), laid out in the order scripts/tocsin.link-order lists: the functions a desktop
+#   session runs, packed together. The kernel maps code 64 KB around each page a process runs, so
+#   packed code is fewer resident pages: the idle daemon's code went from about 8 MB to 5 MB
+#   (docs/BENCHMARKS.md "Footprint"). scripts/link-order.sh regenerates the list; this prints how
+#   much of it still names functions of the binary. The binary is linked again on every run,
+#   because SwiftPM does not see the list as an input of the link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$PWD/.build-release-static"
@@ -41,15 +48,26 @@ stdcxx="$scratch/static-libstdc++"
 mkdir -p "$stdcxx"
 echo "INPUT($archive)" > "$stdcxx/libstdc++.so"
 
+order="$PWD/scripts/tocsin.link-order"
 flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
        -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
+       -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
+       -Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering
        -Xlinker "-L$stdcxx" --scratch-path "$scratch")
 for product in "${products[@]}"; do
+  rm -f "$scratch/release/$product"
   swift build "${flags[@]}" --product "$product" >&2
   dynamic="$(readelf -d "$scratch/release/$product")"
   if grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+)' <<<"$dynamic" >&2; then
     echo "build-release: $product still loads a library linked in statically (above)" >&2
     exit 1
+  fi
+  if [ "$product" = tocsin ]; then
+    listed=$(grep -vc '^#' "$order")
+    found=$(nm --defined-only "$scratch/release/$product" | awk '{ print $3 }' | sort -u |
+            grep -cxF -f - <(grep -v '^#' "$order") || true)
+    echo "build-release: $found of the $listed functions scripts/tocsin.link-order lists are in tocsin" \
+         "(when far fewer, regenerate it: scripts/link-order.sh)" >&2
   fi
 done
 echo "$scratch/release"

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Writes scripts/tocsin.link-order, the order in which scripts/build-release.sh asks the linker to
+# lay out the functions of `tocsin`: those a desktop session runs first, together, then the rest.
+#   bash scripts/link-order.sh [TOCSIN]     TOCSIN: a release tocsin (default: build-release.sh's)
+#
+# Why: the kernel maps a program's code into its memory 64 KB at a time around each page it runs
+# (fault-around), so an idle daemon's resident code is every 64 KB window that holds one function
+# it ran. The linker's default order scatters the ~8,000 functions a session runs over the 13 MB
+# of code, and the idle daemon held 8 MB of it. Packed together they take about 5 MB (measured in
+# docs/BENCHMARKS.md, "Footprint"). Functions stay in separate sections for this
+# (build-release.sh's -function-sections).
+#
+# How: callgrind records every function one daemon runs (started with the footprint benchmark's
+# configuration under Xvfb and dunst, scheduling, firing, acknowledging and reloading) and every
+# function each `tocsin` command runs against it. The daemon's functions come first, then the
+# commands'; names the binary does not define (the C libraries') are left out. Names are stable
+# across builds of the same code; after the code changes, names that no longer exist are ignored
+# by the linker, and build-release.sh prints how many still match: regenerate when that falls.
+#
+# Needs valgrind, dbus-daemon, Xvfb, dunst and gdbus. Takes about a minute. Run from anywhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+tocsin="${1:-$root/.build-release-static/release/tocsin}"
+out="$root/scripts/tocsin.link-order"
+for tool in valgrind dbus-daemon Xvfb dunst gdbus nm; do
+  command -v "$tool" >/dev/null || { echo "link-order: $tool is not installed" >&2; exit 1; }
+done
+[ -x "$tocsin" ] || { echo "link-order: no $tocsin (run scripts/build-release.sh first)" >&2; exit 1; }
+
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+# valgrind 3.19 cannot read the DWARF 5 that Swift's clang writes; the symbol table is enough.
+strip --strip-debug -o "$work/tocsin" "$tocsin"
+bin="$work/tocsin"
+mkdir -p "$work/cli" "$work/daemon"
+cli() {
+  valgrind --tool=callgrind --demangle=no --compress-strings=no --dump-instr=no \
+    --callgrind-out-file="$work/cli/%p" "$bin" "$@" > /dev/null 2>&1 || true
+}
+
+dbus-daemon --config-file=contrib/test/dbus-session.conf --nofork --print-address=1 > "$work/address" 2>/dev/null &
+until [ -s "$work/address" ]; do sleep 0.05; done
+export DBUS_SESSION_BUS_ADDRESS=$(head -1 "$work/address")
+export HOME="$work" XDG_CONFIG_HOME="$work/config" XDG_STATE_HOME="$work/state" XDG_DATA_HOME="$work/data"
+display=$(for d in $(seq 90 199); do [ -e "/tmp/.X$d-lock" ] || { echo "$d"; break; }; done)
+Xvfb ":$display" -nolisten tcp -screen 0 800x600x24 > /dev/null 2>&1 &
+until [ -e "/tmp/.X11-unix/X$display" ]; do sleep 0.05; done
+DISPLAY=":$display" dunst > /dev/null 2>&1 &
+gdbus wait --session --timeout 20 org.freedesktop.Notifications
+
+# tocsin-bench footprint's configuration (the built-in default), and two notifications that fire.
+cat > "$work/tocsin.toml" <<'EOF'
+[daemon]
+missed = "fire-once"
+max_pending_per_client = 1000000
+
+[backend.desktop]
+type = "libnotify"
+
+[backend.events]
+type = "dbus-signal"
+
+[backend.log]
+type = "log"
+
+[[notification]]
+key = "weekday"
+title = "Stand-up"
+on_calendar = "Mon..Fri 09:25"
+
+[[notification]]
+key = "tick"
+title = "tick"
+every = "2s"
+count = 2
+EOF
+valgrind --tool=callgrind --demangle=no --compress-strings=no --dump-instr=no \
+  --callgrind-out-file="$work/daemon/%p" "$bin" daemon --config "$work/tocsin.toml" \
+  --state-dir "$work/st" > "$work/daemon.log" 2>&1 &
+daemon=$!
+gdbus wait --session --timeout 120 io.github.tocsin.Gateway
+
+cli status
+cli schedule --title x --after 1h
+cli schedule --key soon --title soon --after 2s
+cli schedule --key ring --title ring --after 2s --action snooze=Snooze
+cli schedule --key cal --title cal --on-calendar 'Mon..Fri 09:25' --timezone Europe/Berlin
+cli schedule --key auction --title auction --at +2d --remind-before 24h --remind-before 1h
+cli schedule --key rep --title rep --every 1h --count 3
+for i in $(seq 200); do
+  gdbus call --session --dest io.github.tocsin.Gateway --object-path /io/github/tocsin/Gateway \
+    --method io.github.tocsin.Gateway1.Schedule "{'key': <'fill-$i'>, 'title': <'n $i'>, 'after': <'1h'>}" > /dev/null
+done
+cli list
+cli next 'Mon..Fri 09:25' --count 3
+cli check contrib/examples/standup.toml
+# The firings of tick, soon and ring (the daemon runs about fifty times slower under callgrind).
+gdbus monitor --session --dest io.github.tocsin.Gateway > "$work/signals" &
+monitor=$!
+deadline=$((SECONDS + 60))
+until [ "$(grep -c "Fired" "$work/signals" || true)" -ge 4 ] || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
+kill "$monitor"
+cli snooze ring 1m
+cli ack ring
+cli history
+cli post --title now
+cli quiet
+cli reload
+cli cancel rep
+cli --help
+kill -TERM "$daemon"
+wait "$daemon" || true
+
+defined="$work/defined"
+nm --defined-only "$bin" | awk '{ print $3 }' | sort -u > "$defined"
+names() { cat "$@" | awk '/^fn=/ { sub(/^fn=(\([0-9]+\) )?/, ""); if (!seen[$0]++) print }'; }
+{
+  echo "# Generated by scripts/link-order.sh from $(git rev-parse --short HEAD 2>/dev/null || echo "a build"); read by scripts/build-release.sh."
+  { names "$work"/daemon/*; names "$work"/cli/*; } | awk '!seen[$0]++' | grep -xF -f "$defined"
+} > "$out"
+echo "link-order: $(grep -vc '^#' "$out") functions in $out" >&2
