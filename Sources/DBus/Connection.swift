@@ -28,28 +28,33 @@ public final class DBusConnection: Sendable {
 
     /// `host`: run on that loop's thread instead of a thread of the connection's own (see
     /// `DBusLoopHost`); the same for every way of connecting below.
-    public static func session(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
-        try await open(.session, host: host)
+    ///
+    /// `timeout`: how long the bus may take to authenticate this side and answer `Hello` (nil:
+    /// libdbus's default, 25 s); past it the open throws `Timeout` naming the address. A socket
+    /// that accepts connections and never answers is otherwise waited on forever.
+    public static func session(host: (any DBusLoopHost)? = nil, timeout: Duration? = nil) async throws -> DBusConnection {
+        try await open(.session, host: host, timeout: timeout)
     }
 
-    public static func system(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
-        try await open(.system, host: host)
+    public static func system(host: (any DBusLoopHost)? = nil, timeout: Duration? = nil) async throws -> DBusConnection {
+        try await open(.system, host: host, timeout: timeout)
     }
 
     /// Connects to `address` (e.g. `unix:path=/run/...`); `registerWithBus` sends `Hello`,
-    /// which a bus requires and a direct peer-to-peer connection must not do.
+    /// which a bus requires and a direct peer-to-peer connection must not do (without it,
+    /// `timeout` has nothing to bound: each call's own timeout covers a silent peer).
     public static func connect(address: String, registerWithBus: Bool = true,
-                               host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
-        try await open(.address(address, register: registerWithBus), host: host)
+                               host: (any DBusLoopHost)? = nil, timeout: Duration? = nil) async throws -> DBusConnection {
+        try await open(.address(address, register: registerWithBus), host: host, timeout: timeout)
     }
 
     /// Runs a connection a `DBusServer` accepted, on a thread of its own.
     static func adopt(accepted peer: RawHandle) async throws -> DBusConnection {
-        try await open(.accepted(peer), host: nil)
+        try await open(.accepted(peer), host: nil, timeout: nil)
     }
 
-    private static func open(_ target: ConnectTarget, host: (any DBusLoopHost)?) async throws -> DBusConnection {
-        let core = ConnectionCore(target: target, host: host)
+    private static func open(_ target: ConnectTarget, host: (any DBusLoopHost)?, timeout: Duration?) async throws -> DBusConnection {
+        let core = ConnectionCore(target: target, host: host, connectTimeoutMs: milliseconds(timeout))
         try await core.start()
         return DBusConnection(core: core)
     }

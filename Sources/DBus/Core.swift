@@ -53,9 +53,14 @@ final class ConnectionCore: @unchecked Sendable {
     /// Calls sent and not yet answered, so teardown can fail whatever libdbus left hanging.
     let outstanding = Mutex<[ObjectIdentifier: PendingReply]>([:])
 
-    init(target: ConnectTarget, host: (any DBusLoopHost)? = nil) {
+    /// How long the bus has to authenticate us and answer `Hello`, in libdbus's milliseconds
+    /// (`CDBUS_TIMEOUT_USE_DEFAULT`: its 25 s).
+    let connectTimeoutMs: Int32
+
+    init(target: ConnectTarget, host: (any DBusLoopHost)? = nil, connectTimeoutMs: Int32 = CDBUS_TIMEOUT_USE_DEFAULT) {
         self.target = target
         self.host = host
+        self.connectTimeoutMs = connectTimeoutMs
     }
 
     /// A new stream of lifecycle events; one that starts after the end gets `.disconnected` at once.
@@ -143,8 +148,9 @@ final class ConnectionCore: @unchecked Sendable {
         loop.shared.withLock { $0.eventFD = evfd }
         _ = tocsin_epoll_add(epfd, evfd, TOCSIN_EPOLLIN)
 
+        let helloTo: String?
         do {
-            conn = try openConnection()
+            (conn, helloTo) = try openConnection()
         } catch {
             shutdown(epfd: epfd, evfd: evfd)
             announceDisconnected()
@@ -159,6 +165,15 @@ final class ConnectionCore: @unchecked Sendable {
         _ = dbus_connection_set_timeout_functions(conn, cbAddTimeout, cbRemoveTimeout, cbToggleTimeout, ctx, nil)
         dbus_connection_set_wakeup_main_function(conn, cbWakeupMain, ctx, nil)
         dbus_connection_set_dispatch_status_function(conn, cbDispatchStatus, ctx, nil)
+        if let address = helloTo {
+            do {
+                try register(conn, address: address)
+            } catch {
+                teardown(conn)
+                finishStartup(.failure(error))
+                return nil
+            }
+        }
         if let name = dbus_bus_get_unique_name(conn) {
             let s = String(cString: name)
             uniqueNameBox.withLock { $0 = s }
@@ -206,7 +221,12 @@ final class ConnectionCore: @unchecked Sendable {
         c?.resume(with: result)
     }
 
-    private func openConnection() throws -> OpaquePointer {
+    /// Opens the socket; the bus address still owed a `Hello` when there is one. The handshake
+    /// is left to `register`, which bounds it: libdbus's own (`dbus_bus_register`, and
+    /// `dbus_bus_get_private` through it) flushes the `Hello` before waiting with its timeout,
+    /// and that flush blocks without one until authentication is over, so a socket that accepts
+    /// and never answers held the caller forever.
+    private func openConnection() throws -> (OpaquePointer, helloTo: String?) {
         var err = CDBus.DBusError()
         dbus_error_init(&err)
         defer { dbus_error_free(&err) }
@@ -218,25 +238,85 @@ final class ConnectionCore: @unchecked Sendable {
             }
             return DBusError(.failed, fallback)
         }
+        let address: String
+        let register: Bool
         switch target {
         case .session:
-            guard let c = dbus_bus_get_private(DBUS_BUS_SESSION, &err) else { throw failure("cannot connect to session bus") }
-            return c
-        case .system:
-            guard let c = dbus_bus_get_private(DBUS_BUS_SYSTEM, &err) else { throw failure("cannot connect to system bus") }
-            return c
-        case .address(let address, let register):
-            guard !address.utf8.contains(0) else { throw DBusError(.badAddress, "address contains NUL") }
-            guard let c = dbus_connection_open_private(address, &err) else { throw failure("cannot open \(address)") }
-            if register, dbus_bus_register(c, &err) == 0 {
-                dbus_connection_close(c)
-                dbus_connection_unref(c)
-                throw failure("Hello failed on \(address)")
+            guard let found = Self.sessionBusAddress() else {
+                // Only autolaunch is left, which starts a bus of its own (X11 and dbus-launch),
+                // so libdbus does it, handshake included.
+                guard let c = dbus_bus_get_private(DBUS_BUS_SESSION, &err) else { throw failure("cannot connect to session bus") }
+                return (c, nil)
             }
-            return c
+            (address, register) = (found, true)
+        case .system:
+            (address, register) = (Self.systemBusAddress(), true)
+        case .address(let a, let r):
+            (address, register) = (a, r)
         case .accepted(let peer):
-            return peer.raw
+            return (peer.raw, nil)
         }
+        guard !address.utf8.contains(0) else { throw DBusError(.badAddress, "address contains NUL") }
+        guard let c = dbus_connection_open_private(address, &err) else { throw failure("cannot open \(address)") }
+        return (c, register ? address : nil)
+    }
+
+    /// Where libdbus looks for the session bus before autolaunching (1.14,
+    /// `_dbus_lookup_user_bus`): `DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus` when it
+    /// is a socket of this user. Nil when neither is there.
+    static func sessionBusAddress() -> String? {
+        if let env = getenv("DBUS_SESSION_BUS_ADDRESS") { return String(cString: env) }
+        guard let dir = getenv("XDG_RUNTIME_DIR") else { return nil }
+        let path = String(cString: dir) + "/bus"
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_uid == getuid(), st.st_mode & S_IFMT == S_IFSOCK,
+              let escaped = dbus_address_escape_value(path) else { return nil }
+        defer { dbus_free(escaped) }
+        return "unix:path=" + String(cString: escaped)
+    }
+
+    /// `DBUS_SYSTEM_BUS_ADDRESS`, else the specification's well-known socket.
+    static func systemBusAddress() -> String {
+        if let env = getenv("DBUS_SYSTEM_BUS_ADDRESS") { return String(cString: env) }
+        return "unix:path=/var/run/dbus/system_bus_socket"
+    }
+
+    /// Loop thread, before the connection is handed out: sends `Hello` as an ordinary call and
+    /// runs the loop until it is answered. Its pending call's timeout starts now, while libdbus
+    /// still authenticates, so one deadline covers the handshake and `Hello`.
+    private func register(_ conn: OpaquePointer, address: String) throws {
+        let hello = try DBusMessage.methodCall(
+            destination: BusName(unchecked: "org.freedesktop.DBus"), path: ObjectPath(unchecked: "/org/freedesktop/DBus"),
+            interface: .bus, member: MemberName(unchecked: "Hello"))
+        let answer = Mutex<Result<DBusMessage, DBusError>?>(nil)
+        call(hello, timeoutMs: connectTimeoutMs, box: PendingReply { r in answer.withLock { $0 = r } })
+        // Dispatching here, not only in `iterate`: there it comes before the wait, so the round
+        // that completes the call would then sleep with no timeout left to wake it.
+        repeat {
+            while dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS {
+                _ = dbus_connection_dispatch(conn)
+            }
+        } while answer.withLock({ $0 }) == nil && iterate(conn, waiting: true)
+        switch answer.withLock({ $0 }) {
+        case .success(let reply):
+            guard case .string(let name)? = try? reply.arguments().first, !name.utf8.contains(0),
+                  dbus_bus_set_unique_name(conn, name) != 0 else {
+                throw DBusError(.failed, "the bus at \(address) answered Hello without a unique name")
+            }
+        case .failure(let e) where e.code == .noReply && dbus_connection_get_is_connected(conn) != 0:
+            let phase = dbus_connection_get_is_authenticated(conn) != 0 ? "did not answer Hello" : "did not complete authentication"
+            throw DBusError(.timeout, "the bus at \(address) accepted the connection but \(phase) within \(Self.describe(milliseconds: connectTimeoutMs))")
+        case .failure(let e) where e.code != .noReply:
+            throw e
+        case .failure, nil:
+            throw DBusError(.disconnected, "the bus at \(address) closed the connection before answering Hello")
+        }
+    }
+
+    /// `2s`, `1500ms`: a deadline as the errors that name it show it.
+    static func describe(milliseconds ms: Int32) -> String {
+        if ms == CDBUS_TIMEOUT_USE_DEFAULT { return "libdbus's default of 25s" }
+        return ms % 1000 == 0 ? "\(ms / 1000)s" : "\(ms)ms"
     }
 
     /// One round of the loop: queued jobs, dispatch, then the descriptors. `waiting` blocks in

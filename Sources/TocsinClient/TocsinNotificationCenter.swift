@@ -30,15 +30,21 @@ public actor TocsinNotificationCenter: TocsinNotifying {
     /// Notifications asked for per `ListPage` call; the daemon answers at most 10000 and fewer
     /// when a page would not fit one message.
     public nonisolated let pageSize: Int
+    /// How long a call waits for the daemon's answer (then `.daemonUnavailable`), and opening
+    /// the connection for the bus's (then `.bus`, naming the address); nil: libdbus's 25 s. A bus
+    /// socket that accepts the connection and never answers would otherwise hold the first call
+    /// forever.
+    public nonisolated let timeout: Duration?
     private var connection: DBusConnection?
     private var opening: Task<DBusConnection, any Error>?
     /// The keys this center added or posted, read by its event streams' filters.
     nonisolated let keys = KeyRegistry()
 
     /// Connects lazily, on the first call: creating a center never fails.
-    public init(bus: Bus = .session, pageSize: Int = 10_000) {
+    public init(bus: Bus = .session, pageSize: Int = 10_000, timeout: Duration? = nil) {
         self.bus = bus
         self.pageSize = min(max(pageSize, 1), 10_000)
+        self.timeout = timeout
     }
 
     // MARK: Scheduling
@@ -188,12 +194,12 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         if let current = self.opening {
             opening = current
         } else {
-            let bus = self.bus
+            let (bus, timeout) = (self.bus, self.timeout)
             opening = Task {
                 switch bus {
-                case .session: try await DBusConnection.session()
-                case .system: try await DBusConnection.system()
-                case .address(let a): try await DBusConnection.connect(address: a)
+                case .session: try await DBusConnection.session(timeout: timeout)
+                case .system: try await DBusConnection.system(timeout: timeout)
+                case .address(let a): try await DBusConnection.connect(address: a, timeout: timeout)
                 }
             }
             self.opening = opening
@@ -213,7 +219,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         let c = try await connection()
         do {
             return try await c.call(destination: Self.busName, path: Self.objectPath, interface: Self.interface,
-                                    member: member, arguments: arguments)
+                                    member: member, arguments: arguments, timeout: timeout)
         } catch let e as DBusError {
             throw TocsinClientError.fromDaemon(name: e.name, message: e.message)
         } catch {

@@ -66,3 +66,49 @@ public enum Products: Sendable {
     /// The path of a built executable product, e.g. `tocsin`.
     public static func executable(_ name: String) -> String { directory + "/" + name }
 }
+
+/// A Unix socket that takes connections and never reads or answers: a bus that is stopped,
+/// wedged or not a bus at all. Nothing accepts, the kernel completes each connection from the
+/// listen backlog, so a client sees it accepted. Closed when the value goes away.
+public final class SilentUnixSocket: Sendable {
+    public let path: String
+    /// `unix:path=...`, as a D-Bus address.
+    public var address: String { "unix:path=\(path)" }
+    private let fd: Int32
+
+    /// Listens at `path` (shorter than `sun_path`, 108 bytes).
+    public init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SilentSocketError(what: "socket", errno: errno) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            close(fd)
+            throw SilentSocketError(what: "path too long", errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            let e = errno
+            close(fd)
+            throw SilentSocketError(what: "bind/listen \(path)", errno: e)
+        }
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+}
+
+public struct SilentSocketError: Error, CustomStringConvertible {
+    public let what: String
+    public let errno: Int32
+    public var description: String { "\(what): errno \(errno)" }
+}

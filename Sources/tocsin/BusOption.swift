@@ -14,11 +14,13 @@ struct BusOptions: ParsableArguments {
         }
     }
 
-    func connect(host: (any DBusLoopHost)? = nil) async throws -> DBusConnection {
+    /// `timeout` bounds the handshake with the bus (see `DBusConnection.connect`); nil leaves
+    /// libdbus's 25 s, which the daemon's reconnection retries after.
+    func connect(host: (any DBusLoopHost)? = nil, timeout: Duration? = nil) async throws -> DBusConnection {
         switch bus {
-        case "session": return try await DBusConnection.session(host: host)
-        case "system": return try await DBusConnection.system(host: host)
-        default: return try await DBusConnection.connect(address: bus, host: host)
+        case "session": return try await DBusConnection.session(host: host, timeout: timeout)
+        case "system": return try await DBusConnection.system(host: host, timeout: timeout)
+        default: return try await DBusConnection.connect(address: bus, host: host, timeout: timeout)
         }
     }
 }

@@ -43,7 +43,12 @@ struct Client {
     static func connect(_ bus: ClientOptions) async throws -> Client {
         let timeout = try bus.replyTimeout()
         do {
-            return Client(connection: try await bus.connect(), bus: bus, timeout: timeout)
+            return Client(connection: try await bus.connect(timeout: timeout), bus: bus, timeout: timeout)
+        } catch let e as DBusError where e.code == .timeout {
+            // Something listens there, so the hint for an address nobody answers at would mislead.
+            throw CommandFailure(
+                "\(e.message) (it is stopped, wedged, or not a D-Bus bus); "
+                    + "wait longer with --timeout or $\(ClientOptions.environmentVariable)")
         } catch {
             throw CommandFailure("cannot connect to \(bus.description): \(Self.text(error))\(Self.connectHint(bus))")
         }

@@ -19,7 +19,9 @@ struct ClientOptions: ParsableArguments {
     var bus: String { busOptions.bus }
     var description: String { busOptions.description }
 
-    func connect() async throws -> DBusConnection { try await busOptions.connect() }
+    func connect(timeout: TimeSpan) async throws -> DBusConnection {
+        try await busOptions.connect(timeout: .microseconds(timeout.microseconds))
+    }
 
     /// `--timeout`, else `$TOCSIN_TIMEOUT`, else `defaultTimeout`; a malformed one names its source.
     func replyTimeout() throws(CommandFailure) -> TimeSpan {

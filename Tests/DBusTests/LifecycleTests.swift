@@ -50,6 +50,30 @@ struct LifecycleTests {
         #expect(error?.code == .noServer || error?.code == .fileNotFound, "\(String(describing: error))")
     }
 
+    /// A socket that takes connections and never says a word: libdbus's own `dbus_bus_register`
+    /// waited on it forever.
+    @Test("regression: a bus socket that accepts and never answers fails the open at its timeout, naming the address")
+    func silentBusTimesOut() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-silent")
+        let silent = try SilentUnixSocket(path: dir.path + "/bus")
+        let address = silent.address
+
+        let started = ContinuousClock.now
+        let error = try await withTimeout(.seconds(10), "the open to give up") { () -> DBusError? in
+            do {
+                _ = try await DBusConnection.connect(address: address, timeout: .seconds(1))
+                return nil
+            } catch let e as DBusError {
+                return e
+            }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(error?.code == .timeout, "\(String(describing: error))")
+        #expect(error?.message == "the bus at \(address) accepted the connection but did not complete authentication within 1s",
+                "\(String(describing: error))")
+        #expect(waited >= .milliseconds(900), "gave up after \(waited), before its timeout")
+    }
+
     /// The loop sleeps in epoll_wait with no timeout while nothing happens: over an idle window
     /// its iteration counter does not move at all. Deterministic, because nothing arrives.
     @Test func idleConnectionMakesNoWakeups() async throws {

@@ -167,6 +167,42 @@ struct HostileCLITests {
         #expect(env.stderrText.hasPrefix("error: invalid $TOCSIN_TIMEOUT '0': "), "\(env.stderrText)")
     }
 
+    /// A socket server that accepts every connection and never answers: the handshake with the bus
+    /// had no deadline, so `--timeout` was never reached (one `list` waited 11 minutes).
+    @Test("regression: a bus that accepts and never answers fails each command at --timeout or $TOCSIN_TIMEOUT, naming the address")
+    func silentBus() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-silentbus")
+        let path = dir.path + "/bus"
+        let server = try TestProcess("/usr/bin/python3", ["-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+            print("listening", flush=True)
+            held = []
+            while True: held.append(s.accept())
+            """, path])
+        defer { server.signal(SIGKILL) }
+        try await server.waitForOutput(containing: "listening", timeout: .seconds(20))
+        let address = "unix:path=\(path)"
+        let expected = "error: the bus at \(address) accepted the connection but did not complete authentication within 1s (it is stopped, wedged, or not a D-Bus bus); wait longer with --timeout or $TOCSIN_TIMEOUT"
+
+        let runs: [(String, [String], [String: String])] = [
+            ("list --timeout", ["list", "--bus", address, "--timeout", "1s"], [:]),
+            ("status --timeout", ["status", "--bus", address, "--timeout", "1s"], [:]),
+            ("schedule --timeout", ["schedule", "--title", "x", "--after", "1h", "--bus", address, "--timeout", "1s"], [:]),
+            ("session bus, $TOCSIN_TIMEOUT", ["list"], ["DBUS_SESSION_BUS_ADDRESS": address, "TOCSIN_TIMEOUT": "1s"]),
+        ]
+        for (name, arguments, environment) in runs {
+            let started = ContinuousClock.now
+            // Killed (and the test failed) at the deadline if it still waits.
+            let out = try await TestProcess.run(Products.executable("tocsin"), arguments, environment: environment, timeout: .seconds(10))
+            let waited = ContinuousClock.now - started
+            #expect(out.status == .exited(1), "\(name): \(out.stderrText)")
+            #expect(out.stderrText == expected + "\n", "\(name): \(out.stderrText)")
+            #expect(out.stdoutText.isEmpty, "\(name): \(out.stdoutText)")
+            #expect(waited >= .milliseconds(900) && waited < .seconds(10), "\(name): waited \(waited)")
+        }
+    }
+
     @Test("regression: DBUS_SESSION_BUS_ADDRESS naming a missing socket or one nobody listens on gets a hint", arguments: ["missing", "unbound"])
     func deadSessionAddress(kind: String) async throws {
         let dir = TemporaryDirectory(prefix: "tocsin-deadbus")

@@ -7,6 +7,29 @@ import TocsinTesting
 /// is started by the bus, and a schedule too large for one reply.
 @Suite("TocsinClient on a real daemon")
 struct RealClientTests {
+    /// Its first call opens the connection: the bus's handshake is bounded by the center's
+    /// timeout as its calls are, instead of holding that call forever.
+    @Test("regression: a bus that accepts and never answers fails the first call at the center's timeout, naming the address")
+    func silentBus() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-client-silent")
+        let silent = try SilentUnixSocket(path: dir.path + "/bus")
+        let center = TocsinNotificationCenter(bus: .address(silent.address), timeout: .seconds(1))
+        let started = ContinuousClock.now
+        let error = try await withTimeout(.seconds(10), "the first call to give up") { () -> TocsinClientError? in
+            do {
+                _ = try await center.status()
+                return nil
+            } catch let e as TocsinClientError {
+                return e
+            }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(error?.code == .bus, "\(String(describing: error))")
+        #expect(error?.message.contains("the bus at \(silent.address) accepted the connection but did not complete authentication within 1s") == true,
+                "\(String(describing: error))")
+        #expect(waited >= .milliseconds(900), "gave up after \(waited), before its timeout")
+    }
+
     static func request(_ key: String, after seconds: Int = 3600) -> NotificationRequest {
         NotificationRequest(key: key, content: NotificationContent(title: key, backends: Backends.events),
                             trigger: .after(.seconds(seconds)))
