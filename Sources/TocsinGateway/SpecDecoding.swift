@@ -164,6 +164,7 @@ struct DBusFieldReader: FieldReader {
                 report(key, "'\(key)' must be an array of strings, found an element of type \(Self.typeName(Self.unwrapped(item)))")
                 return nil
             }
+            guard let s = refusingNUL(key, s, at: Self.origin) else { return nil }
             out.append(s)
         }
         return out
@@ -180,6 +181,7 @@ struct DBusFieldReader: FieldReader {
         var seen = Set<String>()
         for e in items {
             guard case .string(let k) = e.key else { continue }
+            guard refusingNUL(key, k, at: Self.origin, name: "a key in '\(key)'") != nil else { continue }
             guard seen.insert(k).inserted else {
                 report("\(key).\(k)", "'\(key).\(k)' is given twice")
                 continue
@@ -188,6 +190,7 @@ struct DBusFieldReader: FieldReader {
                 report("\(key).\(k)", "'\(key).\(k)' must be a string, found \(Self.typeName(Self.unwrapped(e.value)))")
                 continue
             }
+            guard refusingNUL("\(key).\(k)", s, at: Self.origin) != nil else { continue }
             out.append((k, s))
         }
         return out

@@ -114,14 +114,29 @@ extension FieldReader {
 
     /// NUL cannot travel over D-Bus or into argv and environments; refused at the door on every surface.
     public mutating func refusingNUL(_ key: String, _ s: String) -> String? {
-        // Over the contiguous bytes: `utf8.contains` steps String's generic index, about
-        // 25 instructions a byte, and every string field of every call passes through here.
-        var bytes = s
-        if bytes.withUTF8({ $0.contains(0) }) {
+        if Self.containsNUL(s) {
             report(key, "'\(key)' must not contain a NUL character")
             return nil
         }
         return s
+    }
+
+    /// `refusingNUL` for a string inside an array or table (an argv element, an action's id or
+    /// label, a `user_info` entry): these reach the same places, and are reported where they are
+    /// written rather than at the start of the whole value. `name` is how a key is called.
+    public mutating func refusingNUL(_ field: String, _ s: String, at location: SourceLocation, name: String? = nil) -> String? {
+        if Self.containsNUL(s) {
+            report(FieldIssue(field: field, location: location, message: "\(name ?? "'\(field)'") must not contain a NUL character"))
+            return nil
+        }
+        return s
+    }
+
+    /// Over the contiguous bytes: `utf8.contains` steps String's generic index, about
+    /// 25 instructions a byte, and every string field of every call passes through here.
+    public static func containsNUL(_ s: String) -> Bool {
+        var bytes = s
+        return bytes.withUTF8 { $0.contains(0) }
     }
 
     /// Reports the keys of `present` that were never read, suggesting the closest known one.

@@ -148,4 +148,14 @@ struct ExecBackendTests {
         #expect(issues("command = []") == ["'command' must name a program as its first element"])
         #expect(issues("command = [\"/bin/true\"]\ntimeout = \"0\"") == ["invalid 'timeout': the interval must be longer than zero"])
     }
+
+    /// The kernel ends each argv string at its first NUL, so the program would get a cut argument.
+    @Test("regression: config: a NUL in a command argument is refused at that argument")
+    func nulInCommand() throws {
+        let t = try TOML.parse("command = [\"/x/hook.sh\", \"arg\\u0000tail\"]", file: "c.toml")
+        var r = TableReader(t, context: "[backend.hook]")
+        let made = ExecBackendFactory().make(name: "hook", reading: &r, environment: BackendEnvironment(logger: .init(label: "t")))
+        #expect(made == nil)
+        #expect(r.issues.map { "\($0.location): \($0.message)" } == ["1:26: 'command' must not contain a NUL character"])
+    }
 }

@@ -105,6 +105,8 @@ struct SoundConfigTests {
             expected: ["5:10: 'player' must contain {file} where the sound file goes, e.g. [\"paplay\", \"{file}\"]"]),
         Row(name: "custom player not found", table: "file = \"FILE\"\nplayer = [\"nosuchplayer\", \"{file}\"]", players: [],
             expected: ["5:10: player program 'nosuchplayer' not found on PATH or not executable"]),
+        Row(name: "regression: a NUL in a player argument, at the argument", table: "file = \"FILE\"\nplayer = [\"mpv\", \"a\\u0000b\", \"{file}\"]",
+            players: ["mpv"], expected: ["5:18: 'player' must not contain a NUL character"]),
         Row(name: "volume without a placeholder in player", table: "file = \"FILE\"\nvolume = 3\nplayer = [\"mpv\", \"{file}\"]", players: ["mpv"],
             expected: ["5:10: 'volume' needs a {volume}, {volume_pa} or {volume_fraction} placeholder in 'player'"]),
         Row(name: "misspelt key", table: "file = \"FILE\"\nmax_ring = 3", players: ["paplay"],

@@ -60,6 +60,13 @@ struct ErrorConformanceTests {
         Row(name: "NUL in the body", code: .invalidRequest, field: "body", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(NotificationRequest(key: "k", content: NotificationContent(title: "T", body: "a\u{0}b"), trigger: .after(.seconds(9))))
         },
+        Row(name: "NUL in an action id", code: .invalidRequest, field: "actions", local: true) { c, _ throws(TocsinClientError) in
+            let content = NotificationContent(title: "T", actions: [NotificationAction(id: "a\u{0}b", title: "Label")])
+            try await c.add(NotificationRequest(key: "k", content: content, trigger: .after(.seconds(9))))
+        },
+        Row(name: "NUL in a user_info key", code: .invalidRequest, field: "user_info", local: true) { c, _ throws(TocsinClientError) in
+            try await c.add(NotificationRequest(key: "k", content: NotificationContent(title: "T", userInfo: ["k\u{0}j": "v"]), trigger: .after(.seconds(9))))
+        },
         Row(name: "an empty backends list", code: .invalidRequest, field: "backends", local: true) { c, _ throws(TocsinClientError) in
             try await c.add(request(.after(.seconds(60)), backends: []))
         },

@@ -83,6 +83,7 @@ public struct TableReader: FieldReader, Sendable {
                                          message: "'\(key)' must be an array of strings, found an element of type \(item.value.typeName)"))
                 return nil
             }
+            guard let s = refusingNUL(key, s, at: item.location) else { return nil }
             out.append(s)
         }
         return out
@@ -96,11 +97,13 @@ public struct TableReader: FieldReader, Sendable {
         }
         var out: [(key: String, value: String)] = []
         for e in t.entries {
+            guard refusingNUL(key, e.key, at: e.keyLocation, name: "a key in '\(key)'") != nil else { continue }
             guard case .string(let s) = e.node.value else {
                 issues.append(FieldIssue(field: "\(key).\(e.key)", location: e.node.location,
                                          message: "'\(key).\(e.key)' must be a string, found \(e.node.value.typeName)"))
                 continue
             }
+            guard refusingNUL("\(key).\(e.key)", s, at: e.node.location) != nil else { continue }
             out.append((e.key, s))
         }
         return out

@@ -141,6 +141,10 @@ def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harne
     ("a lone surrogate", lambda now: Request(Content("x\udc80"), After(5)), tocsin.InvalidArgumentError, "title"),
     ("a NUL in user_info", lambda now: Request(Content("x", user_info={"k": "a\0b"}), After(5)),
      tocsin.InvalidArgumentError, "user_info"),
+    ("a NUL in a user_info key", lambda now: Request(Content("x", user_info={"k\0j": "v"}), After(5)),
+     tocsin.InvalidArgumentError, "user_info"),
+    ("a NUL in an action id", lambda now: Request(Content("x", actions={"a\0b": "Label"}), After(5)),
+     tocsin.InvalidArgumentError, "actions"),
     ("a naive datetime", lambda now: Request(Content("x"), At(datetime(2030, 1, 1))), tocsin.InvalidArgumentError, "at"),
     ("a wake that is not a boolean", lambda now: Request(Content("x"), After(5), wake="yes"),  # type: ignore[arg-type]
      tocsin.InvalidArgumentError, "wake"),
