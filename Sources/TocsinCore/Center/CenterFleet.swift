@@ -17,7 +17,12 @@ extension TocsinCenter {
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
         // `replace = false` keeps an existing one unchanged: nothing to tell the fleet then.
         let kept = !spec.replace && machine.isActive(n.key)
-        let key = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend).key
+        let key: String
+        do throws(CenterError) {
+            key = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend).key
+        } catch {
+            throw error.naming(spec.trigger)
+        }
         if share, !kept, let fleet { await fleet.scheduled(n, fleet: spec.fleet) }
         return key
     }

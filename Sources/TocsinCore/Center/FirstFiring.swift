@@ -21,6 +21,17 @@ extension Trigger {
     }
 }
 
+extension CenterError {
+    /// `after` becomes an `at` when the request is resolved, and the batch that schedules it reads
+    /// the clock again later: a span shorter than that wait has elapsed by then. Refused as `'at'
+    /// is in the past`, the error would name a field the caller never sent.
+    func naming(_ trigger: TriggerSpec) -> CenterError {
+        guard case .after(let span) = trigger, field == "at" else { return self }
+        return CenterError(code, "'after' \(span) elapsed before the notification could be scheduled; give a longer 'after', or post it now",
+                           field: "after")
+    }
+}
+
 extension Trigger {
     /// Which limit ended a series that has no firing after `now`, in the order `next` applies them.
     static func everyEnded(_ period: TimeSpan, _ starting: Instant, _ count: UInt32?, _ until: Instant?, _ now: Instant) -> String {
