@@ -34,6 +34,11 @@ struct QuietCommand: AsyncParsableCommand {
             throw ValidationError("--for and --until go with 'tocsin quiet on'")
         }
         if forDuration != nil && until != nil { throw ValidationError("give --for or --until, not both") }
+        // Over D-Bus an empty value is the absent one (quiet until switched off); typed on the
+        // command line it is more likely an unset variable than a wish to be quiet for good.
+        for (name, value) in [("--for", forDuration), ("--until", until)] where value?.isEmpty == true {
+            throw ValidationError("\(name) must not be empty; 'tocsin quiet on' alone is quiet until 'tocsin quiet off'")
+        }
     }
 
     func run() async throws {

@@ -49,6 +49,15 @@ struct CLIParsingTests {
         #expect(ack.err.contains("Usage: tocsin ack <key>"), "\(ack.err)")
     }
 
+    /// Over D-Bus an empty value means "until switched off"; typed on the command line it is
+    /// usually an unset variable, and was taken the same way without a word.
+    @Test("regression: `quiet on --until ''` and `--for ''` are usage errors, exit 64", arguments: ["--until", "--for"])
+    func emptyQuietEnd(option: String) throws {
+        let r = try Self.run(["quiet", "on", option, ""])
+        #expect(r.status == 64, "\(option): \(r.err)")
+        #expect(r.err.contains("\(option) must not be empty; 'tocsin quiet on' alone is quiet until 'tocsin quiet off'"), "\(option): \(r.err)")
+    }
+
     @Test("the root still answers --version and --generate-completion-script")
     func rootWords() throws {
         let version = try Self.run(["--version"])

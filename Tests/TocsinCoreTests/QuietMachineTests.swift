@@ -184,6 +184,11 @@ struct QuietMachineTests {
                  expected: .error("for: invalid 'for': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of the value)")),
         UntilRow(name: "both is refused", forText: "1h", untilText: "07:00", expected: .error("for: give 'for' or 'until', not both")),
         UntilRow(name: "a past timestamp is refused", forText: "", untilText: "@1000", expected: .error("until: invalid 'until': @1000 is not in the future")),
+        UntilRow(name: "regression: a calendar expression that never elapses says so (was: expected a four-digit year)",
+                 forText: "", untilText: "*-02-30", expected: .error("until: invalid 'until': the calendar expression '*-02-30 00:00:00' never elapses again")),
+        UntilRow(name: "regression: neither a calendar expression nor a timestamp gives both reasons (was: expected a four-digit year)",
+                 forText: "", untilText: "25:00", expected: .error("until: invalid 'until': as a time of day or calendar expression, hour value out of range (column 1 of the value); "
+                                  + "as a timestamp, expected a four-digit year (column 3 of the value)")),
     ]
 
     @Test("quiet on --for/--until as the CLI and D-Bus read it", arguments: untilRows)

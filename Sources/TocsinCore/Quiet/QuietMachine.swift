@@ -320,14 +320,26 @@ public enum QuietRequest: Sendable {
         }
         guard !untilText.isEmpty else { return nil }
         // A time of day or calendar expression first ("07:00" is the next 07:00, not today's);
-        // what never elapses again falls through to the timestamp forms and their messages.
-        if let spec = try? CalendarSpec.parse(untilText), let zoneRules = try? spec.resolvingZone(local: zone, rules: zones.rules),
-           let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) {
-            return t
+        // what is not one, or never elapses again, falls through to the timestamp forms. When
+        // neither reads it, the text was meant as one of them, and only the writer knows which:
+        // an expression's own problem (a zone, no elapse left) is the answer, else both are.
+        var calendarProblem = "", isCalendar = false
+        do throws(TimeSyntaxError) {
+            let spec = try CalendarSpec.parse(untilText)
+            isCalendar = true
+            let zoneRules = try spec.resolvingZone(local: zone, rules: zones.rules)
+            if let t = zoneRules.spec.nextElapse(after: now, in: zoneRules.zone) { return t }
+            calendarProblem = "the calendar expression '\(spec.normalized)' never elapses again"
+        } catch {
+            calendarProblem = "\(error.message) (column \(error.column) of the value)"
         }
         let t: Instant
         do { t = try Timestamp.parse(untilText, now: now) } catch {
-            throw CenterError(.invalidArguments, "invalid 'until': \(error.message) (column \(error.column) of the value)", field: "until")
+            if isCalendar {
+                throw CenterError(.invalidArguments, "invalid 'until': \(calendarProblem)", field: "until")
+            }
+            throw CenterError(.invalidArguments, "invalid 'until': as a time of day or calendar expression, \(calendarProblem); "
+                              + "as a timestamp, \(error.message) (column \(error.column) of the value)", field: "until")
         }
         guard t > now else { throw CenterError(.invalidArguments, "invalid 'until': \(untilText) is not in the future", field: "until") }
         if let refusal = TimeLimit.refusal(of: t, field: "until", value: untilText) {
