@@ -321,9 +321,11 @@ public enum QuietRequest: Sendable {
         guard !untilText.isEmpty else { return nil }
         // A time of day or calendar expression first ("07:00" is the next 07:00, not today's);
         // what is not one, or never elapses again, falls through to the timestamp forms. When
-        // neither reads it, the text was meant as one of them, and only the writer knows which:
-        // an expression's own problem (a zone, no elapse left) is the answer, else both are.
+        // neither reads it, the text was meant as one of them: an expression's own problem (a
+        // zone, no elapse left) is the answer, and so is the timestamp's for a form only a
+        // timestamp has (`+1h`, `-1h`, `@unix`); otherwise only the writer knows, so both are.
         var calendarProblem = "", isCalendar = false
+        let timestampOnly = untilText.first(where: { $0 != " " }).map { "+-@".contains($0) } ?? false
         do throws(TimeSyntaxError) {
             let spec = try CalendarSpec.parse(untilText)
             isCalendar = true
@@ -337,6 +339,9 @@ public enum QuietRequest: Sendable {
         do { t = try Timestamp.parse(untilText, now: now) } catch {
             if isCalendar {
                 throw CenterError(.invalidArguments, "invalid 'until': \(calendarProblem)", field: "until")
+            }
+            if timestampOnly {
+                throw CenterError(.invalidArguments, "invalid 'until': \(error.message) (column \(error.column) of the value)", field: "until")
             }
             throw CenterError(.invalidArguments, "invalid 'until': as a time of day or calendar expression, \(calendarProblem); "
                               + "as a timestamp, \(error.message) (column \(error.column) of the value)", field: "until")
