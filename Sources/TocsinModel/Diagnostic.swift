@@ -1,4 +1,3 @@
-public import TocsinModel
 /// One compiler-style message about a source file. Errors are values, collected, and rendered
 /// by the caller, so a config with five mistakes reports five.
 public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {

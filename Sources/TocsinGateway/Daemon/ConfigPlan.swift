@@ -155,15 +155,16 @@ public struct ConfigPlan: Sendable {
         case .failure(let e): backends = nil; diags += e.diagnostics
         }
         diags += ZoneCheck(file: loaded.file, environment: environment).diagnostics(for: loaded.configuration)
-        var warnings = now.map { skipped(loaded, at: $0) } ?? []
-        if now != nil, loaded.configuration.backends.isEmpty {
-            // Valid (a daemon kept only for its D-Bus API and history), but rarely meant.
-            warnings.append(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1), severity: .warning,
-                                       message: "no backend is configured ([backend.NAME]): notifications fire and are delivered nowhere"))
-        }
+        let warnings = now.map { skipped(loaded, at: $0) } ?? []
         if diags.isEmpty, let backends {
             var validated = ValidatedConfig(loaded: loaded, backends: backends)
             validated.warnings = warnings
+            if now != nil, loaded.configuration.backends.isEmpty {
+                // Valid (a daemon kept only for its D-Bus API and history), but rarely meant; not
+                // said beside errors, which are what such a file needs first.
+                validated.warnings.insert(Diagnostic(file: loaded.file, location: SourceLocation(line: 1, column: 1), severity: .warning,
+                                                     message: "no backend is configured ([backend.NAME]): notifications fire and are delivered nowhere"), at: 0)
+            }
             return .success(validated)
         }
         return .failure(ConfigLoadError(code: .invalid, file: loaded.file, diagnostics: (diags + warnings).sorted { $0.location < $1.location },

@@ -109,6 +109,27 @@ def test_no_daemon_is_a_clear_error(bus: PrivateBus) -> None:
     run(main())
 
 
+def test_a_bus_that_never_answers_is_given_up_at_the_timeout(tmp_path: Path) -> None:
+    # A socket that accepts (the kernel's backlog) and never speaks: authentication never ends.
+    import socket
+    path = str(tmp_path / "silent")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(8)
+
+    async def main() -> None:
+        started = time.monotonic()
+        with pytest.raises(tocsin.TocsinError) as info:
+            # The outer deadline turns a hang (the defect) into a failure of this test.
+            await asyncio.wait_for(tocsin.NotificationCenter.connect(f"unix:path={path}", timeout=1), 10)
+        assert time.monotonic() - started < 10
+        assert f"the bus at unix:path={path} accepted the connection but did not answer within 1 s" in str(info.value)
+    try:
+        run(main())
+    finally:
+        server.close()
+
+
 def test_a_stopping_daemon_is_a_daemon_not_running_error() -> None:
     # A daemon that is stopping still answers, refuses every change, and changes nothing: an app
     # that already handles a daemon going away handles this one too.

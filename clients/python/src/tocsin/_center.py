@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
@@ -67,19 +68,33 @@ class NotificationCenter:
     @classmethod
     async def connect(cls, address: str | None = None, *, timeout: float = 60.0) -> NotificationCenter:
         """Connects to the session bus (or `address`) and subscribes to the gateway's signals. The
-        daemon need not be running: its signals arrive once it starts."""
+        daemon need not be running: its signals arrive once it starts. A bus that accepts the
+        connection and never answers is given up after `timeout` seconds, with a `TocsinError`
+        naming it."""
         bus = MessageBus(bus_address=text("address", address)) if address else MessageBus(bus_type=BusType.SESSION)
-        await bus.connect()
-        center = cls(bus, timeout)
-        try:
+        where = address or os.environ.get("DBUS_SESSION_BUS_ADDRESS") or "the session bus"
+
+        async def handshake() -> NotificationCenter:
+            await bus.connect()
+            center = cls(bus, timeout)
             bus.add_message_handler(center._on_message)
             for rule in (MATCH_RULE, OWNER_RULE):
                 await center._bus_call("AddMatch", "s", [rule])
             owner = await bus.call(Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
                                            interface="org.freedesktop.DBus", member="GetNameOwner",
                                            signature="s", body=[BUS_NAME]))
-            if owner.message_type == MessageType.METHOD_RETURN:
+            if owner is not None and owner.message_type == MessageType.METHOD_RETURN:
                 center.daemon_owner = owner.body[0]
+            return center
+
+        # dbus-fast's connect waits for authentication and Hello without a deadline of its own.
+        try:
+            center = await asyncio.wait_for(handshake(), timeout)
+        except asyncio.TimeoutError:
+            bus.disconnect()
+            raise TocsinError("org.freedesktop.DBus.Error.Timeout",
+                              f"the bus at {where} accepted the connection but did not answer within {timeout} s "
+                              "(it is stopped, wedged, or not a D-Bus bus)") from None
         except BaseException:
             bus.disconnect()
             raise
