@@ -33,7 +33,7 @@ extension CalendarSpec {
     ///
     /// When the expression names a zone (`timeZoneName`), `zone` must be that zone's rules; `UTC` needs none.
     public func nextElapse(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
-        let systemd = systemdNextElapse(after: instant, in: zone)
+        let systemd = systemdPastItsValve(after: instant, in: zone)
         guard dstGap == .shift || dstFold == .both, !utc, dst < 0 else { return systemd }
         var wall = self
         wall.utc = true
@@ -73,7 +73,42 @@ extension CalendarSpec {
     }
 }
 
+extension CalendarSpec {
+    /// systemd's answer; where its search gives up circling on a local time that a DST gap
+    /// skips, the search again from the gap's far side. systemd does that when a gap does not
+    /// start on the hour (Pacific/Chatham's 02:45 → 03:45) and then schedules nothing, which for
+    /// a daemon would end a notification for good after one firing. The search visits
+    /// candidates in order, so nothing before the gap matched: starting at its far side finds the
+    /// first elapse that exists, as `skip` means. A give-up with no gap to explain it stays
+    /// systemd's answer, none.
+    func systemdPastItsValve(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
+        var from = instant
+        for _ in 0..<8 {
+            switch systemdSearch(after: from, in: zone) {
+            case .found(let t): return t
+            case .never: return nil
+            case .gaveUp(let wall):
+                guard let gap = zone.gap(holding: wall), gap * 1_000_000 > from.microseconds else { return nil }
+                from = Instant(microseconds: gap * 1_000_000 - 1)
+            }
+        }
+        return nil
+    }
+}
+
 extension TimeZoneRules {
+    /// The instant of the change whose gap skips local wall time `wall` (seconds as if in UTC),
+    /// or nil when that local time exists.
+    func gap(holding wall: Int64) -> Int64? {
+        var cursor = wall - 86_400
+        while let change = nextOffsetChange(after: cursor, before: wall + 86_400) {
+            let from = Int64(change.from), to = Int64(change.to)
+            if to > from, wall >= change.at + from, wall < change.at + to { return change.at }
+            cursor = change.at
+        }
+        return nil
+    }
+
     /// The first instant (unix seconds) after `seconds` and before `limit` at which the UTC offset
     /// changes, with the offsets before and after; changes of only the name or DST flag are passed over.
     func nextOffsetChange(after seconds: Int64, before limit: Int64) -> (at: Int64, from: Int, to: Int)? {

@@ -14,14 +14,29 @@ extension CalendarSpec {
     /// The first elapse strictly after `instant`, exactly as systemd computes it, or nil when it never elapses again.
     /// `nextElapse` adds the DST policies on top of this.
     func systemdNextElapse(after instant: Instant, in zone: TimeZoneRules) -> Instant? {
-        guard instant.microseconds < Self.maxBase else { return nil }
+        if case .found(let t) = systemdSearch(after: instant, in: zone) { return t }
+        return nil
+    }
+
+    /// How systemd's search ended: an elapse, none left, or its safety valve (systemd reports
+    /// "Infinite loop in calendar calculation" and schedules nothing), with the local wall time
+    /// (seconds as if in UTC) of the candidate it was circling on.
+    enum SearchEnd: Equatable { case found(Instant), never, gaveUp(wall: Int64) }
+
+    func systemdSearch(after instant: Instant, in zone: TimeZoneRules) -> SearchEnd {
+        guard instant.microseconds < Self.maxBase else { return .never }
         var clock = LocalClock(zone: zone, utc: utc)
         let base = instant.microseconds &+ 1
         let seconds = CivilMath.floorDiv(base, 1_000_000)
         var usec = Int(base - seconds * 1_000_000)
         var tm = clock.breakDown(seconds)
-        guard findNext(&tm, &usec, &clock), let t = clock.makeTime(&tm), t >= 0 else { return nil }
-        return Instant(microseconds: t * 1_000_000 + Int64(usec))
+        switch findNext(&tm, &usec, &clock) {
+        case .some(true):
+            guard let t = clock.makeTime(&tm), t >= 0 else { return .never }
+            return .found(Instant(microseconds: t * 1_000_000 + Int64(usec)))
+        case .some(false): return .never
+        case .none: return .gaveUp(wall: tm.localSeconds)
+        }
     }
 
     /// Outcome of matching one field: no value left, unchanged, or moved forward.
@@ -109,7 +124,9 @@ extension CalendarSpec {
     /// step for step, so the two can be read side by side, and each step's back-off `continue`s
     /// the one search loop; split into per-field functions, every step would have to return a
     /// "restart" code and the loop re-dispatch on it, on the calendar search's benchmarked path.
-    private func findNext(_ tm: inout BrokenDownTime, _ usec: inout Int, _ clock: inout LocalClock) -> Bool {
+    /// True: `tm` and `usec` hold the elapse; false: none is left; nil: the safety valve, with
+    /// `tm` the candidate it stopped on.
+    private func findNext(_ tm: inout BrokenDownTime, _ usec: inout Int, _ clock: inout LocalClock) -> Bool? {
         var c = tm
         var us = usec
         let start = tm, startUsec = usec
@@ -197,6 +214,7 @@ extension CalendarSpec {
             usec = us
             return true
         }
-        return false
+        tm = c
+        return nil
     }
 }
