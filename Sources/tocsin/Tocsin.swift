@@ -34,8 +34,10 @@ struct Tocsin: ParsableCommand {
         // At the open-files limit the kernel refuses the loop's descriptors: say so and exit, as
         // for every other start-up failure, rather than trap.
         do { try LoopExecutor.installAsGlobalExecutor() } catch { fail(CommandFailure("cannot start: \(error)")) }
+        var parsed: (any ParsableCommand.Type)?
         do {
             var command = try parseArguments(Array(CommandLine.arguments.dropFirst()))
+            parsed = type(of: command)
             if let asyncCommand = command as? any AsyncParsableCommand {
                 try LoopExecutor.runMain {
                     var c = asyncCommand
@@ -47,7 +49,18 @@ struct Tocsin: ParsableCommand {
         } catch let failure as CommandFailure {
             fail(failure)
         } catch {
-            // Usage errors (`ValidationError`, unknown options): the parser's own message and help.
+            // Usage errors (`ValidationError`, unknown options): the parser's own message and help,
+            // with the usage line of the command that threw it once one was parsed (the root's
+            // would read `tocsin <subcommand>` for a value `run` refused).
+            if error is ValidationError, let parsed, parsed != Tocsin.self, let name = parsed.configuration.commandName {
+                StandardStream.error.write("""
+                    Error: \(parsed.message(for: error))
+                    Usage: \(parsed.usageString())
+                      See 'tocsin \(name) --help' for more information.
+
+                    """)
+                Glibc.exit(parsed.exitCode(for: error).rawValue)
+            }
             exit(withError: error)
         }
     }

@@ -49,6 +49,16 @@ struct CLIParsingTests {
         #expect(ack.err.contains("Usage: tocsin ack <key>"), "\(ack.err)")
     }
 
+    /// Regression: a value `run` refuses (not the parser) printed the root's usage line.
+    @Test("a value the command refuses after parsing is a usage error with that command's usage line")
+    func refusedByRun() throws {
+        let r = try Self.run(["schedule", "--title", "x", "--after", "1h", "--action", "noequals"])
+        #expect(r.status == 64, "\(r.err)")
+        #expect(r.err.hasPrefix("Error: --action takes KEY=VALUE, got 'noequals'"), "\(r.err)")
+        #expect(r.err.contains("Usage: tocsin schedule [<options>] --title <title>"), "\(r.err)")
+        #expect(r.err.contains("See 'tocsin schedule --help' for more information."), "\(r.err)")
+    }
+
     /// Over D-Bus an empty value means "until switched off"; typed on the command line it is
     /// usually an unset variable, and was taken the same way without a word.
     @Test("regression: `quiet on --until ''` and `--for ''` are usage errors, exit 64", arguments: ["--until", "--for"])
