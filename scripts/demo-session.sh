@@ -38,17 +38,26 @@ stop_log() { echo "stop: $*" >>"$run/stop.log" 2>/dev/null || true; }
 stop_all() {
   local p i rc
   stop_log "daemon ${daemon:-(none)}, helpers ${helpers[*]:-(none)}"
+  # A process already gone is not waited for: inside this trap, run while the main flow's own
+  # `wait` for the daemon was interrupted, bash's `wait` for that reaped daemon was seen to block
+  # for good (the stop log ended at "was gone").
   if [ -n "$daemon" ]; then
-    kill -TERM "$daemon" 2>/dev/null || stop_log "daemon $daemon was gone"
-    rc=0; wait "$daemon" 2>/dev/null || rc=$?
-    stop_log "daemon $daemon waited for (status $rc)"
+    if kill -TERM "$daemon" 2>/dev/null; then
+      rc=0; wait "$daemon" 2>/dev/null || rc=$?
+      stop_log "daemon $daemon waited for (status $rc)"
+    else
+      stop_log "daemon $daemon was gone"
+    fi
   fi
   # Newest first: the bus, started first, goes last.
   for ((i = ${#helpers[@]} - 1; i >= 0; i--)); do
     p="${helpers[$i]}"
-    kill -TERM "$p" 2>/dev/null || stop_log "helper $p was gone"
-    rc=0; wait "$p" 2>/dev/null || rc=$?
-    stop_log "helper $p waited for (status $rc)"
+    if kill -TERM "$p" 2>/dev/null; then
+      rc=0; wait "$p" 2>/dev/null || rc=$?
+      stop_log "helper $p waited for (status $rc)"
+    else
+      stop_log "helper $p was gone"
+    fi
   done
 }
 trap 'stop_all; say "stopped; the run directory $run is kept"; exit 0' INT TERM
