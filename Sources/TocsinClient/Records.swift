@@ -121,8 +121,8 @@ public struct HistoryEntry: Sendable, Hashable {
     }
 }
 
-/// Which history to read: one key's, since an instant, at most `limit` entries (the daemon
-/// caps it at 10000 and answers what fits one message).
+/// Which history to read: one key's, since an instant, at most `limit` entries (at most 10000,
+/// which the daemon refuses to exceed; it answers what fits one message).
 public struct HistoryQuery: Sendable, Hashable {
     /// Only this key's events.
     public var key: String?

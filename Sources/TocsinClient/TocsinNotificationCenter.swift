@@ -134,7 +134,9 @@ public actor TocsinNotificationCenter: TocsinNotifying {
             filter.append(("key", .string(key)))
         }
         if let since = query.since { filter.append(("since", .int64(since.unixMicroseconds))) }
-        if query.limit < 1 { throw TocsinClientError(.invalidRequest, "'limit' must be at least 1, got \(query.limit)", field: "limit") }
+        if !(1...10_000).contains(query.limit) {
+            throw TocsinClientError(.invalidRequest, "'limit' must be from 1 to 10000 (the most History returns per call), got \(query.limit)", field: "limit")
+        }
         filter.append(("limit", .uint32(UInt32(clamping: query.limit))))
         let reply = try await call("History", [.vardict(filter)])
         guard case .array(_, let items)? = reply.first else { throw TocsinClientError(.unexpectedReply, "History answered \(reply.map(\.type))") }

@@ -25,7 +25,11 @@ extension GatewayService {
                 query.since = Instant(microseconds: us)
             case "limit":
                 guard case .uint32(let n) = value else { throw wrongType("a uint32") }
-                query.limit = n == 0 ? HistoryQuery.defaultLimit : min(Int(n), HistoryQuery.maxLimit)
+                // Refused, not cut to the bound: a caller asking for more would not know it got less.
+                guard n <= HistoryQuery.maxLimit else {
+                    throw DBusError(.invalidArgs, "'limit' \(n) is over \(HistoryQuery.maxLimit), the most History returns per call; narrow it with 'since' or 'key'")
+                }
+                query.limit = n == 0 ? HistoryQuery.defaultLimit : Int(n)
             default:
                 var message = "unknown key '\(Echo.capped(name))' in the History filter"
                 if let s = Suggestion.closest(to: name, among: ["key", "since", "limit"]) { message += "; did you mean '\(s)'?" }

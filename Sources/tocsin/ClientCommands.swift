@@ -243,7 +243,10 @@ struct WatchCommand: AsyncParsableCommand {
         let client = try await Client.connect(bus)
         let sub: DBusSignalSubscription
         do {
-            sub = try await client.connection.subscribe(MatchRule(interface: Gateway.interface, path: Gateway.objectPath))
+            // From the gateway's name only: the bus resolves it to the current owner, so any other
+            // client sending a signal of the same shape is not shown as the daemon's event.
+            sub = try await client.connection.subscribe(MatchRule(sender: Gateway.busName, interface: Gateway.interface,
+                                                                  path: Gateway.objectPath))
         } catch {
             throw CommandFailure("cannot subscribe: \(Client.text(error))")
         }
@@ -258,6 +261,8 @@ struct WatchCommand: AsyncParsableCommand {
         for await signal in sub {
             StandardStream.output.write((json ? Self.json(signal) : Self.text(signal)) + "\n")
         }
+        // The stream ends only with the connection: a lost bus is an error, not the end of watching.
+        throw CommandFailure("lost the connection to \(bus.description); no more events")
     }
 
     static func json(_ s: DBusSignal) -> String {

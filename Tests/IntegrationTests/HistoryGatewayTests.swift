@@ -37,6 +37,12 @@ struct HistoryGatewayTests {
             #expect(byKey.stdoutText.contains("\"Posted\""), "\(byKey.stdoutText)")
             let limited = try await g.gdbus("History", "{'limit': <uint32 1>}")
             #expect(limited.stdoutText.contains("'cancelled'") && !limited.stdoutText.contains("'fired'"), "\(limited.stdoutText)")
+            // Regression: a limit over the bound was cut to it without a word.
+            let over = try await g.gdbus("History", "{'limit': <uint32 10001>}")
+            #expect(over.status != .exited(0), "\(over.stdoutText)")
+            #expect(over.stderrText.contains("InvalidArgs") && over.stderrText.contains("'limit' 10001 is over 10000"), "\(over.stderrText)")
+            let most = try await g.gdbus("History", "{'limit': <uint32 10000>}")
+            #expect(most.status == .exited(0), "\(most.stderrText)")
         }
     }
 

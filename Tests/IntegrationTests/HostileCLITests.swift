@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import Glibc
 import Testing
@@ -201,6 +202,37 @@ struct HostileCLITests {
             #expect(out.stdoutText.isEmpty, "\(name): \(out.stdoutText)")
             #expect(waited >= .milliseconds(900) && waited < .seconds(10), "\(name): waited \(waited)")
         }
+    }
+
+    /// Regression: any client could make `watch` print a gateway event (the match rule named no
+    /// sender), and a lost bus ended `watch` with exit 0 and nothing said.
+    @Test("watch shows only the gateway's own signals, and a lost bus is an error (exit 1)")
+    func watchSenderAndLostBus() async throws {
+        let bus = try await PrivateBus.start()
+        let watch = try TestProcess(Products.executable("tocsin"), ["watch", "--bus", bus.address])
+        defer { watch.signal(SIGKILL) }
+        // The gateway's name, owned by a connection of this test.
+        let gateway = try await DBusConnection.connect(address: bus.address)
+        defer { gateway.close() }
+        _ = try await gateway.requestName(BusName("io.github.tocsin.Gateway"))
+        // Wait (bounded) for watch to subscribe: its subscription shows as a match rule on the bus.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var subscribed = false
+        while !subscribed, ContinuousClock.now < deadline {
+            let forged = try await TestProcess.run("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--type=signal",
+                "/io/github/tocsin/Gateway", "io.github.tocsin.Gateway1.Acknowledged", "string:forged"])
+            #expect(forged.status == .exited(0), "\(forged.stderrText)")
+            try gateway.emit(path: ObjectPath("/io/github/tocsin/Gateway"),
+                             interface: InterfaceName("io.github.tocsin.Gateway1"),
+                             member: MemberName("Acknowledged"), arguments: [.string("real")])
+            subscribed = (try? await watch.waitForOutput(containing: "Acknowledged real", timeout: .milliseconds(500))) != nil
+        }
+        #expect(subscribed, "watch never showed the gateway's signal: \(watch.stdout)")
+        #expect(!watch.stdout.contains("forged"), "\(watch.stdout)")
+        try await bus.crash()
+        let status = try await watch.waitForExit(timeout: .seconds(20))
+        #expect(status == .exited(1), "\(watch.stderr)")
+        #expect(watch.stderr.contains("lost the connection to"), "\(watch.stderr)")
     }
 
     @Test("regression: DBUS_SESSION_BUS_ADDRESS naming a missing socket or one nobody listens on gets a hint", arguments: ["missing", "unbound"])

@@ -236,6 +236,9 @@ def test_history_is_newest_first_and_filtered(harness: Harness) -> None:
         assert [(e.event, e.key) for e in entries[:2]] == [("cancelled", "two"), ("fired", "one")]
         assert [e.key for e in await c.history(key="one")] == ["one"]
         assert len(await c.history(limit=1)) == 1
+        with pytest.raises(tocsin.InvalidArgumentError) as info:
+            await c.history(limit=10001)
+        assert info.value.field == "limit"
         assert entries[1].occurrence == 1 and entries[1].title == "One"
     harness.run(body)
 

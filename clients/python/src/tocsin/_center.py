@@ -19,7 +19,7 @@ from ._model import Content, HistoryEntry, PendingNotification, QuietState, Requ
 from ._stream import EventStream
 from ._time import Duration, Instant, duration, from_usec, instant, to_usec
 from ._triggers import SpecValue
-from ._validate import text
+from ._validate import history_limit, text
 
 BUS_NAME = "io.github.tocsin.Gateway"
 OBJECT_PATH = "/io/github/tocsin/Gateway"
@@ -236,9 +236,7 @@ class NotificationCenter:
             instant("since", since)
             f["since"] = Variant("x", to_usec(since))
         if limit is not None:
-            if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit < 2**32:
-                raise client_error("limit", f"'limit' must be an integer from 0 to 4294967295, got {limit!r}")
-            f["limit"] = Variant("u", limit)
+            f["limit"] = Variant("u", history_limit(limit))
         events = (await self._call("History", "a{sv}", [f]))[0]
         return [HistoryEntry.from_wire(unwrap(d)) for d in events]
 

@@ -43,3 +43,10 @@ def text_map(field: str, values: Mapping[Any, Any]) -> dict[str, str]:
 def base_field(name: str) -> str:
     """`user_info.url` and `backends[2]` concern the fields `user_info` and `backends`."""
     return name.split(".", 1)[0].split("[", 1)[0]
+
+
+def history_limit(limit: object) -> int:
+    """`History`'s `limit`: 0 (the daemon's 100) to 10000, which the daemon refuses to exceed."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= 10000:
+        raise client_error("limit", f"'limit' must be an integer from 0 to 10000 (the most History returns per call), got {limit!r}")
+    return limit

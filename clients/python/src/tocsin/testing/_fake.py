@@ -16,7 +16,7 @@ from .._model import Content, HistoryEntry, PendingNotification, QuietState, Req
 from .._stream import EventStream
 from .._time import Duration, Instant, duration, duration_seconds, instant
 from .._triggers import SpecValue
-from .._validate import text
+from .._validate import history_limit, text
 from ._calendar import Unsupported
 from ._clock import VirtualClock
 from ._schedule import Schedule, schedule_for
@@ -213,6 +213,8 @@ class FakeNotificationCenter:
     async def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
         """As NotificationCenter.history, on the virtual clock."""
         self._record("history", key, since, limit)
+        if limit is not None:
+            history_limit(limit)
         out = [h for h in reversed(self._history) if (key is None or h.key == key) and (since is None or h.time >= since)]
         return out[: (limit or 100)]
 
