@@ -114,4 +114,23 @@ struct TimeLimitCenterTests {
         let until = try await h.center.snooze("tea", for: latest - h.clock.now())
         #expect(until == latest)
     }
+
+    /// Regression: `tocsin snooze K 1us`, again and again, delivered one notification many times
+    /// a second, below the floor every trigger is held to.
+    @Test("regression: a snooze shorter than min_period is refused naming 'duration'; min_period itself is a snooze")
+    func snoozeBelowTheFloor() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", .every(.hours(1), count: nil, starting: .instant(t0 + .seconds(1)), until: nil)))
+        await h.advance(1)
+        #expect(await h.settled().count == 1)
+        do {
+            try await h.center.snooze("tea", for: TimeSpan(microseconds: 1))
+            Issue.record("a snooze of 1us was accepted")
+        } catch {
+            #expect(error.field == "duration")
+            #expect(error.message == "'duration' 1us is below [daemon] min_period (1s); a notification may fire at most once per min_period", "\(error.message)")
+        }
+        let until = try await h.center.snooze("tea", for: .seconds(1))
+        #expect(until == h.clock.now() + .seconds(1))
+    }
 }

@@ -51,7 +51,12 @@ extension TocsinCenter {
     /// Silences a notification now and delivers its last firing again after `duration`.
     @discardableResult
     public func snooze(_ key: String, for duration: TimeSpan?) async throws(CenterError) -> Instant {
-        try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
+        // A snooze delivers again when it ends: below the floor, snoozing again and again would
+        // fire one notification faster than any trigger may.
+        if let duration, duration < options.limits.minPeriod {
+            throw CenterError(.invalidArguments, "'duration' \(duration) is below [daemon] min_period (\(options.limits.minPeriod)); a notification may fire at most once per min_period", field: "duration")
+        }
+        return try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
     }
 
     /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
