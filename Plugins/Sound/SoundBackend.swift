@@ -129,6 +129,19 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     /// Keys whose player is running now.
     public var playingKeys: [String] { state.withLock { $0.playing.keys.sorted() } }
 
+    /// What a ring needs that can go away after the config was loaded: the sound file and the
+    /// player program (`tocsin status` says so before the next ring fails). A sound server that is
+    /// down shows only when a ring fails, as the player reports it then.
+    public func health() async -> BackendHealth {
+        if access(settings.file, R_OK) != 0 {
+            return .unavailable("cannot read the sound file \(settings.file): \(String(cString: strerror(errno)))")
+        }
+        if let program = settings.player.first, access(program, X_OK) != 0 {
+            return .unavailable("cannot run the player \(program): \(String(cString: strerror(errno)))")
+        }
+        return .ok
+    }
+
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
         let key = firing.key
         // Checked at load, but the file may have gone since; that will not mend by retrying.

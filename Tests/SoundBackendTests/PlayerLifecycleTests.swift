@@ -100,6 +100,19 @@ struct PlayerLifecycleTests {
     /// A fake player's line that says it has run what comes before it: the test waits for the
     /// file instead of hoping the shell was quick (the start window does not wait for it).
     static let ready = "touch \"$(dirname \"$1\")/ready.tmp\"; mv \"$(dirname \"$1\")/ready.tmp\" \"$(dirname \"$1\")/ready\";"
+    /// Regression: `tocsin status` said `alarm: ok` while every ring failed for a player or a
+    /// sound file deleted after start-up.
+    @Test("health: ok while the file and the player are there; names whichever went missing")
+    func healthNamesWhatIsMissing() async throws {
+        let rig = try await AlarmRig()
+        #expect(await rig.backend.health() == .ok)
+        let player = try #require(rig.backend.settings.player.first)
+        try FileManager.default.removeItem(atPath: player)
+        #expect(await rig.backend.health() == .unavailable("cannot run the player \(player): No such file or directory"))
+        try FileManager.default.removeItem(atPath: rig.backend.settings.file)
+        #expect(await rig.backend.health() == .unavailable("cannot read the sound file \(rig.backend.settings.file): No such file or directory"))
+    }
+
     @Test("a ring starts a player; acknowledge stops and reaps it within 100 ms")
     func acknowledgeStops() async throws {
         let rig = try await AlarmRig()
