@@ -110,6 +110,10 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     /// Sound waits out quiet hours; alarms still ring unless `[quiet] alarms = false`.
     public var quietMode: QuietMode { .hold }
     public var ringPolicy: RingPolicy? { RingPolicy(every: settings.every, maxRings: settings.maxRings) }
+    /// A reload that replaces this instance stops its players: an acknowledge goes to the new
+    /// instance, which never started them, so they would play on to the 30 s cap. The ring goes
+    /// on at its next period, on the new instance.
+    public var shutsDownWhenReplaced: Bool { true }
 
     /// `environment` is exactly what the player gets. `observer` hears every start and end.
     public init(name: String, settings: SoundSettings, environment: [String: String], logger: Logger,

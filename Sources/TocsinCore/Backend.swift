@@ -104,6 +104,11 @@ public protocol DeliveryBackend: Sendable {
     /// backend `[fleet]` names.
     var fleetLink: (any FleetLink)? { get }
     func shutdown() async
+    /// Whether a reload that replaces this instance with another of the same name shuts this one
+    /// down. True where what the instance started (a playing sound) only it can stop: withdraws
+    /// go to the new instance. False (the default) where the new instance reaches the same
+    /// things (popups by their server's ids), so a reload does not close them.
+    var shutsDownWhenReplaced: Bool { get }
     /// Whether a delivery could succeed now, for `tocsin status`: a person asking why nothing pops
     /// up needs the reason ("no notification server") without reading retry warnings in the log.
     /// Must be cheap and must not deliver anything.
@@ -135,6 +140,7 @@ public enum BackendHealth: Hashable, Sendable, CustomStringConvertible {
 extension DeliveryBackend {
     public var ringPolicy: RingPolicy? { nil }
     public var quietMode: QuietMode { .deliver }
+    public var shutsDownWhenReplaced: Bool { false }
     /// Backends that cannot know (a log line, a program run per firing) count as healthy.
     public func health() async -> BackendHealth { .ok }
     public func start(events: any BackendEventSink) async {}

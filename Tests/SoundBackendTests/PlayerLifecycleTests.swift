@@ -113,6 +113,29 @@ struct PlayerLifecycleTests {
         #expect(await rig.backend.health() == .unavailable("cannot read the sound file \(rig.backend.settings.file): No such file or directory"))
     }
 
+    /// Regression: a reload that replaced the alarm backend (a changed `volume`) left the playing
+    /// sound with the old instance; the acknowledge went to the new one, and the sound played on
+    /// to the 30 s cap.
+    @Test("a reload that replaces the sound backend stops its player; the next ring is the new instance's")
+    func reloadStopsTheReplacedPlayer() async throws {
+        let rig = try await AlarmRig()
+        try await rig.schedule("wake", at: 10)
+        await rig.advance(10)
+        let pid = try #require(rig.started("wake").first?.pid)
+        #expect(isRunning(pid))
+        var settings = rig.backend.settings
+        settings.volume = 60
+        let replacement = SoundBackend(name: rig.backend.name, settings: settings, environment: ["PATH": "/usr/bin:/bin"],
+                                       logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try await rig.center.reload(backends: [replacement, rig.spy], specs: [], quiet: QuietSettings())
+        _ = try await rig.ended(pid: pid)
+        #expect(rig.backend.playingKeys.isEmpty)
+        await rig.advance(3)
+        #expect(replacement.playingKeys == ["wake"], "the next ring plays on the new instance")
+        #expect(try await rig.center.acknowledge("wake"))
+        #expect(replacement.playingKeys.isEmpty)
+    }
+
     @Test("a ring starts a player; acknowledge stops and reaps it within 100 ms")
     func acknowledgeStops() async throws {
         let rig = try await AlarmRig()

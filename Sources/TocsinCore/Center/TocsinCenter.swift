@@ -171,7 +171,11 @@ public actor TocsinCenter {
             await b.start(events: sink)
             if backendsDown { await b.shutdown() }
         }
-        for (name, b) in old where backends[name] == nil { await b.shutdown() }
+        for (name, b) in old {
+            guard let now = backends[name] else { await b.shutdown(); continue }
+            // Replaced (not the same instance installed again) by one that cannot reach what it started.
+            if b.shutsDownWhenReplaced, (now as AnyObject) !== (b as AnyObject) { await b.shutdown() }
+        }
     }
 
     public var backendNames: [String] { machine.backendNames }
