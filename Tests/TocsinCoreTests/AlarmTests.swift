@@ -3,6 +3,7 @@ import TocsinConfig
 import TocsinCore
 import TocsinTesting
 import TocsinTime
+import TocsinModel
 
 /// Ring timing belongs to the center: tested here with the virtual clock and spies, instantly.
 @Suite("Alarms: ringing until someone reacts")
@@ -48,6 +49,21 @@ struct AlarmTests {
         for _ in 0..<10 { await h.advance(3) }
         await h.center.waitForDeliveries()
         #expect(rings(alarm) == [1, 2])
+        #expect(h.clock.armedAt == nil)
+    }
+
+    /// Regression: an alarm ringing when a reload removed its sound backend stayed `ringing` for
+    /// good: no ring, no `Unanswered`, nothing but an acknowledge ended it.
+    @Test("a reload that removes the ringing backend ends the ringing; the notification is then done")
+    func reloadRemovingTheRinger() async throws {
+        let (h, alarm, popup) = try await harness()
+        #expect(await h.center.lookup("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 1))
+        try await h.center.reload(backends: [popup], specs: [], quiet: QuietSettings())
+        for _ in 0..<5 { await h.advance(3) }
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1])
+        let left = await h.center.lookup("wake")
+        #expect(left == nil, "still listed: \(String(describing: left?.state))")
         #expect(h.clock.armedAt == nil)
     }
 

@@ -383,6 +383,7 @@ extension TocsinCenter {
         case .config(let list, let newBackends, let quiet):
             if let newBackends {
                 machine.setBackends(Self.infos(newBackends))
+                machine.endRingingWithoutRinger(into: &out)
                 batch.swapTo = newBackends
             }
             if let quiet {

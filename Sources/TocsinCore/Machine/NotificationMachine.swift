@@ -271,6 +271,23 @@ public struct NotificationMachine: Sendable {
 
     public var backendNames: [String] { backends.map(\.name) }
 
+    /// After `setBackends`: an alarm ringing on backends that no longer ring (a reload removed its
+    /// sound backend) stops ringing. It had nothing left to ring on and, left `ringing`, it stayed
+    /// so for good: no ring, no `Unanswered`, nothing ended it but an acknowledge. Its popups stay.
+    public mutating func endRingingWithoutRinger(into out: inout [MachineAction]) {
+        var ended: [String] = []
+        for (i, e) in slots.enumerated() where live[i] {
+            if case .ringing = e.alert, ringPolicy(e) == nil { ended.append(e.key) }
+        }
+        for key in ended {
+            guard var e = entry(key) else { continue }
+            e.alert = .idle
+            put(e)
+            out.append(.persist(.progress(key: key, last: occurrence(e.last, of: e), alert: e.alert, pending: inDelivery[key])))
+            cleanUpIfDone(key, into: &out)
+        }
+    }
+
     /// A notification without `backends` goes to every backend except alarms: ringing is opt-in,
     /// so adding an alarm to a config never makes ordinary reminders ring.
     public var defaultTargets: [String] { routing.defaultRoute.targets }
