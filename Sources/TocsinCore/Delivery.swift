@@ -13,11 +13,28 @@ public struct DeliveryPolicy: Hashable, Sendable {
 }
 
 enum Deliverer {
-    /// Delivers with retries; returns nil on success or the last error.
+    /// Delivers with retries; returns nil on success or the last error. `current` names the
+    /// backend to retry on: a reload may have replaced the instance this began with (and shut it
+    /// down) or removed the backend (nil), and a firing must not go where the config no longer
+    /// sends it.
     static func deliver(_ firing: Firing, to backend: any DeliveryBackend, policy: DeliveryPolicy,
-                        clock: any TocsinClock, logger: Logger) async -> DeliveryError? {
+                        clock: any TocsinClock, logger: Logger,
+                        current: @Sendable () async -> (any DeliveryBackend)?) async -> DeliveryError? {
+        var backend = backend
         var attempt = 0
         while true {
+            if attempt > 0 {
+                guard let now = await current() else {
+                    logger.warning("a retried firing's backend was removed by a reload or shut down; not retried", metadata: [
+                        "key": "\(firing.key)", "backend": "\(backend.name)"])
+                    return DeliveryError(.failed, "backend gone before the retry")
+                }
+                backend = now
+            }
+            // A withdraw (acknowledge, cancel, snooze, replace) cancels the task: the attempt runs
+            // in a task of its own, which would not see it, so it is checked before every attempt,
+            // and after the wait above, during which the withdraw may have come.
+            if Task.isCancelled { return DeliveryError(.failed, "abandoned") }
             let result = await attemptOnce(firing, backend, timeout: policy.timeout, clock: clock)
             guard let error = result else { return nil }
             if Task.isCancelled { return error }
@@ -42,15 +59,22 @@ enum Deliverer {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (cont: CheckedContinuation<DeliveryError?, Never>) in
                 gate.install(cont)
-                let work = Task {
-                    do throws(DeliveryError) {
-                        try await backend.deliver(firing)
-                        gate.resume(nil)
-                    } catch {
-                        gate.resume(error)
+                // Under the lock `onCancel` takes: an attempt abandoned before it began is never
+                // started, since the backend would deliver it after the withdraw.
+                let work = workBox.withLock { box -> Task<Void, Never>? in
+                    guard !gate.isDone else { return nil }
+                    let work = Task {
+                        do throws(DeliveryError) {
+                            try await backend.deliver(firing)
+                            gate.resume(nil)
+                        } catch {
+                            gate.resume(error)
+                        }
                     }
+                    box = work
+                    return work
                 }
-                workBox.withLock { $0 = work }
+                guard let work else { return }
                 let deadline = clock.now() + timeout
                 let timer = Task {
                     do { try await clock.sleep(until: deadline) } catch { return }
@@ -83,6 +107,8 @@ private final class ResultGate: Sendable {
         }
         if let early { c.resume(returning: early) }
     }
+
+    var isDone: Bool { state.withLock { $0.done } }
 
     func onResume(_ f: @escaping @Sendable () -> Void) {
         let fireNow = state.withLock { s -> Bool in

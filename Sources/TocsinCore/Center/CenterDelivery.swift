@@ -198,10 +198,17 @@ extension TocsinCenter {
         enqueue(key: firing.key, backend: name, cancelPrevious: false) {
             if counted { await self.deliveryStarted() }
             if let previous { for await _ in previous {} }
-            let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger)
+            let error = await Deliverer.deliver(firing, to: backend, policy: policy, clock: clock, logger: logger,
+                                                current: { await self.retryTarget(name) })
             done?.finish()
             await self.finishedDelivery(firing, backend: name, error: error)
         }
+    }
+
+    /// Where a retry goes: the backend configured under `name` now, none once a reload removed
+    /// it or the stop shut it down (quiet hours refuse a held firing's removed backend alike).
+    private func retryTarget(_ name: String) -> (any DeliveryBackend)? {
+        backendsDown || down.contains(name) ? nil : backends[name]
     }
 
     private func deliveryStarted() {
@@ -249,10 +256,14 @@ extension TocsinCenter {
         startDraining()
     }
 
+    /// Every reason abandons the key's deliveries still queued or retrying for the backend: the
+    /// withdraw takes down what they would show (a replaced popup, a ring after `max_rings`
+    /// too), so one that got through after it would stay up, and the withdraw would wait
+    /// behind its backoff.
     func withdraw(key: String, from names: [String], reason: WithdrawReason, snoozedUntil: Instant? = nil) {
         for name in names where !down.contains(name) {
             guard let b = backends[name] else { continue }
-            enqueue(key: key, backend: name, cancelPrevious: reason != .replaced) {
+            enqueue(key: key, backend: name, cancelPrevious: true) {
                 await b.withdraw(key: key, reason: reason, snoozedUntil: snoozedUntil)
             }
         }
@@ -269,7 +280,9 @@ extension TocsinCenter {
         queueCounter += 1
         let id = queueCounter
         let task = Task.detached {
-            await previous?.value
+            // A cancel reaches every task queued before, down the chain: cancelling only the last
+            // would leave an earlier delivery retrying, to ring after the acknowledge.
+            await withTaskCancellationHandler { await previous?.value } onCancel: { previous?.cancel() }
             await work()
             await self.queueFinished(queueKey, id)
         }
