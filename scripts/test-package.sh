@@ -7,8 +7,9 @@
 # no Swift file exists anywhere and that every library the binary loads or names for dlopen is
 # installed, runs `tocsin --version`, `tocsin check` of the installed examples and `tocsin next` as
 # a user, then installs dbus-daemon (a test tool) and, in dbus-run-session, runs `tocsin daemon`,
-# `tocsin schedule --after 2s`, waits for the log backend's line of the firing and checks
-# `tocsin status` (the desktop backend's health there shows that libnotify loads). It stops the
+# `tocsin schedule --after 2s`, waits for the log backend's line of the firing, posts a popup,
+# which libnotify must fail to show for want of a notification server (so it loaded), and checks
+# `tocsin status`. It stops the
 # daemon and lets D-Bus activation start the installed one from its activation file. Last,
 # `apt purge tocsin` must leave none of the package's files (`dpkg -L`, captured before).
 #
@@ -125,8 +126,10 @@ user_checks() {
 session() {
   local version="$1" log=/tmp/daemon.log daemon out pid
   mkdir -p ~/.config/tocsin
-  # The log shows the firing; the desktop backend's health shows that libnotify loads (there is no
-  # notification server in the root, which is what its health must say).
+  # The log shows the firing. A popup shows that libnotify loads and runs: there is no
+  # notification server in the root, and only libnotify's GLib link, once loaded, says so in
+  # the log (a library that does not load is logged as "cannot load libnotify.so.4"); the
+  # desktop backend's health then says the same.
   printf '[backend.log]\ntype = "log"\n\n[backend.desktop]\ntype = "libnotify"\n' > ~/.config/tocsin/config.toml
   tocsin daemon > "$log" 2>&1 &
   daemon=$!
@@ -137,6 +140,11 @@ session() {
   [ "$out" = packaged ] || fail "tocsin schedule printed '$out'"
   wait_for 15 grep -q '^tocsin: fired key=packaged' "$log" || { cat "$log" >&2; fail "no firing of 'packaged' in the log within 15 s"; }
   say "the log backend's line: $(grep '^tocsin: fired key=packaged' "$log")"
+  out="$(tocsin post --key popup --title 'A popup' --backend desktop)"
+  [ "$out" = popup ] || fail "tocsin post printed '$out'"
+  wait_for 15 grep -q 'no notification server on the session bus' "$log" ||
+    { cat "$log" >&2; fail "the popup's failure (no notification server, found by libnotify) is not in the log within 15 s"; }
+  say "the popup, through libnotify: $(grep -m1 'no notification server on the session bus' "$log")"
   status_check "$version" "$daemon"
 
   # D-Bus activation: with the daemon stopped, a call starts the installed one (Exec=/usr/bin/tocsin daemon).
@@ -154,8 +162,7 @@ session() {
 not_running() { ! kill -0 "$1" 2>/dev/null; }
 
 # The same lines as the source build's status check (CLIDisplayTests): running, this version,
-# this pid, its config, what it holds, and each backend's health (the desktop backend's says
-# whether libnotify loaded).
+# this pid, its config, what it holds, and each backend's health.
 status_check() {
   local version="$1" pid="$2" out line
   out="$(tocsin status)" || fail "tocsin status exited $?: $out"

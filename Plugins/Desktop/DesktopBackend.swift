@@ -42,7 +42,7 @@ public struct DesktopBackend: DeliveryBackend {
     }
 
     /// "no notification server" when nobody owns org.freedesktop.Notifications on the session bus.
-    /// Before the first popup, asked without starting GLib (`ServerProbe`).
+    /// Before the first popup, asked without loading libnotify (`ServerProbe`).
     public func health() async -> BackendHealth {
         let problem: String?
         if let link = runtime.linkIfStarted() {

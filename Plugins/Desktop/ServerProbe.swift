@@ -1,23 +1,24 @@
 import CLibNotify
 import DBus
 
-/// The desktop backend's health before its first popup, without starting GLib.
+/// The desktop backend's health before its first popup, without loading libnotify.
 ///
-/// `Status` asks every backend's health, and the first such question used to start the GLib loop
-/// thread and a GDBus connection just to ask the bus one question: about 1.8 MB of GIO and GLib
-/// pages and three threads, kept for the rest of the life of a daemon that may never show a popup
-/// (docs/BENCHMARKS.md "Footprint"). Until a popup starts that link (`LibNotifyRuntime`), the same
-/// two facts are read here instead: that libnotify loads (the one load `show` would do, so a
-/// missing library keeps its reason), and who owns the server's name, asked over a libdbus
-/// connection of the probe's own as `serverProblem` asks over a GLib one of its own. The answers
-/// read as `serverProblem`'s.
+/// `Status` asks every backend's health, and status bars ask every second. Answering through
+/// libnotify would start the GLib loop thread and a GDBus connection, and even loading the library
+/// maps GLib, GIO, GObject and gdk-pixbuf (about 2.3 MB of the daemon's resident pages), all kept
+/// for the rest of the life of a daemon that may never show a popup (docs/BENCHMARKS.md
+/// "Footprint"). Until a popup loads it (`LibNotifyRuntime`), the probe asks who owns the server's
+/// name over a libdbus connection of its own, as `serverProblem` asks over a GLib one, and the
+/// answers read as `serverProblem`'s. A library that is missing is therefore reported from the
+/// first popup that tried to load it on (that load's reason), not before.
 enum ServerProbe {
     /// As long as `serverProblem` waits for the bus's answer.
     static let timeout = Duration.seconds(5)
 
     /// Why a popup could not be shown now, nil when one could.
     static func problem() async -> String? {
-        guard tocsin_libnotify_load() != 0 else { return LibNotifyRuntime.unavailableReason }
+        // A load that failed keeps failing: its reason, not the bus's answer.
+        if tocsin_libnotify_load_error() != nil { return LibNotifyRuntime.unavailableReason }
         let bus: DBusConnection
         do {
             bus = try await DBusConnection.session()

@@ -148,7 +148,7 @@ struct DesktopPopupTests {
         } }
     }
 
-    @Test("health before the first popup follows the server without starting GLib's bus threads; after a popup, the same answer")
+    @Test("health before the first popup follows the server without loading libnotify or starting GLib's bus threads; after a popup, the same answer")
     func healthBeforeFirstPopup() async throws {
         try await withGateway(config: Self.config) { g in try await withTeardown { t in
             func desktopHealth() async throws -> String? {
@@ -164,11 +164,19 @@ struct DesktopPopupTests {
                     .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
                     .filter { $0 == "gmain" || $0 == "gdbus" })
             }
+            // Whether libnotify (and with it GLib, GIO and gdk-pixbuf) is mapped into the daemon.
+            // (Read by cat: procfs reports a size of 0, which file APIs that trust the size read as empty.)
+            func libNotifyLoaded() async throws -> Bool {
+                let maps = try await TestProcess.run("cat", ["/proc/\(g.process.pid)/maps"])
+                #expect(maps.stdoutText.contains("/libdbus-1.so"), "read the daemon's maps: \(maps.stderrText)")
+                return maps.stdoutText.contains("/libnotify.so.4")
+            }
             #expect(try await desktopHealth() == "no notification server")
             let server = try await NotificationServer.mock(bus: g.bus, capabilities: "body actions")
             t.add { await server.stop() }
             #expect(try await desktopHealth() == "ok")
             #expect(glibThreads().isEmpty, "status started GLib's bus threads before any popup")
+            #expect(try await !libNotifyLoaded(), "status loaded libnotify before any popup")
 
             // A popup starts the GLib link; health is then asked over its connection, with the same answer.
             let monitor = try await NotificationMonitor.start(bus: g.bus)
@@ -176,6 +184,7 @@ struct DesktopPopupTests {
             _ = try await g.gdbus("PostNow", "{'key': <'first'>, 'title': <'First'>}")
             _ = try #require(try await monitor.wait("return", "Notify").first)
             #expect(glibThreads() == ["gmain", "gdbus"], "the popup's GLib connection runs its threads")
+            #expect(try await libNotifyLoaded())
             #expect(try await desktopHealth() == "ok")
         } }
     }

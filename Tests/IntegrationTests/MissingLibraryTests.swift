@@ -42,4 +42,37 @@ struct MissingLibraryTests {
         #expect(next.status == .exited(0), "\(next.stderrText)")
         #expect(next.stdoutText.contains("Next elapse: Fri 1970-01-02 00:00:00 UTC"), "\(next.stdoutText)")
     }
+
+    @Test("without libnotify the daemon serves as before; a popup fails naming the library, and status then reports it")
+    func withoutLibNotify() async throws {
+        try await withTeardown { t in
+            let bus = try await PrivateBus.start()
+            t.add { await bus.stop() }
+            let dir = TemporaryDirectory()
+            let config = try dir.write("popup.toml", "[backend.popup]\ntype = \"libnotify\"\n")
+            let real = try Self.file(of: "libnotify.so.4")
+            let script = "mount --bind /dev/null \"$1\" && shift && exec \"$@\""
+            let daemon = try TestProcess("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh", real,
+                                                              Self.binary, "daemon", "--state-dir", dir.path + "/state", "--config", config,
+                                                              "--bus", bus.address],
+                                         environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address, "HOME": dir.path])
+            t.add { _ = try? await daemon.kill() }
+            try await daemon.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+            func popupHealth() async throws -> String? {
+                let out = try await TestProcess.run(Self.binary, ["status", "--json", "--bus", bus.address])
+                #expect(out.status == .exited(0), "\(out.stderrText)")
+                let object = try JSONSerialization.jsonObject(with: Data(out.stdoutText.utf8)) as? [String: Any]
+                return (object?["backends"] as? [String: String])?["popup"]
+            }
+            // Before a popup the library is not loaded (status would map GLib for good), so the
+            // bus's answer is all there is: nobody serves notifications on this bus.
+            #expect(try await popupHealth() == "no notification server")
+            let post = try await TestProcess.run(Self.binary, ["post", "--title", "Hello", "--bus", bus.address])
+            #expect(post.status == .exited(0), "\(post.stderrText)")
+            try await daemon.waitForStderr(containing: "cannot load libnotify.so.4: ", timeout: .seconds(30))
+            let health = try await popupHealth()
+            #expect(health?.hasPrefix("cannot load libnotify.so.4: ") == true, "\(health ?? "nil")")
+            #expect(daemon.status == nil, "the daemon is still running")
+        }
+    }
 }
