@@ -24,6 +24,17 @@
 #   opened RTLD_LOCAL and call nothing of ours). lld, since swiftc's default linker, gold, cannot
 #   write DT_RELR, and GNU ld put Swift's writable .rodata where RELRO can no longer cover the
 #   relocated data.
+# - libdbus is linked in from its static archive (libdbus-1-dev ships it). The shared library
+#   brings libsystemd, and with it libgcrypt, libgpg-error, liblzma, libzstd, liblz4 and libcap:
+#   seven more libraries mapped and about 1,500 symbol relocations done at every start of every
+#   command, for two functions libdbus calls only to listen on sockets systemd passed it
+#   (`systemd:` server addresses, which Tocsin never uses). Those two, sd_listen_fds and
+#   sd_is_socket, are defined here as libsystemd answers without passed sockets (none, so the
+#   second is never reached). SwiftPM links what pkg-config says, so a dbus-1.pc of this build's
+#   own, first on PKG_CONFIG_PATH, names a directory whose libdbus-1.so is a linker script for the
+#   archive and the two functions. A security fix to libdbus then reaches Tocsin with its next
+#   build, as one to the Swift runtime does. 1.1-1.5 MB less in the idle daemon and a fifth of each
+#   command's time (docs/BENCHMARKS.md "Footprint").
 # - Every function in a section of its own (-function-sections, and -ffunction-sections for the C
 #   targets), laid out in the order scripts/tocsin.link-order lists: the functions a desktop
 #   session runs, packed together. The kernel maps code 64 KB around each page a process runs, so
@@ -48,6 +59,37 @@ stdcxx="$scratch/static-libstdc++"
 mkdir -p "$stdcxx"
 echo "INPUT($archive)" > "$stdcxx/libstdc++.so"
 
+# libdbus from its archive (above).
+dbuslib="$(pkg-config --variable=libdir dbus-1)"
+if [ ! -f "$dbuslib/libdbus-1.a" ]; then
+  echo "build-release: no $dbuslib/libdbus-1.a (libdbus-1-dev ships it)" >&2
+  exit 1
+fi
+staticdbus="$scratch/static-libdbus"
+mkdir -p "$staticdbus/pkgconfig"
+cat > "$staticdbus/sd-daemon.c" <<'EOF'
+/* libsystemd's answers when systemd passed no sockets (LISTEN_FDS unset), for the static libdbus
+ * of scripts/build-release.sh: its only calls into libsystemd, made for `systemd:` addresses. */
+int sd_listen_fds(int unset_environment) { (void)unset_environment; return 0; }
+int sd_is_socket(int fd, int family, int type, int listening) {
+    (void)fd; (void)family; (void)type; (void)listening;
+    return 0;
+}
+EOF
+"$clang" -O2 -fPIE -c "$staticdbus/sd-daemon.c" -o "$staticdbus/sd-daemon.o"
+# An archive, not the object: the link names -ldbus-1 once per module that imports it.
+rm -f "$staticdbus/libsd-daemon.a"
+ar rcs "$staticdbus/libsd-daemon.a" "$staticdbus/sd-daemon.o"
+echo "INPUT($dbuslib/libdbus-1.a $staticdbus/libsd-daemon.a)" > "$staticdbus/libdbus-1.so"
+cat > "$staticdbus/pkgconfig/dbus-1.pc" <<EOF
+Name: dbus-1
+Description: libdbus linked in from its archive (scripts/build-release.sh)
+Version: $(pkg-config --modversion dbus-1)
+Libs: -L$staticdbus -ldbus-1
+Cflags: $(pkg-config --cflags dbus-1)
+EOF
+export PKG_CONFIG_PATH="$staticdbus/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+
 order="$PWD/scripts/tocsin.link-order"
 flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
        -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
@@ -58,7 +100,7 @@ for product in "${products[@]}"; do
   rm -f "$scratch/release/$product"
   swift build "${flags[@]}" --product "$product" >&2
   dynamic="$(readelf -d "$scratch/release/$product")"
-  if grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+)' <<<"$dynamic" >&2; then
+  if grep -E 'NEEDED.*(swift|Foundation|dispatch|BlocksRuntime|icu|stdc\+\+|dbus|systemd)' <<<"$dynamic" >&2; then
     echo "build-release: $product still loads a library linked in statically (above)" >&2
     exit 1
   fi

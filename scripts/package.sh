@@ -95,6 +95,11 @@ mkdir -p "$work/man"
 gzip -9n < "$work/man/tocsin.1" > "$pkg/usr/share/man/man1/tocsin.1.gz"
 
 install -m 0644 contrib/debian/copyright "$pkg/usr/share/doc/tocsin/copyright"
+# libdbus is linked in from its archive by scripts/build-release.sh (no libdbus-1.so.3 among the
+# binary's NEEDED entries): its notice and licences then come with the package.
+if ! readelf -d "$built" | grep -F '[libdbus-1.so.3]' >/dev/null; then
+  cat contrib/debian/copyright-libdbus >> "$pkg/usr/share/doc/tocsin/copyright"
+fi
 # ICU comes with Foundation's internationalization; its notice is needed only when it is linked in.
 # (grep without -q reads all of nm's output: under pipefail, nm killed by SIGPIPE would fail the test.)
 if nm "$built" 2>/dev/null | grep -E ' icudt[0-9]+_dat$' >/dev/null; then
