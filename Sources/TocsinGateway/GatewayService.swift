@@ -341,7 +341,13 @@ private struct Properties: DBusPropertyProvider {
         return out
     }
 
+    /// Every property is read-only; a name that is none of them is answered as `Get` answers it,
+    /// so a client's typo is not reported as a permission.
     func set(interface: InterfaceName, name: String, value: DBusValue) async throws {
+        guard interface == Gateway.interface else { throw DBusError(.unknownInterface, "no interface \(interface)") }
+        guard GatewayService.properties.contains(where: { $0.name == name }) else {
+            throw DBusError(.unknownProperty, "no property \(name) on \(interface)")
+        }
         throw DBusError(.propertyReadOnly, "property \(name) is read-only")
     }
 }
