@@ -8,9 +8,9 @@ import TocsinModel
 
 /// The notification fields as flags, mirroring the `Schedule` spec (and the config file's keys).
 struct NotificationFlags: ParsableArguments {
-    @Option(help: "Unique key; a later notification with the same key replaces this one.") var key: String?
-    @Option(help: "Summary line.") var title: String
-    @Option(help: "Body text.") var body: String?
+    @Option(parsing: .unconditional, help: "Unique key; a later notification with the same key replaces this one.") var key: String?
+    @Option(parsing: .unconditional, help: "Summary line.") var title: String
+    @Option(parsing: .unconditional, help: "Body text.") var body: String?
     @Option(name: .customLong("backend"), help: "Deliver to this backend instance (repeatable; default: all).") var backends: [String] = []
     @Option(help: "low, normal or critical.") var urgency: String?
     @Option(help: "Icon name or path.") var icon: String?
@@ -58,19 +58,19 @@ struct ScheduleCommand: AsyncParsableCommand {
         """)
 
     @OptionGroup var notification: NotificationFlags
-    @Option(help: "Fire once at this time.") var at: String?
-    @Option(help: "Fire once after this duration (e.g. 15min).") var after: String?
-    @Option(help: "Fire repeatedly with this period.") var every: String?
+    @Option(parsing: .unconditional, help: "Fire once at this time.") var at: String?
+    @Option(parsing: .unconditional, help: "Fire once after this duration (e.g. 15min).") var after: String?
+    @Option(parsing: .unconditional, help: "Fire repeatedly with this period.") var every: String?
     @Option(help: "With --every: how many times.") var count: UInt32?
-    @Option(help: "With --every: the first firing.") var starting: String?
-    @Option(help: "With --every: no firing after this time.") var until: String?
+    @Option(parsing: .unconditional, help: "With --every: the first firing.") var starting: String?
+    @Option(parsing: .unconditional, help: "With --every: no firing after this time.") var until: String?
     @Option(name: .customLong("on-calendar"), help: "A systemd calendar expression.") var onCalendar: String?
     @Option(help: "IANA time zone for --on-calendar.") var timezone: String?
     @Option(name: .customLong("dst-gap"), help: "With --on-calendar: skip (default) or shift, fire a time a DST change skips at the first valid instant after it.") var dstGap: String?
     @Option(name: .customLong("dst-fold"), help: "With --on-calendar: first (default) or both, fire a time a DST change repeats at each occurrence.") var dstFold: String?
-    @Option(name: .customLong("remind-before"), help: "Fire this long before --at (repeatable).") var remindBefore: [String] = []
+    @Option(name: .customLong("remind-before"), parsing: .unconditionalSingleValue, help: "Fire this long before --at (repeatable).") var remindBefore: [String] = []
     @Option(help: "skip, fire-once or fire-all.") var missed: String?
-    @Option(name: .customLong("max-late"), help: "Skip a missed firing later than this.") var maxLate: String?
+    @Option(name: .customLong("max-late"), parsing: .unconditional, help: "Skip a missed firing later than this.") var maxLate: String?
     @Flag(name: .customLong("keep-existing"), help: "Keep an existing notification with the same key instead of replacing it.")
     var keepExisting = false
     @Flag(help: "Schedule it on every machine of the daemon's [fleet] too.") var fleet = false

@@ -50,6 +50,31 @@ struct CLITests {
         }
     }
 
+    @Test("a value that starts with '-' is the option's value: a title or body like '-5 °C' is kept, a negative duration is refused naming its field")
+    func dashValues() async throws {
+        try await withGateway { g in
+            let ok = try await g.tocsin("schedule", "--key", "-cold", "--title", "-5 °C outside", "--body", "- take a coat", "--after", "1h")
+            #expect(ok.status == .exited(0), "\(ok.stderrText)")
+            #expect(ok.stdoutText == "-cold\n")
+            let list = try await g.tocsin("list", "--json")
+            #expect(list.stdoutText.contains(#""title":"-5 °C outside""#) && list.stdoutText.contains(#""body":"- take a coat""#),
+                    "\(list.stdoutText)")
+            for (option, value, field) in [("--after", "-1s", "after"), ("--every", "-1s", "every"),
+                                           ("--remind-before", "-1h", "remind_before"), ("--max-late", "-1s", "max_late")] {
+                var words = ["schedule", "--title", "x", option, value]
+                if option == "--remind-before" { words += ["--at", "2099-01-01T00:00:00Z"] }
+                if option == "--max-late" { words += ["--after", "1h"] }
+                let r = try await TestProcess.run(Products.executable("tocsin"), words + ["--bus", g.bus.address])
+                #expect(r.status == .exited(1), "\(option) \(value): \(r.stderrText)")
+                #expect(r.stderrText.hasPrefix("error: invalid ") && r.stderrText.contains("'\(field)'") && r.stderrText.contains("negative"),
+                        "\(option) \(value): \(r.stderrText)")
+            }
+            let quiet = try await g.tocsin("quiet", "on", "--for", "-1h")
+            #expect(quiet.status == .exited(1) && quiet.stderrText.contains("'for'") && quiet.stderrText.contains("negative"),
+                    "\(quiet.stderrText)")
+        }
+    }
+
     struct EncodingRow: Sendable, CustomTestStringConvertible {
         var name: String
         /// The arguments, as shell words: `printf` makes the bytes no Swift string can hold.
