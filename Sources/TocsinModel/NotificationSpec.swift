@@ -164,7 +164,10 @@ public enum NotificationFields: Sendable {
             if let problem = validateKey(key, limits: limits) { r.report("key", problem) } else { spec.key = key }
         }
         if let title = r.requiredString("title") {
-            if title.utf8.count > limits.maxTitleBytes {
+            // A popup's summary line: an empty one shows nothing to say what it is about.
+            if title.isEmpty {
+                r.report("title", "'title' must not be empty")
+            } else if title.utf8.count > limits.maxTitleBytes {
                 r.report("title", "'title' is \(title.utf8.count) bytes; the limit is \(limits.maxTitleBytes)")
             } else { spec.title = title }
         }
@@ -181,6 +184,9 @@ public enum NotificationFields: Sendable {
         if let actions = r.stringTable("actions") {
             if actions.count > limits.maxActions {
                 r.report("actions", "'actions' has \(actions.count) entries; the limit is \(limits.maxActions)")
+            } else if actions.contains(where: { $0.key.isEmpty }) {
+                // The id is what `ActionInvoked` hands back: an empty one cannot be told apart.
+                r.report("actions", "an action id in 'actions' must not be empty")
             } else {
                 spec.actions = actions.map { NotificationAction(id: $0.key, label: $0.value) }
             }
@@ -189,6 +195,8 @@ public enum NotificationFields: Sendable {
             let bytes = info.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
             if info.count > limits.maxUserInfoEntries || bytes > limits.maxUserInfoBytes {
                 r.report("user_info", "'user_info' has \(info.count) entries and \(bytes) bytes; the limits are \(limits.maxUserInfoEntries) entries and \(limits.maxUserInfoBytes) bytes")
+            } else if info.contains(where: { $0.key.isEmpty }) {
+                r.report("user_info", "a key in 'user_info' must not be empty")
             } else {
                 for (k, v) in info { spec.userInfo[k] = v }
             }

@@ -145,6 +145,11 @@ def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harne
      tocsin.InvalidArgumentError, "user_info"),
     ("a NUL in an action id", lambda now: Request(Content("x", actions={"a\0b": "Label"}), After(5)),
      tocsin.InvalidArgumentError, "actions"),
+    ("an empty title", lambda now: Request(Content(""), After(5)), tocsin.InvalidArgumentError, "title"),
+    ("an empty action id", lambda now: Request(Content("x", actions={"": "Label"}), After(5)),
+     tocsin.InvalidArgumentError, "actions"),
+    ("an empty user_info key", lambda now: Request(Content("x", user_info={"": "v"}), After(5)),
+     tocsin.InvalidArgumentError, "user_info"),
     ("a naive datetime", lambda now: Request(Content("x"), At(datetime(2030, 1, 1))), tocsin.InvalidArgumentError, "at"),
     ("a wake that is not a boolean", lambda now: Request(Content("x"), After(5), wake="yes"),  # type: ignore[arg-type]
      tocsin.InvalidArgumentError, "wake"),

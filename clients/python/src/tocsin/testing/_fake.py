@@ -128,6 +128,7 @@ class FakeNotificationCenter:
         fields = request.fields()
         key = str(fields.setdefault("key", f"py-{uuid.uuid4().hex}"))
         self._check_key(key)
+        self._check_content(fields)
         backends = self._routing(fields)
         try:
             schedule = schedule_for(fields, self.clock.now(), self._min_period, self._zone)
@@ -315,6 +316,19 @@ class FakeNotificationCenter:
         return event
 
     # Machinery
+
+    @staticmethod
+    def _check_content(fields: dict[str, SpecValue]) -> None:
+        """The daemon's refusals of empty texts (NotificationFields.decode)."""
+        def refuse(field: str, message: str) -> None:
+            raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs", f"field '{field}': {message}", field)
+        if fields.get("title") == "":
+            refuse("title", "'title' must not be empty")
+        actions, user_info = fields.get("actions"), fields.get("user_info")
+        if isinstance(actions, dict) and "" in actions:
+            refuse("actions", "an action id in 'actions' must not be empty")
+        if isinstance(user_info, dict) and "" in user_info:
+            refuse("user_info", "a key in 'user_info' must not be empty")
 
     def _check_key(self, key: str) -> None:
         if not key or len(key.encode()) > 255:
