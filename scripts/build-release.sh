@@ -33,8 +33,8 @@
 #   second is never reached). SwiftPM links what pkg-config says, so a dbus-1.pc of this build's
 #   own, first on PKG_CONFIG_PATH, names a directory whose libdbus-1.so is a linker script for the
 #   archive and the two functions. A security fix to libdbus then reaches Tocsin with its next
-#   build, as one to the Swift runtime does. 1.1-1.5 MB less in the idle daemon and a fifth of each
-#   command's time (docs/BENCHMARKS.md "Footprint").
+#   build, as one to the Swift runtime does. About 0.5-1 MB less in the idle daemon and a fifth to
+#   a quarter of each command's time (docs/BENCHMARKS.md "Footprint").
 # - Every function in a section of its own (-function-sections, and -ffunction-sections for the C
 #   targets), laid out in the order scripts/tocsin.link-order lists: the functions a desktop
 #   session runs, packed together. The kernel maps code 64 KB around each page a process runs, so
