@@ -15,18 +15,29 @@ public struct DaemonKey<Value: Sendable>: Sendable {
     /// What applies when the key is absent. nil for a key whose fallback is not a constant
     /// (`state_dir`: `$XDG_STATE_HOME`; `timezone`: `$TZ`; `max_message_size`: by the bus).
     public let defaultValue: Value
-    public let doc: String
+    /// As written, with `{default}` and `{range}` where `shownDefault` and `shownRange` go, so a
+    /// number is written once.
+    let docTemplate: String
+    let shownDefault: String
+    let shownRange: String
     /// Reads the key as written, reporting what is refused (type, range); nil when absent or refused.
     let read: @Sendable (inout any FieldReader) -> Value?
 
-    public var field: NotificationFields.Field { .init(name: name, type: type, summary: doc) }
-}
-
-extension DaemonKey {
-    /// The doc with `{default}` and `{range}` filled in, so a number is written once.
-    fileprivate static func fill(_ doc: String, default d: String, range: String = "") -> String {
-        doc.replacing("{default}", with: d).replacing("{range}", with: range)
+    init(name: String, type: String, defaultValue: Value, doc: String, shownDefault: String = "",
+         shownRange: String = "", read: @escaping @Sendable (inout any FieldReader) -> Value?) {
+        self.name = name; self.type = type; self.defaultValue = defaultValue
+        docTemplate = doc; self.shownDefault = shownDefault; self.shownRange = shownRange
+        self.read = read
     }
+
+    /// Filled in when asked (the schema listing), not when the key table is built: the daemon
+    /// reads its keys at every start, and String.replacing is the only code it would run from
+    /// the string-processing library, whose pages it would then keep resident.
+    public var doc: String {
+        docTemplate.replacing("{default}", with: shownDefault).replacing("{range}", with: shownRange)
+    }
+
+    public var field: NotificationFields.Field { .init(name: name, type: type, summary: doc) }
 }
 
 extension DaemonKey where Value == String? {
@@ -38,7 +49,7 @@ extension DaemonKey where Value == String? {
 extension DaemonKey where Value: RawRepresentable & CaseIterable, Value.RawValue == String {
     /// One of an enumeration's raw values.
     static func choice(_ name: String, default d: Value, doc: String) -> Self {
-        Self(name: name, type: "string", defaultValue: d, doc: fill(doc, default: d.rawValue)) { r in
+        Self(name: name, type: "string", defaultValue: d, doc: doc, shownDefault: d.rawValue) { r in
             r.choice(name, Value.allCases.map { ($0.rawValue, $0) })
         }
     }
@@ -46,7 +57,7 @@ extension DaemonKey where Value: RawRepresentable & CaseIterable, Value.RawValue
 
 extension DaemonKey where Value == Int {
     static func integer(_ name: String, default d: Int, in range: ClosedRange<Int64>, doc: String) -> Self {
-        Self(name: name, type: "integer", defaultValue: d, doc: fill(doc, default: "\(d)")) { r in
+        Self(name: name, type: "integer", defaultValue: d, doc: doc, shownDefault: "\(d)") { r in
             r.integer(name, in: range).map { Int($0) }
         }
     }
@@ -65,7 +76,7 @@ extension DaemonKey where Value == TimeSpan {
     /// A positive span within `range`; a span outside it is refused naming both bounds.
     static func duration(_ name: String, default d: TimeSpan, in range: ClosedRange<TimeSpan>? = nil, doc: String) -> Self {
         let shown = range.map { "\(docText($0.lowerBound)) to \(docText($0.upperBound))" } ?? ""
-        return Self(name: name, type: "duration", defaultValue: d, doc: fill(doc, default: docText(d), range: shown)) { r in
+        return Self(name: name, type: "duration", defaultValue: d, doc: doc, shownDefault: docText(d), shownRange: shown) { r in
             guard let p = r.duration(name, positive: true) else { return nil }
             if let range, !range.contains(p) {
                 r.report(name, "'\(name)' is \(p); it must be between \(range.lowerBound) and \(range.upperBound)")
@@ -78,7 +89,7 @@ extension DaemonKey where Value == TimeSpan {
 
 extension DaemonKey where Value == Bool {
     static func boolean(_ name: String, default d: Bool, doc: String) -> Self {
-        Self(name: name, type: "boolean", defaultValue: d, doc: fill(doc, default: "\(d)")) { r in r.bool(name) }
+        Self(name: name, type: "boolean", defaultValue: d, doc: doc, shownDefault: "\(d)") { r in r.bool(name) }
     }
 }
 
@@ -183,10 +194,12 @@ public struct DaemonSettings: Hashable, Sendable {
 
     /// A key bound to the field it sets.
     struct Binding: Sendable {
-        let field: NotificationFields.Field
+        let name: String
+        let field: @Sendable () -> NotificationFields.Field
         let apply: @Sendable (inout any FieldReader, inout DaemonSettings) -> Void
         init<V>(_ key: DaemonKey<V>, _ set: @escaping @Sendable (inout DaemonSettings, V) -> Void) {
-            field = key.field
+            name = key.name
+            field = { key.field }
             apply = { r, s in if let v = key.read(&r) { set(&s, v) } }
         }
     }
@@ -207,14 +220,14 @@ public struct DaemonSettings: Hashable, Sendable {
         Binding(DaemonKeys.wakeAlarms) { $0.wakeAlarms = $1 },
     ]
 
-    public static let keys: [NotificationFields.Field] = table.map(\.field)
+    public static var keys: [NotificationFields.Field] { table.map { $0.field() } }
 
     /// Reads `[daemon]` from any surface: every key through its table entry, then the unknown
     /// ones reported. The file's reader (TocsinConfig) hands it a TOML table's reader.
     public static func read(from r: inout any FieldReader) -> DaemonSettings {
         var settings = DaemonSettings()
         for b in table { b.apply(&r, &settings) }
-        r.finish(known: keys.map(\.name))
+        r.finish(known: table.map(\.name))
         return settings
     }
 }
