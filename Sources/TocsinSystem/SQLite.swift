@@ -116,8 +116,8 @@ package final class SQLiteDatabase {
 
     /// Gives the page cache back to the heap; the next statement reads its pages from the file
     /// again (from the kernel's page cache, not the disk, as a rule). Between transactions every
-    /// page is unpinned, so all of them go except SQLite's first block of about 20 page slots,
-    /// which it keeps until the connection closes (and `cacheBytes` does not count).
+    /// page is unpinned, so all of them go (CSQLite's open turns off the first block of page
+    /// slots SQLite would otherwise keep until the connection closes).
     package func releaseMemory() { _ = sqlite3_db_release_memory(handle) }
 
     package func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
