@@ -37,11 +37,17 @@
 #   a quarter of each command's time (docs/BENCHMARKS.md "Footprint").
 # - Every function in a section of its own (-function-sections, and -ffunction-sections for the C
 #   targets), laid out in the order scripts/tocsin.link-order lists: the functions a desktop
-#   session runs, packed together. The kernel maps code 64 KB around each page a process runs, so
-#   packed code is fewer resident pages: the idle daemon's code went from about 8 MB to 5 MB
-#   (docs/BENCHMARKS.md "Footprint"). scripts/link-order.sh regenerates the list; this prints how
-#   much of it still names functions of the binary. The binary is linked again on every run,
-#   because SwiftPM does not see the list as an input of the link.
+#   session runs, packed together, those of the idle daemon first. The kernel maps code 64 KB
+#   around each page a process runs, so packed code is fewer resident pages: the idle daemon's
+#   code went from about 8 MB to 5 MB, then to 3.3 MB (docs/BENCHMARKS.md "Footprint").
+#   The list orders functions by name, so every function the daemon runs must have one:
+#   -disable-llvm-merge-functions-pass keeps the compiler from folding identical functions into
+#   one body behind unnamed thunks (about 1,200 of them, 0.1 MB more code), and a linker script
+#   puts the ~560 functions Swift leaves unnamed anyway (closure contexts' destroyers, metadata
+#   accessors; sections .text..L*, 35 kB) just before .text, beside the packed code.
+#   scripts/link-order.sh regenerates the list; this prints how much of it still names functions
+#   of the binary. The binary is linked again on every run, because SwiftPM does not see the list
+#   as an input of the link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch="$PWD/.build-release-static"
@@ -90,12 +96,28 @@ Cflags: $(pkg-config --cflags dbus-1)
 EOF
 export PKG_CONFIG_PATH="$staticdbus/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
+# The functions Swift leaves unnamed, which the ordering list cannot name (above).
+unnamed="$scratch/unnamed-functions.ld"
+cat > "$unnamed" <<'EOF'
+SECTIONS { .text.unnamed : { *(.text..L*) } } INSERT BEFORE .text;
+EOF
+
 order="$PWD/scripts/tocsin.link-order"
 flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
        -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --no-export-dynamic
        -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections
+       -Xswiftc -Xfrontend -Xswiftc -disable-llvm-merge-functions-pass
        -Xlinker "--symbol-ordering-file=$order" -Xlinker --no-warn-symbol-ordering
+       -Xlinker "--script=$unnamed"
        -Xlinker "-L$stdcxx" --scratch-path "$scratch")
+# SwiftPM recompiles nothing when only flags passed to the frontend change (seen with
+# -disable-llvm-merge-functions-pass), so a change of flags starts the build afresh.
+stamp="$scratch/build-release.flags"
+if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "${flags[*]}" ]; then
+  rm -rf "$(readlink -f "$scratch/release")" "$scratch/release"
+fi
+mkdir -p "$scratch"
+printf '%s' "${flags[*]}" > "$stamp"
 for product in "${products[@]}"; do
   rm -f "$scratch/release/$product"
   swift build "${flags[@]}" --product "$product" >&2

@@ -12,10 +12,14 @@
 #
 # How: callgrind records every function one daemon runs (started with the footprint benchmark's
 # configuration under Xvfb and dunst, scheduling, firing, acknowledging and reloading) and every
-# function each `tocsin` command runs against it. The daemon's functions come first, then the
-# commands'; names the binary does not define (the C libraries') are left out. Names are stable
-# across builds of the same code; after the code changes, names that no longer exist are ignored
-# by the linker, and build-release.sh prints how many still match: regenerate when that falls.
+# function each `tocsin` command runs against it. The list keeps them in four groups, each packed:
+# what the daemon runs from start until it is idle (all an idle daemon keeps mapped), then what it
+# runs to answer the commands a status bar and a day's scheduling send, then the rest of what it
+# runs (firing, acknowledging, reloading), then the commands' own. callgrind_control dumps the
+# daemon's profile between the phases. Names the binary does not define (the C libraries') are
+# left out. Names are stable across builds of the same code; after the code changes, names that
+# no longer exist are ignored by the linker, and build-release.sh prints how many still match:
+# regenerate when that falls.
 #
 # Needs valgrind, dbus-daemon, Xvfb, dunst and gdbus. Takes about a minute. Run from anywhere.
 set -euo pipefail
@@ -23,7 +27,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 tocsin="${1:-$root/.build-release-static/release/tocsin}"
 out="$root/scripts/tocsin.link-order"
-for tool in valgrind dbus-daemon Xvfb dunst gdbus nm; do
+for tool in valgrind callgrind_control dbus-daemon Xvfb dunst gdbus nm; do
   command -v "$tool" >/dev/null || { echo "link-order: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$tocsin" ] || { echo "link-order: no $tocsin (run scripts/build-release.sh first)" >&2; exit 1; }
@@ -49,7 +53,7 @@ until [ -e "/tmp/.X11-unix/X$display" ]; do sleep 0.05; done
 DISPLAY=":$display" dunst > /dev/null 2>&1 &
 gdbus wait --session --timeout 20 org.freedesktop.Notifications
 
-# tocsin-bench footprint's configuration (the built-in default), and two notifications that fire.
+# tocsin-bench footprint's configuration (the built-in default) and a calendar notification.
 cat > "$work/tocsin.toml" <<'EOF'
 [daemon]
 missed = "fire-once"
@@ -69,31 +73,56 @@ key = "weekday"
 title = "Stand-up"
 on_calendar = "Mon..Fri 09:25"
 
-[[notification]]
-key = "tick"
-title = "tick"
-every = "2s"
-count = 2
 EOF
 valgrind --tool=callgrind --demangle=no --compress-strings=no --dump-instr=no \
   --callgrind-out-file="$work/daemon/%p" "$bin" daemon --config "$work/tocsin.toml" \
   --state-dir "$work/st" > "$work/daemon.log" 2>&1 &
 daemon=$!
 gdbus wait --session --timeout 120 io.github.tocsin.Gateway
+# Idle: no CPU time used for a second (the daemon arms its timers and waits).
+settled() {
+  local deadline=$((SECONDS + 120)) before after
+  after=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+  while [ $SECONDS -lt $deadline ]; do
+    sleep 1
+    before=$after
+    after=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+    [ "$after" != "$before" ] || return 0
+  done
+  echo "link-order: the daemon did not become idle" >&2
+  exit 1
+}
+settled
+callgrind_control --dump "$daemon" > /dev/null 2>&1
 
 cli status
 cli schedule --title x --after 1h
+cli list
+for i in $(seq 200); do
+  gdbus call --session --dest io.github.tocsin.Gateway --object-path /io/github/tocsin/Gateway \
+    --method io.github.tocsin.Gateway1.Schedule "{'key': <'fill-$i'>, 'title': <'n $i'>, 'after': <'1h'>}" > /dev/null
+done
+cli next 'Mon..Fri 09:25' --count 3
+cli check contrib/examples/alarm-clock.toml
+settled
+callgrind_control --dump "$daemon" > /dev/null 2>&1
+
+# A repeat from the configuration, added by a reload so that it fires only in this phase.
+cat >> "$work/tocsin.toml" <<'EOF'
+
+[[notification]]
+key = "tick"
+title = "tick"
+every = "2s"
+count = 2
+EOF
+cli reload
 cli schedule --key soon --title soon --after 2s
 cli schedule --key ring --title ring --after 2s --action snooze=Snooze
 cli schedule --key cal --title cal --on-calendar 'Mon..Fri 09:25' --timezone Europe/Berlin
 cli schedule --key auction --title auction --at +2d --remind-before 24h --remind-before 1h
 cli schedule --key rep --title rep --every 1h --count 3
-for i in $(seq 200); do
-  gdbus call --session --dest io.github.tocsin.Gateway --object-path /io/github/tocsin/Gateway \
-    --method io.github.tocsin.Gateway1.Schedule "{'key': <'fill-$i'>, 'title': <'n $i'>, 'after': <'1h'>}" > /dev/null
-done
 cli list
-cli next 'Mon..Fri 09:25' --count 3
 cli check contrib/examples/standup.toml
 # The firings of tick, soon and ring (the daemon runs about fifty times slower under callgrind).
 gdbus monitor --session --dest io.github.tocsin.Gateway > "$work/signals" &
@@ -117,6 +146,8 @@ nm --defined-only "$bin" | awk '{ print $3 }' | sort -u > "$defined"
 names() { cat "$@" | awk '/^fn=/ { sub(/^fn=(\([0-9]+\) )?/, ""); if (!seen[$0]++) print }'; }
 {
   echo "# Generated by scripts/link-order.sh from $(git rev-parse --short HEAD 2>/dev/null || echo "a build"); read by scripts/build-release.sh."
-  { names "$work"/daemon/*; names "$work"/cli/*; } | awk '!seen[$0]++' | grep -xF -f "$defined"
+  # The daemon's dumps in the order written (PID.1, PID.2, then PID at its exit), then the commands'.
+  { names "$work/daemon/$daemon.1"; names "$work/daemon/$daemon.2"; names "$work/daemon/$daemon"
+    names "$work"/cli/*; } | awk '!seen[$0]++' | grep -xF -f "$defined"
 } > "$out"
 echo "link-order: $(grep -vc '^#' "$out") functions in $out" >&2
