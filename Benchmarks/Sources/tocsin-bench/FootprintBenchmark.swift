@@ -41,6 +41,12 @@ struct FootprintBenchmark: AsyncParsableCommand {
         let size = ((try? FileManager.default.attributesOfItem(atPath: tocsinPath)[.size]) as? Int) ?? 0
         print("tocsin-bench footprint: \(tocsinPath) (\(formatted(Double(size) / 1e6)) MB), \(runs) paired runs, load \(loadAverageText())")
 
+        // Both daemons' executables as read from disk (evictFromPageCache says why); dunst's
+        // libraries, installed long ago, already are.
+        for executable in [tocsinPath, "/usr/bin/dunst"] where try evictFromPageCache(executable) > 0 {
+            print("warning: \(executable) is still in the page cache; its RSS may count large folios")
+        }
+
         // The private bus, then the X server and dunst on it, then the daemon.
         let bus = try Background(["/usr/bin/dbus-daemon", "--config-file=\(busConfig)", "--nofork", "--print-address=1"],
                                  environment: ProcessInfo.processInfo.environment, captureOutput: true)
