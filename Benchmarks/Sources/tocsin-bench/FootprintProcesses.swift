@@ -168,7 +168,7 @@ func median(_ xs: [Double]) -> Double {
 /// Drops an executable's pages from the page cache before it starts, so that it is read from
 /// disk as after a boot. Why: a file just written (by the build, `strip`, `cp`) sits in the page
 /// cache in large folios, and the kernel maps a whole large folio at the first fault in it. The
-/// same tocsin read 12-16 MB just after `strip -o` and 10-11 MB from disk: the figure measured
+/// same tocsin read up to 6 MB more just after `strip -o` than from disk: the figure measured
 /// how recently the binary was built. Returns the pages still cached afterwards (0 unless
 /// something maps it).
 func evictFromPageCache(_ path: String) throws -> Int {
