@@ -18,10 +18,14 @@ const char *tocsin_sqlite_load_error(void) { return lazy_load_error(); }
  * Without it the slots come one at a time as pages are read and go back with the rest of the
  * cache: an idle daemon holds about 100 kB less (docs/BENCHMARKS.md, "Footprint"). SQLite takes
  * configuration only before it initialises, which the first open does, so the first open here
- * sets it. */
+ * sets it. The setting is the process's: it would also apply to another user of libsqlite3 in
+ * the process (there is none: it is opened RTLD_LOCAL, and Tocsin's stores reach it only through
+ * this shim), and it is
+ * a saving, not a need, so were SQLite already initialised its refusal (SQLITE_MISUSE) would only
+ * leave the block in place. */
 static pthread_once_t configure_once = PTHREAD_ONCE_INIT;
 static void configure(void) {
-    LAZY_RESOLVE(int (*)(int, ...), "sqlite3_config")
+    LAZY_RESOLVE(__typeof__(&sqlite3_config), "sqlite3_config")
     (void)f(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
 }
 
