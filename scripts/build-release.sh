@@ -111,13 +111,13 @@ flags=(-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlink
        -Xlinker "--script=$unnamed"
        -Xlinker "-L$stdcxx" --scratch-path "$scratch")
 # SwiftPM recompiles nothing when only flags passed to the frontend change (seen with
-# -disable-llvm-merge-functions-pass), so a change of flags starts the build afresh.
+# -disable-llvm-merge-functions-pass), so the build starts afresh unless the last build in the
+# scratch directory was this script's with these flags: the stamp is written after a build
+# succeeds, and any later build (by hand, or by an older checkout's script) rewrites release.yaml.
 stamp="$scratch/build-release.flags"
-if [ -e "$scratch/release" ] && [ "$(cat "$stamp" 2>/dev/null)" != "${flags[*]}" ]; then
-  rm -rf "$(readlink -f "$scratch/release")" "$scratch/release"
+if [ "$(cat "$stamp" 2>/dev/null)" != "${flags[*]}" ] || [ "$scratch/release.yaml" -nt "$stamp" ]; then
+  rm -rf "$scratch/release" "$scratch"/*/release "$stamp"
 fi
-mkdir -p "$scratch"
-printf '%s' "${flags[*]}" > "$stamp"
 for product in "${products[@]}"; do
   rm -f "$scratch/release/$product"
   swift build "${flags[@]}" --product "$product" >&2
@@ -134,4 +134,5 @@ for product in "${products[@]}"; do
          "(when far fewer, regenerate it: scripts/link-order.sh)" >&2
   fi
 done
+printf '%s' "${flags[*]}" > "$stamp"
 echo "$scratch/release"
