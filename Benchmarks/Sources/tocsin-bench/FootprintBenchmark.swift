@@ -43,8 +43,12 @@ struct FootprintBenchmark: AsyncParsableCommand {
 
         // Both daemons' executables as read from disk (evictFromPageCache says why); dunst's
         // libraries, installed long ago, already are.
-        for executable in [tocsinPath, "/usr/bin/dunst"] where try evictFromPageCache(executable) > 0 {
-            print("warning: \(executable) is still in the page cache; its RSS may count large folios")
+        for executable in [tocsinPath, "/usr/bin/dunst"] {
+            switch try evictFromPageCache(executable) {
+            case 0: break
+            case let pages?: print("warning: \(pages) pages of \(executable) are still in the page cache; its RSS may count large folios")
+            case nil: print("note: whether \(executable) left the page cache cannot be checked (run as its owner or root)")
+            }
         }
 
         // The private bus, then the X server and dunst on it, then the daemon.

@@ -170,22 +170,25 @@ func median(_ xs: [Double]) -> Double {
 /// cache in large folios, and the kernel maps a whole large folio at the first fault in it. The
 /// same tocsin read up to 6 MB more just after `strip -o` than from disk: the figure measured
 /// how recently the binary was built. Returns the pages still cached afterwards (0 unless
-/// something maps it).
-func evictFromPageCache(_ path: String) throws -> Int {
+/// something maps it), or nil when that cannot be known: for a file the caller may not write,
+/// `mincore` reports every page as cached (Linux 5.0 and later), whatever the cache holds.
+func evictFromPageCache(_ path: String) throws -> Int? {
     let fd = open(path, O_RDONLY)
     guard fd >= 0 else { throw VersusError("cannot open \(path): errno \(errno)") }
     defer { close(fd) }
     // Written pages must reach the disk before the kernel may drop them.
-    guard fsync(fd) == 0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0 else {
-        throw VersusError("cannot drop \(path) from the page cache: errno \(errno)")
-    }
+    guard fsync(fd) == 0 else { throw VersusError("cannot sync \(path): errno \(errno)") }
+    // posix_fadvise returns its error rather than setting errno.
+    let advice = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+    guard advice == 0 else { throw VersusError("cannot drop \(path) from the page cache: error \(advice)") }
     var st = stat()
     guard fstat(fd, &st) == 0, st.st_size > 0 else { return 0 }
+    guard st.st_uid == geteuid() || access(path, W_OK) == 0 else { return nil }
     let length = Int(st.st_size)
-    guard let map = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { return 0 }
+    guard let map = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { return nil }
     defer { munmap(map, length) }
     let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
     var resident = [UInt8](repeating: 0, count: (length + pageSize - 1) / pageSize)
-    guard mincore(map, length, &resident) == 0 else { return 0 }
+    guard mincore(map, length, &resident) == 0 else { return nil }
     return resident.reduce(0) { $0 + Int($1 & 1) }
 }
