@@ -131,7 +131,18 @@ public final class DBusMessage: @unchecked Sendable {
 
     /// Decodes the body. libdbus has validated the wire format, so this only fails on a
     /// signature our parser rejects (it should not happen for a message libdbus accepted).
+    /// The bytes are read directly (`WireReader`); the iterator is the fallback.
     public func arguments() throws(DBusError) -> [DBusValue] {
+        if !containsUnixFDs, let text = dbus_message_get_signature(raw),
+           let signature = try? DBusSignature(String(cString: text)),
+           let values = WireReader.arguments(of: raw, signature: signature) {
+            return values
+        }
+        return try iteratedArguments()
+    }
+
+    /// The body read through libdbus's iterator.
+    func iteratedArguments() throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(raw, &iter) != 0 else { return [] }
         return try Marshal.readAll(&iter)

@@ -144,6 +144,11 @@ public struct DBusSignature: Sendable, Hashable, CustomStringConvertible, Expres
         return (text, DBusSignature(types))
     }
 
+    /// The type a one-letter signature names (a variant's usual signature), without a `String`.
+    static func oneLetterType(_ code: UInt8) -> DBusType? {
+        code < 128 ? oneByte[Int(code)]?.types[0] : nil
+    }
+
     static func common(_ string: String) -> DBusSignature? {
         let utf8 = string.utf8
         switch utf8.count {

@@ -5,7 +5,10 @@ import Glibc
 ///
 /// Containers carry their element types so an empty array still has a signature, and so
 /// marshalling can check every element before libdbus is asked to append anything.
-public indirect enum DBusValue: Sendable, Hashable {
+///
+/// Only `variant` is boxed: with the whole enum `indirect`, every value, a string or an integer
+/// too, was a heap allocation of its own, a dozen per `Schedule` call.
+public enum DBusValue: Sendable, Hashable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -24,7 +27,7 @@ public indirect enum DBusValue: Sendable, Hashable {
     case array(DBusType, [DBusValue])
     case dictionary(key: DBusType, value: DBusType, [DictEntry])
     case structure([DBusValue])
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     public struct DictEntry: Sendable, Hashable {
         public var key: DBusValue

@@ -61,7 +61,7 @@ public enum DBusWireSize: Sendable {
             case .signature(let g): offset += 1 + g.description.utf8.count + 1
             case .array(let element, let items):
                 align(4); offset += 4
-                align(Self.alignment(element))
+                align(WireAlignment.of(element))
                 let start = offset
                 for i in items { add(i) }
                 largestArray = max(largestArray, offset - start)
@@ -84,14 +84,6 @@ public enum DBusWireSize: Sendable {
             }
         }
 
-        static func alignment(_ t: DBusType) -> Int {
-            switch t {
-            case .byte, .signature, .variant: 1
-            case .int16, .uint16: 2
-            case .boolean, .int32, .uint32, .unixFD, .string, .objectPath, .array, .dictionary: 4
-            case .int64, .uint64, .double, .structure: 8
-            }
-        }
 
         /// The length of a value's type signature, without building the type for basic ones
         /// (a `List` page holds a variant per field of every notification).

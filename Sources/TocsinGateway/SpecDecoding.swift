@@ -40,6 +40,9 @@ struct DBusFieldReader: FieldReader {
     /// Searched linearly: a spec has a handful of entries (at most `maxEntries`), and comparing
     /// a few short strings is cheaper than hashing the key of each of the ~30 reads a decode makes.
     private var entries: [(key: String, value: DBusValue)] = []
+    /// Each entry's key length in UTF-8: most of the ~30 reads name a field the spec does not
+    /// have, and a length that differs rules an entry out without comparing `String`s.
+    private var keyLengths: [Int] = []
     private var consumed: [Bool]
 
     /// More entries than this cannot all be fields; refusing them keeps the error reply small.
@@ -56,10 +59,12 @@ struct DBusFieldReader: FieldReader {
             throw DBusError(.invalidArgs, "the spec has \(raw.count) entries; a notification has at most \(Self.maxEntries)")
         }
         entries.reserveCapacity(raw.count)
+        keyLengths.reserveCapacity(raw.count)
         for e in raw {
             guard case .string(let key) = e.key else { continue }
             if entries.contains(where: { $0.key == key }) { throw DBusError(.invalidArgs, "field '\(Echo.capped(key))' is given twice") }
             entries.append((key, Self.unwrapped(e.value)))
+            keyLengths.append(key.utf8.count)
         }
         consumed = Array(repeating: false, count: entries.count)
     }
@@ -83,7 +88,11 @@ struct DBusFieldReader: FieldReader {
         }
     }
 
-    private func index(_ key: String) -> Int? { entries.firstIndex { $0.key == key } }
+    private func index(_ key: String) -> Int? {
+        let length = key.utf8.count
+        for i in entries.indices where keyLengths[i] == length && entries[i].key == key { return i }
+        return nil
+    }
 
     func has(_ key: String) -> Bool { index(key) != nil }
     func location(of key: String) -> SourceLocation { Self.origin }

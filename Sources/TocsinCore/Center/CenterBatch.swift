@@ -11,8 +11,11 @@ import TocsinSystem
 /// quiet hours included, back to where the batch began.
 extension TocsinCenter {
     enum Request {
-        case schedule(Notification, replace: Bool, client: NotificationMachine.Client?)
-        case post(Notification, client: NotificationMachine.Client?)
+        // Boxed: a batch copies its requests several times on their way through (the queue, the
+        // batch, the pattern matches), and a notification is two dozen references to retain and
+        // release at each copy; a box is one.
+        indirect case schedule(Notification, replace: Bool, client: NotificationMachine.Client?)
+        indirect case post(Notification, client: NotificationMachine.Client?)
         case cancel(String)
         case cancelAll
         case acknowledge(String)

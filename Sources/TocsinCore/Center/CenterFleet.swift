@@ -14,9 +14,12 @@ extension TocsinCenter {
         if spec.fleet && fleetBackend == nil {
             throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
         }
-        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(), backendNames: machine.backendNames)
+        // The machine is only read when the answer is needed: each read of it here copied the
+        // whole machine struct (two dozen references retained and released) on every Schedule.
+        let n = try resolver.resolve(spec, source: .runtime, now: clock.now(),
+                                     backendNames: spec.backends == nil ? [] : machine.backendNames)
         // `replace = false` keeps an existing one unchanged: nothing to tell the fleet then.
-        let kept = !spec.replace && machine.isActive(n.key)
+        let kept = share && fleet != nil && !spec.replace && machine.isActive(n.key)
         let key: String
         do throws(CenterError) {
             key = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend).key

@@ -12,6 +12,7 @@ struct SpecResolver: Sendable {
     let defaultMissed: MissedPolicy
     let defaultMaxLate: TimeSpan?
 
+    /// `known`: the configured backends' names; read only when `spec.backends` is set.
     func resolve(_ spec: NotificationSpec, source: NotificationSource, now: Instant,
                  backendNames known: [String]) throws(CenterError) -> Notification {
         let zone: TimeZoneRules

@@ -35,7 +35,9 @@ public struct StoredNotification: Hashable, Sendable {
 /// One change to the durable state. The machine emits these; the center commits a batch of them
 /// in one transaction.
 public enum StoreOp: Hashable, Sendable {
-    case upsert(StoredNotification)
+    /// Boxed, for the reason `TocsinCenter.Request`'s notifications are: an op is copied into
+    /// actions, batches and history entries on its way to the store thread.
+    indirect case upsert(StoredNotification)
     /// `keepUserInfo`: remember its user_info, so a popup clicked after the notification finished
     /// still hands it back with `ActionInvoked`.
     case delete(key: String, keepUserInfo: Bool)
