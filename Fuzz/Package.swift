@@ -50,6 +50,11 @@ let package = Package(
             swiftSettings: fuzzTarget
         ),
         .executableTarget(
+            name: "fuzz-wire",
+            dependencies: ["FuzzSupport", .product(name: "DBus", package: "Tocsin")],
+            swiftSettings: fuzzTarget
+        ),
+        .executableTarget(
             name: "fuzz-spec",
             dependencies: [
                 "FuzzSupport",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a libFuzzer target of the Fuzz/ package for a while, from the committed seed corpus.
 #
-#   bash scripts/fuzz.sh TARGET SECONDS     TARGET: toml, config, calendar, time, spec
+#   bash scripts/fuzz.sh TARGET SECONDS     TARGET: toml, config, calendar, time, spec, wire
 #   bash scripts/fuzz.sh all SECONDS        each target in turn, SECONDS each
 #
 # Fails (non-zero) on any crash, leak, timeout (a hang) or out-of-memory, after printing what
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-targets=(toml config calendar time spec)
+targets=(toml config calendar time spec wire)
 usage() { echo "usage: $0 {${targets[*]// /|}|all} SECONDS" >&2; exit 2; }
 [[ $# -eq 2 && $2 =~ ^[0-9]+$ ]] || usage
 if [[ $1 == all ]]; then selected=("${targets[@]}")
@@ -39,7 +39,7 @@ rm -f "$build_log"
 # Per target: the largest input worth trying (calendar and time take at most 256 bytes, which
 # is far beyond any real expression; configs and specs need room for several tables or fields),
 # and the seconds one input may take before it counts as a hang.
-max_len() { case $1 in toml|config) echo 4096 ;; spec) echo 1024 ;; *) echo 256 ;; esac; }
+max_len() { case $1 in toml|config) echo 4096 ;; spec|wire) echo 1024 ;; *) echo 256 ;; esac; }
 input_timeout() { case $1 in toml|config) echo 10 ;; *) echo 5 ;; esac; }
 dict() { case $1 in toml|config|calendar|time) echo "Fuzz/dict/$1.dict" ;; *) echo "" ;; esac; }
 

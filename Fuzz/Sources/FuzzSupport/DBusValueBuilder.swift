@@ -60,6 +60,11 @@ public struct DBusValueBuilder {
         return .dictionary(key: .string, value: .variant, entries)
     }
 
+    /// A value of any type the builder makes (nested up to `maxDepth`).
+    public mutating func anyValue() -> DBusValue {
+        value(of: kind(depth: 0), depth: 0)
+    }
+
     /// Mostly a known field name, sometimes a near miss or raw bytes.
     mutating func key() -> String {
         let choice = cursor.byte()
