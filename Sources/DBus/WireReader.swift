@@ -125,7 +125,8 @@ enum WireReader {
                 let end = offset + Int(n)
                 guard end <= body.count else { return nil }
                 var entries: [DBusValue.DictEntry] = []
-                // An entry takes at least 8 bytes (a key of 4 or more, aligned to 8).
+                // Room for an `a{sv}`'s entries (a string key and a variant take 16 bytes or more), at
+                // most 256 ahead of reading them.
                 entries.reserveCapacity(min(Int(n) / 16 + 1, 256))
                 while offset < end {
                     guard align(8), let k = value(key), let v = value(valueType) else { return nil }

@@ -84,7 +84,6 @@ public enum DBusWireSize: Sendable {
             }
         }
 
-
         /// The length of a value's type signature, without building the type for basic ones
         /// (a `List` page holds a variant per field of every notification).
         static func signatureLength(_ v: DBusValue) -> Int {
