@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes scripts/tocsin.link-order, the order in which scripts/build-release.sh asks the linker to
-# lay out the functions of `tocsin`: those a desktop session runs first, together, then the rest.
+# lay out `tocsin`: the functions a desktop session runs first, together, then the data the idle
+# daemon touches.
 #   bash scripts/link-order.sh [TOCSIN]     TOCSIN: a release tocsin (default: build-release.sh's)
 #
 # Why: the kernel maps a program's code into its memory 64 KB at a time around each page it runs
@@ -37,7 +38,7 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 tocsin="${1:-$root/.build-release-static/release/tocsin}"
 out="$root/scripts/tocsin.link-order"
-for tool in valgrind callgrind_control dbus-daemon Xvfb dunst gdbus nm; do
+for tool in valgrind callgrind_control dbus-daemon Xvfb dunst gdbus nm readelf python3 mkfifo; do
   command -v "$tool" >/dev/null || { echo "link-order: $tool is not installed" >&2; exit 1; }
 done
 [ -x "$tocsin" ] || { echo "link-order: no $tocsin (run scripts/build-release.sh first)" >&2; exit 1; }
@@ -90,14 +91,22 @@ valgrind --tool=callgrind --demangle=no --compress-strings=no --dump-instr=no \
   --state-dir "$work/st" > "$work/daemon.log" 2>&1 &
 daemon=$!
 gdbus wait --session --timeout 120 io.github.tocsin.Gateway
-# Idle: no CPU time used for a second (the daemon arms its timers and waits).
+# Idle: no CPU time used for a second (the daemon arms its timers and waits). With the data trace,
+# the filter's time counts too: a daemon blocked on a full pipe uses none while it is still busy.
+cpu_time() {
+  local pid total=0
+  for pid in "$daemon" ${filter:-}; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat")))
+  done
+  echo "$total"
+}
 settled() {
   local deadline=$((SECONDS + 120)) before after
-  after=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+  after=$(cpu_time)
   while [ $SECONDS -lt $deadline ]; do
     sleep 1
     before=$after
-    after=$(awk '{ print $14 + $15 }' "/proc/$daemon/stat")
+    after=$(cpu_time)
     [ "$after" != "$before" ] || return 0
   done
   echo "link-order: the daemon did not become idle" >&2
@@ -168,18 +177,21 @@ wait "$daemon" || true
 profiled=$daemon
 
 # The data a second daemon touches from start until idle (header). lackey writes a line per
-# access (" L 0010a8c0,8"); only the binary's addresses are kept, 8-byte granules in first-touch
-# order, relative to where valgrind loaded it.
+# access (" L 0010a8c0,8"); the filter keeps each 8-byte granule an access covers, in first-touch
+# order (every address of the process: data_names keeps the binary's, relative to where valgrind
+# loaded it).
 mkfifo "$work/trace"
 python3 -c '
 import re, sys
-line = re.compile(rb"^ [LSM] ([0-9a-f]+),", re.M)
+line = re.compile(rb"^ [LSM] ([0-9a-f]+),([0-9]+)", re.M)
 seen, rest = {}, b""
-while chunk := sys.stdin.buffer.read(1 << 24):
+while chunk := sys.stdin.buffer.read1(1 << 24):
     rest += chunk
     end = rest.rfind(b"\n") + 1
     for m in line.finditer(rest, 0, end):
-        seen.setdefault(int(m.group(1), 16) >> 3, None)
+        a = int(m.group(1), 16)
+        for g in range(a >> 3, (a + max(int(m.group(2)), 1) - 1 >> 3) + 1):
+            seen.setdefault(g, None)
     rest = rest[end:]
 sys.stdout.write("".join(f"{g << 3:x}\n" for g in seen))
 ' < "$work/trace" > "$work/data-touched" &
@@ -212,7 +224,7 @@ for l in subprocess.run(["readelf", "-SW", binary], capture_output=True, text=Tr
 syms = []
 for l in subprocess.run(["nm", "-n", "--defined-only", binary], capture_output=True, text=True, check=True).stdout.splitlines():
     f = l.split(" ", 2)
-    if len(f) == 3 and f[1] in "bBdDrR":
+    if len(f) == 3 and f[1] in "bBdDrRVvu":
         syms.append((int(f[0], 16), f[2]))
 starts = [a for a, _ in syms]
 seen = set()

@@ -5,8 +5,9 @@ import CDBus
 /// A message is built completely (and validated) before it is handed to the connection and
 /// is not mutated afterwards, which is what makes sharing it across threads sound.
 ///
-/// `@unchecked Sendable`: `raw` is immutable, nothing writes the message once it is built, and
-/// libdbus's reference counting is atomic once `dbus_threads_init_default` has run.
+/// `@unchecked Sendable`: `raw` is immutable, nothing writes the message once it is built (the
+/// first reading of its body locks it, which only fills in what a complete message already
+/// holds), and libdbus's reference counting is atomic once `dbus_threads_init_default` has run.
 public final class DBusMessage: @unchecked Sendable {
     let raw: OpaquePointer
 
@@ -133,12 +134,16 @@ public final class DBusMessage: @unchecked Sendable {
     /// signature our parser rejects (it should not happen for a message libdbus accepted).
     /// The bytes are read directly (`WireReader`); the iterator is the fallback.
     public func arguments() throws(DBusError) -> [DBusValue] {
-        if !containsUnixFDs, let text = dbus_message_get_signature(raw),
-           let signature = try? DBusSignature(String(cString: text)),
-           let values = WireReader.arguments(of: raw, signature: signature) {
-            return values
-        }
+        if let values = wireArguments() { return values }
         return try iteratedArguments()
+    }
+
+    /// The body read from the wire bytes; nil where `arguments()` falls back to the iterator.
+    /// For the fuzz target, which checks that this path is taken and reads what went in.
+    @_spi(Fuzz) public func wireArguments() -> [DBusValue]? {
+        guard !containsUnixFDs, let text = dbus_message_get_signature(raw),
+              let signature = try? DBusSignature(String(cString: text)) else { return nil }
+        return WireReader.arguments(of: raw, signature: signature)
     }
 
     /// The body read through libdbus's iterator.

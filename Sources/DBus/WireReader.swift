@@ -14,6 +14,10 @@ import Glibc
 enum WireReader {
     static func arguments(of message: OpaquePointer, signature: DBusSignature) -> [DBusValue]? {
         if signature.types.isEmpty { return [] }
+        // `dbus_message_marshal` locks an unlocked message for the copy and unlocks it again,
+        // writing to it each time; locked once here, the message is read-only from now on, as
+        // `DBusMessage` promises (a message is complete before its body is read).
+        dbus_message_lock(message)
         var data: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0
         guard dbus_message_marshal(message, &data, &length) != 0, let data else { return nil }

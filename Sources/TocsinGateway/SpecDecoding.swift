@@ -41,7 +41,9 @@ struct DBusFieldReader: FieldReader {
     /// a few short strings is cheaper than hashing the key of each of the ~30 reads a decode makes.
     private var entries: [(key: String, value: DBusValue)] = []
     /// Each entry's key length in UTF-8: most of the ~30 reads name a field the spec does not
-    /// have, and a length that differs rules an entry out without comparing `String`s.
+    /// have, and a length that differs rules an entry out without comparing `String`s. Exact
+    /// because every field name is lowercase ASCII and `_`, which no other text is canonically
+    /// equivalent to (`==` compares canonical equivalence, whose byte lengths may differ).
     private var keyLengths: [Int] = []
     private var consumed: [Bool]
 

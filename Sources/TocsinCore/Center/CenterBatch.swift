@@ -32,7 +32,15 @@ extension TocsinCenter {
 
     enum Reply: Sendable {
         case key(String), bool(Bool), count(Int), instant(Instant), report(ReloadReport), quiet(QuietStatus)
-        var key: String { if case .key(let k) = self { return k }; return "" }
+        /// A `Schedule`'s key, and whether it changed anything (false: `replace = false` kept
+        /// the notification already there, and there is nothing to tell the fleet).
+        case scheduled(String, changed: Bool)
+        var key: String {
+            switch self {
+            case .key(let k), .scheduled(let k, _): return k
+            default: return ""
+            }
+        }
         var bool: Bool { if case .bool(let b) = self { return b }; return false }
         var count: Int { if case .count(let n) = self { return n }; return 0 }
         var instant: Instant { if case .instant(let i) = self { return i }; return Instant(microseconds: 0) }
@@ -370,7 +378,9 @@ extension TocsinCenter {
                        batch: inout Batch) throws(CenterError) -> Reply {
         switch request {
         case .schedule(let n, let replace, let client):
-            return .key(try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, client: client, into: &out))
+            let before = out.count
+            let key = try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, client: client, into: &out)
+            return .scheduled(key, changed: out.count > before)
         case .post(let n, let client):
             let key = try machine.post(n, now: now, client: client, into: &out)
             batch.fresh[n.key] = n

@@ -14,20 +14,20 @@ extension TocsinCenter {
         if spec.fleet && fleetBackend == nil {
             throw CenterError(.invalidArguments, "'fleet' needs a [fleet] section in the daemon's config (an mqtt backend shared by the machines)", field: "fleet")
         }
-        // The machine is only read when the answer is needed: each read of it here copied the
+        // The backends' names only when the spec names backends: building the list copied the
         // whole machine struct (two dozen references retained and released) on every Schedule.
         let n = try resolver.resolve(spec, source: .runtime, now: clock.now(),
                                      backendNames: spec.backends == nil ? [] : machine.backendNames)
-        // `replace = false` keeps an existing one unchanged: nothing to tell the fleet then.
-        let kept = share && fleet != nil && !spec.replace && machine.isActive(n.key)
-        let key: String
+        let reply: Reply
         do throws(CenterError) {
-            key = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend).key
+            reply = try await submit(.schedule(n, replace: spec.replace, client: client), fromBackend: fromBackend)
         } catch {
             throw error.naming(spec.trigger)
         }
-        if share, !kept, let fleet { await fleet.scheduled(n, fleet: spec.fleet) }
-        return key
+        // `replace = false` that kept an existing one changed nothing: nothing to tell the fleet.
+        // The batch says so, as it applied the request, not a look before it.
+        if share, case .scheduled(_, changed: true) = reply, let fleet { await fleet.scheduled(n, fleet: spec.fleet) }
+        return reply.key
     }
 
     /// Schedules a notification another machine shared. It is a run-time notification here too,
