@@ -37,15 +37,19 @@ public enum SpecDecoding: Sendable {
 struct DBusFieldReader: FieldReader {
     let context = "the notification spec"
     private(set) var issues: [FieldIssue] = []
+    private struct Entry {
+        let key: String
+        /// The key's length in UTF-8: most of the ~30 reads name a field the spec does not have,
+        /// and a length that differs rules an entry out without comparing `String`s. Exact because
+        /// every field name is lowercase ASCII and `_`, which no other text is canonically
+        /// equivalent to (`==` compares canonical equivalence, whose byte lengths may differ).
+        let length: Int
+        let value: DBusValue
+        var consumed = false
+    }
     /// Searched linearly: a spec has a handful of entries (at most `maxEntries`), and comparing
     /// a few short strings is cheaper than hashing the key of each of the ~30 reads a decode makes.
-    private var entries: [(key: String, value: DBusValue)] = []
-    /// Each entry's key length in UTF-8: most of the ~30 reads name a field the spec does not
-    /// have, and a length that differs rules an entry out without comparing `String`s. Exact
-    /// because every field name is lowercase ASCII and `_`, which no other text is canonically
-    /// equivalent to (`==` compares canonical equivalence, whose byte lengths may differ).
-    private var keyLengths: [Int] = []
-    private var consumed: [Bool]
+    private var entries: [Entry] = []
 
     /// More entries than this cannot all be fields; refusing them keeps the error reply small.
     static let maxEntries = 64
@@ -61,14 +65,11 @@ struct DBusFieldReader: FieldReader {
             throw DBusError(.invalidArgs, "the spec has \(raw.count) entries; a notification has at most \(Self.maxEntries)")
         }
         entries.reserveCapacity(raw.count)
-        keyLengths.reserveCapacity(raw.count)
         for e in raw {
             guard case .string(let key) = e.key else { continue }
             if entries.contains(where: { $0.key == key }) { throw DBusError(.invalidArgs, "field '\(Echo.capped(key))' is given twice") }
-            entries.append((key, Self.unwrapped(e.value)))
-            keyLengths.append(key.utf8.count)
+            entries.append(Entry(key: key, length: key.utf8.count, value: Self.unwrapped(e.value)))
         }
-        consumed = Array(repeating: false, count: entries.count)
     }
 
     private static func unwrapped(_ v: DBusValue) -> DBusValue {
@@ -92,7 +93,7 @@ struct DBusFieldReader: FieldReader {
 
     private func index(_ key: String) -> Int? {
         let length = key.utf8.count
-        for i in entries.indices where keyLengths[i] == length && entries[i].key == key { return i }
+        for i in entries.indices where entries[i].length == length && entries[i].key == key { return i }
         return nil
     }
 
@@ -108,12 +109,12 @@ struct DBusFieldReader: FieldReader {
     mutating func report(_ issue: FieldIssue) { issues.append(issue) }
 
     mutating func accept(_ key: String) {
-        if let i = index(key) { consumed[i] = true }
+        if let i = index(key) { entries[i].consumed = true }
     }
 
     private mutating func value(_ key: String) -> DBusValue? {
         guard let i = index(key) else { return nil }
-        consumed[i] = true
+        entries[i].consumed = true
         return entries[i].value
     }
 
@@ -229,7 +230,7 @@ struct DBusFieldReader: FieldReader {
     }
 
     mutating func finish(known: [String]) {
-        let unread = entries.indices.filter { !consumed[$0] }.map { (key: entries[$0].key, location: Self.origin) }
+        let unread = entries.filter { !$0.consumed }.map { (key: $0.key, location: Self.origin) }
         reportUnknown(unread, known: known)
     }
 }
