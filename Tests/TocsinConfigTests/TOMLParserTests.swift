@@ -277,6 +277,42 @@ private func loc(_ line: Int, _ column: Int) -> TocsinModel.SourceLocation { Toc
         #expect(value(k, "b", "c").map { if case .integer(2) = $0 { true } else { false } } == true)
     }
 
+    /// Bare keys of up to 15 bytes come from a cache of the ones made last, by their bytes: keys
+    /// that differ only in their last byte, in a byte past the seventh, or that share a slot, and
+    /// keys too near the end of the input to be read as words, must each read back as written.
+    @Test func repeatedKeysOfEveryLengthReadBackAsWritten() throws {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789_-")
+        var keys: [String] = []
+        for n in 1...17 {
+            let key = String((0..<n).map { alphabet[($0 * 7 + n) % alphabet.count] })
+            keys += [key, String(key.dropLast()) + "Z", "Q" + String(key.dropFirst())]
+        }
+        keys += (0..<300).map { "k\($0)-\($0 % 7)" }
+        try #require(Set(keys).count == keys.count, "the keys are distinct")
+        var text = ""
+        for t in 0..<3 {
+            text += "[[t]]\n" + keys.enumerated().map { "\($1) = \($0 + 1000 * t)\n" }.joined()
+        }
+        text += "Zy = -1\nZz=-2"
+        let table = try parse(text)
+        guard case .array(let tables)? = table["t"]?.value else { Issue.record("t is not an array of tables"); return }
+        #expect(tables.count == 3)
+        for (t, node) in tables.enumerated() {
+            guard case .table(let entries) = node.value else { Issue.record("table \(t)"); continue }
+            #expect(entries.entries.count == keys.count + (t == 2 ? 2 : 0), "table \(t): no key lost or merged")
+            for (i, key) in keys.enumerated() {
+                guard case .integer(let v)? = entries[key]?.value else { Issue.record("table \(t): key \(key) missing"); continue }
+                #expect(v == Int64(i + 1000 * t), "table \(t): key \(key)")
+            }
+            if t == 2 {
+                for (key, v) in [("Zy", Int64(-1)), ("Zz", -2)] {
+                    guard case .integer(let got)? = entries[key]?.value else { Issue.record("key \(key) at the end missing"); continue }
+                    #expect(got == v, "key \(key) at the end")
+                }
+            }
+        }
+    }
+
     @Test func implicitTableTakesTheExplicitHeaderPosition() throws {
         let table = try parse("[a.b]\nx = 1\n\n[a]\ny = 2\n")
         #expect(table.entry("a")?.node.location == loc(4, 1))

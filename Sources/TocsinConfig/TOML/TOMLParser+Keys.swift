@@ -63,7 +63,15 @@ extension TOMLParser {
         if pos == start {
             throw fail("expected a key, found \(describe(pos))", at: pos)
         }
-        return KeyPart(name: makeValidString(start, pos), offset: start, location: loc, print: tomlKeyPrint(buf, start, pos))
+        let slot = TOMLKeyNames.Slot(buf, from: start, to: pos)
+        let name: String
+        if let slot, let known = keyNames.name(at: slot) {
+            name = known
+        } else {
+            name = makeValidString(start, pos)
+            if let slot { keyNames.remember(name, at: slot) }
+        }
+        return KeyPart(name: name, offset: start, location: loc, print: tomlKeyPrint(buf, start, pos))
     }
 
     // MARK: Statements
@@ -279,4 +287,52 @@ private func displayKey(_ key: String) -> String {
 private func withArticle(_ typeName: String) -> String {
     guard let first = typeName.first else { return typeName }
     return ("aeiou".contains(first) ? "an " : "a ") + typeName
+}
+
+/// The `String`s of the bare keys made last, by their bytes. Keys repeat: every
+/// `[[notification]]` of a long file spells out `key`, `title` and `on_calendar` again. Only keys
+/// of at most 15 bytes, which `String` keeps inline: a hit copies two words, allocates nothing,
+/// and nothing cached holds memory. Direct-mapped: a key whose slot another key took is made
+/// again. (Values were tried too: their misses cost more than their hits saved.)
+struct TOMLKeyNames {
+    private static let slotBits = 6
+    /// Per slot, the key's first eight bytes, and its next seven with its length in the top byte
+    /// (so a used slot's second word is never 0, which marks an empty one). Arrays, not raw
+    /// memory: the input is untrusted, and a bounds check costs less than it protects.
+    private var words = [UInt64](repeating: 0, count: 2 << slotBits)
+    private var names = [String](repeating: "", count: 1 << slotBits)
+
+    /// A key's bytes as two words, and the slot they map to.
+    struct Slot {
+        let lo: UInt64, hi: UInt64, index: Int
+
+        /// Nil for a key longer than 15 bytes, or too close to the end of the input to read as words.
+        @inline(__always) init?(_ buf: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) {
+            let n = end - start
+            guard n > 0, n <= 15, start + 16 <= buf.count, let base = buf.baseAddress else { return nil }
+            let raw = UnsafeRawPointer(base + start)
+            var lo = UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self))
+            var hi = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            if n < 8 {
+                lo &= (1 << UInt64(n * 8)) &- 1
+                hi = 0
+            } else {
+                hi &= (1 << UInt64((n - 8) * 8)) &- 1
+            }
+            hi |= UInt64(n) << 56
+            self.lo = lo
+            self.hi = hi
+            index = Int(truncatingIfNeeded: ((lo ^ hi) &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - TOMLKeyNames.slotBits))
+        }
+    }
+
+    @inline(__always) func name(at slot: Slot) -> String? {
+        words[2 * slot.index] == slot.lo && words[2 * slot.index + 1] == slot.hi ? names[slot.index] : nil
+    }
+
+    @inline(__always) mutating func remember(_ name: String, at slot: Slot) {
+        words[2 * slot.index] = slot.lo
+        words[2 * slot.index + 1] = slot.hi
+        names[slot.index] = name
+    }
 }

@@ -42,6 +42,7 @@ struct TOMLParser {
 
     var diagnostics: [Diagnostic] = []
     var arena = TOMLTableArena()
+    var keyNames = TOMLKeyNames()
     let root: TOMLTableArena.ID
     /// The table receiving key/value pairs: the root, the last header's table, or a detached
     /// scratch table after a bad header (so its keys do not cascade into more errors).
