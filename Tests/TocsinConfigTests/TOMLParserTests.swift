@@ -278,8 +278,9 @@ private func loc(_ line: Int, _ column: Int) -> TocsinModel.SourceLocation { Toc
     }
 
     /// Bare keys of up to 15 bytes come from a cache of the ones made last, by their bytes: keys
-    /// that differ only in their last byte, in a byte past the seventh, or that share a slot, and
-    /// keys too near the end of the input to be read as words, must each read back as written.
+    /// of every length around the cache's 8- and 15-byte edges, keys that differ only in their
+    /// first or last byte, keys that share a slot, and keys too near the end of the input to be
+    /// read as words must each read back as written.
     @Test func repeatedKeysOfEveryLengthReadBackAsWritten() throws {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789_-")
         var keys: [String] = []
