@@ -46,7 +46,7 @@ extension InMemoryNotificationCenter {
             var local = zone
             if let timeZone {
                 do { local = try directory.rules(named: timeZone) } catch {
-                    throw TocsinClientError(.invalidTrigger, "field 'timezone': unknown time zone '\(timeZone)'", field: "timezone",
+                    throw TocsinClientError(.invalidTrigger, "field 'timezone': \(ZoneInfoDirectory.unknownZoneMessage(timeZone))", field: "timezone",
                                             name: "io.github.tocsin.Error.InvalidTrigger")
                 }
             }

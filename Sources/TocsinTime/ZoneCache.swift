@@ -18,12 +18,13 @@ public final class ZoneCache: Sendable {
         return r
     }
 
-    /// The rules of a zone a user named, or `unknown time zone 'NAME'` followed by ` in PLACE`
+    /// The rules of a zone a user named, or `unknown time zone 'NAME'` (with a hint when the name
+    /// is an offset or malformed) followed by ` in PLACE`
     /// (`[daemon]`, `[[quiet.window]] #2`): the wording every surface shows, whatever the
     /// directory found wrong with the name.
     public func zone(named name: String, in place: String? = nil) throws(TimeSyntaxError) -> TimeZoneRules {
         do { return try rules(name) } catch {
-            throw TimeSyntaxError(.unknownTimeZone, "unknown time zone '\(name)'" + (place.map { " in \($0)" } ?? ""), column: 1)
+            throw TimeSyntaxError(.unknownTimeZone, ZoneInfoDirectory.unknownZoneMessage(name, in: place), column: 1)
         }
     }
 }

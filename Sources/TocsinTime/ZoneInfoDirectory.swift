@@ -42,13 +42,63 @@ public struct ZoneInfoDirectory: Sendable {
     /// Rules for an IANA name or `UTC`; unknown or malformed names are `unknownTimeZone` errors.
     public func rules(named name: String) throws(TimeSyntaxError) -> TimeZoneRules {
         if name == "UTC" { return .utc }
-        guard Self.isValidName(name) else {
-            throw TimeSyntaxError(.unknownTimeZone, "invalid time zone name '\(name)'", column: 1)
-        }
-        guard let bytes = Self.readFile(path + "/" + name, limit: 1 << 20) else {
-            throw TimeSyntaxError(.unknownTimeZone, "unknown time zone '\(name)'", column: 1)
+        guard Self.isValidName(name), let bytes = Self.readFile(path + "/" + name, limit: 1 << 20) else {
+            throw TimeSyntaxError(.unknownTimeZone, Self.unknownZoneMessage(name), column: 1)
         }
         return try TimeZoneRules(identifier: name, tzif: bytes)
+    }
+
+    /// `unknown time zone 'NAME'`, with what the name looks like when that says more: `+01:00`
+    /// and `UTC+1` are offsets (people write them; the zone database has fixed-offset zones
+    /// under other names, signed the POSIX way round), and `../x` can never be a zone's name.
+    /// `place` follows (`in [daemon] 'timezone'`).
+    public static func unknownZoneMessage(_ name: String, in place: String? = nil) -> String {
+        "unknown time zone '\(name)'" + (nameHint(name).map { " (\($0))" } ?? "") + (place.map { " in \($0)" } ?? "")
+    }
+
+    static func nameHint(_ name: String) -> String? {
+        if let minutes = utcOffsetMinutes(name) {
+            if minutes == 0 { return "a UTC offset, not a zone name: the zone is 'UTC'" }
+            let hours = abs(minutes) / 60
+            if minutes % 60 == 0, minutes > 0 ? hours <= 14 : hours <= 12 {
+                let shown = "UTC\(minutes > 0 ? "+" : "-")\(hours < 10 ? "0" : "")\(hours):00"
+                return "a UTC offset, not a zone name: 'Etc/GMT\(minutes > 0 ? "-" : "+")\(hours)' is \(shown) all year;"
+                    + " a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"
+            }
+            return "a UTC offset, not a zone name: name a place's zone, such as 'Asia/Kolkata'"
+        }
+        if !isValidName(name) {
+            return "zone names are like 'America/New_York': letters, digits, '-', '_' and '+', with '/' between parts"
+        }
+        return nil
+    }
+
+    /// `+01:00`, `-0530`, `+1`, `UTC+1`, `GMT-03:30` as minutes east of UTC; nil for anything else.
+    static func utcOffsetMinutes(_ name: String) -> Int? {
+        var rest = Substring(name)
+        for prefix in ["UTC", "GMT"] where rest.uppercased().hasPrefix(prefix) {
+            rest = rest.dropFirst(prefix.count)
+            break
+        }
+        guard let sign = rest.first, sign == "+" || sign == "-" else { return nil }
+        let digits = rest.dropFirst().filter { $0 != ":" }
+        guard rest.dropFirst().allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ":") }),
+              rest.dropFirst().filter({ $0 == ":" }).count <= 1,
+              !digits.isEmpty, digits.count <= 4 else { return nil }
+        let hoursDigits: String, minuteDigits: String
+        if let colon = rest.firstIndex(of: ":") {
+            hoursDigits = String(rest[rest.index(after: rest.startIndex)..<colon])
+            minuteDigits = String(rest[rest.index(after: colon)...])
+            guard minuteDigits.count == 2 else { return nil }
+        } else if digits.count > 2 {
+            hoursDigits = String(digits.prefix(digits.count - 2))
+            minuteDigits = String(digits.suffix(2))
+        } else {
+            hoursDigits = digits
+            minuteDigits = "0"
+        }
+        guard let h = Int(hoursDigits), let m = Int(minuteDigits), (1...2).contains(hoursDigits.count), h <= 14, m < 60 else { return nil }
+        return (sign == "+" ? 1 : -1) * (h * 60 + m)
     }
 
     /// The zone a user means by default: `tz` (the value of `$TZ` as the caller read it) if set, else `/etc/localtime`, else UTC.

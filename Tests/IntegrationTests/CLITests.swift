@@ -139,6 +139,8 @@ struct CLITests {
                    stderr: "error: invalid --from 'soonish': "),
         FailureRow(name: "next: bad --timezone", arguments: ["next", "--timezone", "Mars/Olympus", "daily"],
                    stderr: "error: invalid --timezone 'Mars/Olympus': "),
+        FailureRow(name: "next: an offset as --timezone", arguments: ["next", "--timezone", "UTC+1", "daily"],
+                   stderr: "error: invalid --timezone 'UTC+1': unknown time zone 'UTC+1' (a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year"),
         FailureRow(name: "next: bad --every", arguments: ["next", "--every", "0"],
                    stderr: "error: invalid --every '0': "),
         FailureRow(name: "check: bad config", arguments: ["check", "@BAD"],

@@ -108,6 +108,12 @@ struct CheckCommandTests {
             body = "hello"
             on_calendar = "daily"
             timezone = "Europe/Berlinn"
+
+            [[notification]]
+            key = "n2"
+            title = "y"
+            on_calendar = "daily"
+            timezone = "+01:00"
             """)
         let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
         #expect(out.status == .exited(1))
@@ -117,6 +123,9 @@ struct CheckCommandTests {
                        ^
             \(path):14:12: error: unknown time zone 'Europe/Berlinn' in 'timezone' of notification 'n1'
             timezone = "Europe/Berlinn"
+                       ^
+            \(path):20:12: error: unknown time zone '+01:00' (a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time) in 'timezone' of notification 'n2'
+            timezone = "+01:00"
                        ^
 
             """

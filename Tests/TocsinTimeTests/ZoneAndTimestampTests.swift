@@ -116,6 +116,50 @@ struct ZoneTests {
         #expect(!ZoneInfoDirectory.isValidName("Europe//Berlin"))
         #expect(!ZoneInfoDirectory.isValidName("Europe/Berlin/"))
     }
+
+    struct UnknownNameRow: CustomTestStringConvertible, Sendable {
+        let name: String
+        /// What the message says after the name (nil: nothing).
+        let hint: String?
+        var testDescription: String { "'\(name)'" }
+    }
+
+    /// People write offsets where a zone name goes; the message says which fixed-offset zone
+    /// they mean (the `Etc` names are signed the POSIX way, opposite to the offset), and each
+    /// one it names must exist and have that offset.
+    @Test("an unknown zone's message says what the name looks like", arguments: [
+        UnknownNameRow(name: "+01:00", hint: "a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"),
+        UnknownNameRow(name: "UTC+1", hint: "a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"),
+        UnknownNameRow(name: "gmt-0500", hint: "a UTC offset, not a zone name: 'Etc/GMT+5' is UTC-05:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"),
+        UnknownNameRow(name: "+14", hint: "a UTC offset, not a zone name: 'Etc/GMT-14' is UTC+14:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"),
+        UnknownNameRow(name: "-12:00", hint: "a UTC offset, not a zone name: 'Etc/GMT+12' is UTC-12:00 all year; a place's zone, such as 'Europe/Berlin', also follows its daylight saving time"),
+        UnknownNameRow(name: "+05:30", hint: "a UTC offset, not a zone name: name a place's zone, such as 'Asia/Kolkata'"),
+        UnknownNameRow(name: "-13", hint: "a UTC offset, not a zone name: name a place's zone, such as 'Asia/Kolkata'"),
+        UnknownNameRow(name: "+00:00", hint: "a UTC offset, not a zone name: the zone is 'UTC'"),
+        UnknownNameRow(name: "../x", hint: "zone names are like 'America/New_York': letters, digits, '-', '_' and '+', with '/' between parts"),
+        UnknownNameRow(name: "Europe/Berlin ", hint: "zone names are like 'America/New_York': letters, digits, '-', '_' and '+', with '/' between parts"),
+        UnknownNameRow(name: "+15", hint: nil),
+        UnknownNameRow(name: "Mars/Olympus", hint: nil),
+    ])
+    func unknownNameHint(_ row: UnknownNameRow) throws {
+        let expected = "unknown time zone '\(row.name)'" + (row.hint.map { " (\($0))" } ?? "")
+        do {
+            _ = try Zones.directory.rules(named: row.name)
+            Issue.record("\(row.testDescription) was taken for a zone")
+        } catch {
+            #expect(error.message == expected, "\(row.testDescription)")
+        }
+        #expect(ZoneInfoDirectory.unknownZoneMessage(row.name, in: "[daemon] 'timezone'") == expected + " in [daemon] 'timezone'",
+                "\(row.testDescription)")
+        if let hint = row.hint, let named = hint.firstRange(of: "'Etc/")?.lowerBound {
+            let zone = String(hint[hint.index(after: named)...].prefix { $0 != "'" })
+            let shown = hint[hint.range(of: " is UTC")!.upperBound...].prefix(6)
+            let sign = shown.first == "+" ? 1 : -1
+            let hours = Int(shown.dropFirst().prefix(2))!
+            let rules = try Zones.directory.rules(named: zone)
+            #expect(rules.utcOffset(at: Instant(seconds: 1_782_864_000)) == sign * hours * 3600, "\(row.testDescription): \(zone)")
+        }
+    }
 }
 
 @Suite("Timestamps")
