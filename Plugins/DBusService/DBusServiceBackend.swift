@@ -92,7 +92,7 @@ public struct DBusServiceBackendFactory: BackendFactory {
     public var typeName: String { "dbus-service" }
     public var optionKeys: [String] { ["bus_name"] }
 
-    public struct Options: Sendable {
+    public struct Options: Sendable, Equatable {
         /// The well-known name of the service implementing `io.github.tocsin.Backend1`.
         public var busName: BusName
         public init(busName: BusName) { self.busName = busName }

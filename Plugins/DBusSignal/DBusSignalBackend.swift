@@ -43,7 +43,7 @@ public struct DBusSignalBackendFactory: BackendFactory {
     public var typeName: String { "dbus-signal" }
     public var optionKeys: [String] { [] }
     /// The signal's shape is the API's, so the table has nothing to set.
-    public struct Options: Sendable { public init() {} }
+    public struct Options: Sendable, Equatable { public init() {} }
     public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
         DBusSignalBackend(name: name, emit: emit, prepare: prepare)

@@ -82,7 +82,7 @@ public struct ExecBackendFactory: BackendFactory {
     public init() {}
     public var typeName: String { "exec" }
     public var optionKeys: [String] { ["command", "timeout"] }
-    public struct Options: Sendable {
+    public struct Options: Sendable, Equatable {
         /// argv; the program is looked up on the daemon's PATH.
         public var command: [String]
         public var timeout: TimeSpan

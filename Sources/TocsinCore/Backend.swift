@@ -173,7 +173,8 @@ public struct BackendEnvironment: Sendable {
 /// stay with the factory, while tests and other surfaces build a backend from options directly,
 /// without writing TOML.
 public protocol BackendFactory: Sendable {
-    associatedtype Options: Sendable
+    /// Equatable so a reload can tell an unchanged table, and keep its running instance.
+    associatedtype Options: Sendable & Equatable
     /// The `type = "..."` this factory answers to.
     var typeName: String { get }
     /// The keys of its table besides `type`, for "unknown key; did you mean" diagnostics.
@@ -198,6 +199,12 @@ extension BackendFactory {
     fileprivate func make(_ planned: PlannedBackend, environment: BackendEnvironment) -> (any DeliveryBackend)? {
         guard let options = planned.options as? Options else { return nil }
         return make(name: planned.name, options: options, environment: environment)
+    }
+
+    /// Whether two tables read into the same options (false when either is not this type's).
+    fileprivate func sameOptions(_ a: PlannedBackend, _ b: PlannedBackend) -> Bool {
+        guard let x = a.options as? Options, let y = b.options as? Options else { return false }
+        return x == y
     }
 }
 
@@ -232,6 +239,32 @@ public struct BackendPlan: Sendable {
     }
 }
 
+/// The backends a config runs, with the plan they were built from: what the next reload
+/// compares its tables with.
+public struct RunningBackends: Sendable {
+    public let plan: BackendPlan
+    public let instances: [any DeliveryBackend]
+    /// The instances carried over from the set running before (their table unchanged): already
+    /// started, so the engine neither starts them again nor shuts them down. A reload that
+    /// changes nothing of `[backend.alarm]` must not end the ring it is playing, nor an
+    /// unchanged `mqtt` backend drop its broker connection.
+    public let kept: Set<String>
+
+    public init(plan: BackendPlan, instances: [any DeliveryBackend], kept: Set<String> = []) {
+        self.plan = plan; self.instances = instances; self.kept = kept
+    }
+
+    /// The running instance for `planned`, when it would be built the same: same type, same
+    /// options, the same part in the fleet. What else a factory is given (the logger, the
+    /// process environment, the state directory) does not change while the daemon runs.
+    fileprivate func instance(for planned: PlannedBackend, fleetBackend: String?, factory: any BackendFactory) -> (any DeliveryBackend)? {
+        guard let was = plan.backends.first(where: { $0.name == planned.name }), was.typeName == planned.typeName,
+              (plan.fleetBackend == planned.name) == (fleetBackend == planned.name),
+              factory.sameOptions(was, planned) else { return nil }
+        return instances.first { $0.name == planned.name }
+    }
+}
+
 /// Maps backend type names to factories. A value passed to whoever builds backends, never a global:
 /// tests build registries with spies, the daemon with the plugins it links.
 ///
@@ -257,14 +290,26 @@ public struct BackendRegistry: Sendable {
     /// Builds each planned backend once, with this registry's factories. Fails only for a plan
     /// checked with a registry that links other types, or other implementations of a type.
     public func make(_ plan: BackendPlan, environment: BackendEnvironment) -> Result<[any DeliveryBackend], DiagnosticError> {
+        make(plan, environment: environment, reusing: nil).map(\.instances)
+    }
+
+    /// As `make`, keeping each instance of `running` whose table is unchanged instead of
+    /// building it again (a reload).
+    public func make(_ plan: BackendPlan, environment: BackendEnvironment, reusing running: RunningBackends?) -> Result<RunningBackends, DiagnosticError> {
         var environment = environment
         environment.fleetBackend = plan.fleetBackend
         var out: [any DeliveryBackend] = []
+        var kept: Set<String> = []
         var diags: [Diagnostic] = []
         for planned in plan.backends {
             guard let factory = factories[planned.typeName] else {
                 diags.append(Diagnostic(file: plan.file, location: planned.location,
                                         message: unknownType(planned.typeName, in: planned.name)))
+                continue
+            }
+            if let running, let same = running.instance(for: planned, fleetBackend: plan.fleetBackend, factory: factory) {
+                out.append(same)
+                kept.insert(planned.name)
                 continue
             }
             guard let backend = factory.make(planned, environment: environment) else {
@@ -274,7 +319,7 @@ public struct BackendRegistry: Sendable {
             }
             out.append(backend)
         }
-        if diags.isEmpty { return .success(out) }
+        if diags.isEmpty { return .success(RunningBackends(plan: plan, instances: out, kept: kept)) }
         return .failure(DiagnosticError(diags))
     }
 

@@ -163,11 +163,18 @@ struct FleetTests {
         }
     }
 
-    @Test("after a reload a snooze crosses the fleet, and an ack after the snooze ends still does")
+    @Test("a reload keeps an unchanged mqtt backend connected and replaces a changed one; after it a snooze crosses the fleet, and an ack after the snooze ends still does")
     func reloadAndSnooze() async throws {
         try await withFleet { _, a, b in
+            // The same file again: every backend is kept, the broker connection with it.
             a.process.signal(SIGHUP)
-            try await a.process.waitForStderr(containing: "reloaded", timeout: .seconds(20))
+            let same = try await a.process.waitForStderr(containing: "reloaded", timeout: .seconds(20))
+            #expect(same.contains("unchanged_backends=alarm,events,fleet,log"), "\(same)")
+            // The mqtt table changed: that backend is replaced by a new instance with the same client id.
+            let config = try String(contentsOfFile: a.daemon.configPath, encoding: .utf8)
+            try a.daemon.rewrite(config: config.replacingOccurrences(of: "reconnect_max = \"1s\"", with: "reconnect_max = \"2s\""))
+            a.process.signal(SIGHUP)
+            try await a.process.waitForStderr(containing: "unchanged_backends=alarm,events,log", timeout: .seconds(20))
             try await a.waitForEvent("Fired", timeout: .seconds(20))
             try await b.waitForEvent("Fired", timeout: .seconds(20))
 
@@ -188,8 +195,9 @@ struct FleetTests {
             try await a.waitForEvent("Acknowledged", timeout: .seconds(10))
             let list = try await a.tocsin("list", "--json")
             #expect(!list.stdoutText.contains("\"wake\""), "machine-a still holds the alarm: \(list.stdoutText)")
-            // One client per machine after the reload: the replaced one disconnected, so no
-            // session takeover loop (each takeover would log another connect).
+            // Two connections in all: none for the unchanged reload, one for the replacing one,
+            // whose predecessor disconnected, so no session takeover loop (each takeover would
+            // log another connect).
             let connects = a.process.stderr.components(separatedBy: "mqtt fleet: connected to").count - 1
             #expect(connects == 2, "machine-a connected \(connects) times: \(a.process.stderr.suffix(3000))")
         }

@@ -57,7 +57,7 @@ struct ReloadPlanTests {
         #expect(checking.counts.value.made.isEmpty)
     }
 
-    @Test("start-up constructs each backend once, a reload once more, and a refused reload none")
+    @Test("start-up constructs each backend once; a reload constructs only the backends whose table changed, and a refused reload none")
     func constructedOncePerReload() async throws {
         try await PrivateBus.with { bus in
             let dir = TemporaryDirectory(prefix: "tocsin-plan")
@@ -65,16 +65,29 @@ struct ReloadPlanTests {
             let counting = CountingFactory()
             let running = try await DaemonInProcessTests.start(bus: bus, state: dir.path + "/state", clock: VirtualClock(now: DaemonInProcessTests.t0),
                                                                config: Self.config, extra: [counting]) { $0.source = .file(file) }
-            #expect(counting.counts.value == CountingFactory.Counts(read: ["a": 1, "b": 1], made: ["a": 1, "b": 1]))
+            #expect(counting.counts.value == CountingFactory.Counts(read: ["a": 1, "b": 1], made: ["a": 1, "b": 1], started: ["a": 1, "b": 1]))
 
+            // Nothing changed: the running instances go on, neither made, started nor shut down again.
             #expect(await running.daemon.reload() == nil)
-            #expect(counting.counts.value == CountingFactory.Counts(read: ["a": 2, "b": 2], made: ["a": 2, "b": 2]))
+            #expect(counting.counts.value == CountingFactory.Counts(read: ["a": 2, "b": 2], made: ["a": 1, "b": 1], started: ["a": 1, "b": 1]))
+
+            // One table changed: that backend alone is made and started again, and the one it replaces shut down.
+            try dir.write("config.toml", Self.config + "\nmark = \"2\"\n")
+            #expect(await running.daemon.reload() == nil)
+            #expect(counting.counts.value == CountingFactory.Counts(read: ["a": 3, "b": 3], made: ["a": 1, "b": 2], started: ["a": 1, "b": 2],
+                                                                    shutDown: ["b": 1]))
 
             try dir.write("config.toml", Self.refused)
             let refused = await running.daemon.reload()
             #expect(refused?.code == .invalidConfig && refused?.message.contains("Mars/Base") == true, "\(refused.map { "\($0)" } ?? "accepted")")
-            #expect(counting.counts.value.made == ["a": 2, "b": 2], "a refused reload constructs nothing")
+            #expect(counting.counts.value.made == ["a": 1, "b": 2], "a refused reload constructs nothing")
             #expect(await running.daemon.center.backendNames.sorted() == ["a", "b", "events"], "and keeps the running backends")
+
+            // Back to the first table of b after the refusal: compared with what runs (mark = "2"), not with the refused file.
+            try dir.write("config.toml", Self.config)
+            #expect(await running.daemon.reload() == nil)
+            #expect(counting.counts.value.made == ["a": 1, "b": 3])
+            #expect(counting.counts.value.shutDown == ["b": 2])
             await running.shutdown()
         }
     }
@@ -91,7 +104,7 @@ struct ReloadPlanTests {
             let running = try await DaemonInProcessTests.start(bus: bus, state: dir.path + "/state", clock: VirtualClock(now: DaemonInProcessTests.t0),
                                                                config: Self.config, extra: [building]) { $0.config = validated }
             #expect(checking.counts.value == CountingFactory.Counts(read: ["a": 1, "b": 1], made: [:]))
-            #expect(building.counts.value == CountingFactory.Counts(read: [:], made: ["a": 1, "b": 1]))
+            #expect(building.counts.value == CountingFactory.Counts(read: [:], made: ["a": 1, "b": 1], started: ["a": 1, "b": 1]))
             await running.shutdown()
         }
     }
@@ -105,33 +118,40 @@ final class CountingFactory: BackendFactory, Sendable {
     struct Counts: Hashable, Sendable {
         var read: [String: Int] = [:]
         var made: [String: Int] = [:]
+        var started: [String: Int] = [:]
+        var shutDown: [String: Int] = [:]
     }
-    struct Options: Sendable { var name: String }
+    struct Options: Sendable, Equatable { var name: String; var mark: String? }
     let counts = WaitableState(Counts())
     var typeName: String { "counting" }
-    var optionKeys: [String] { [] }
+    var optionKeys: [String] { ["mark"] }
 
     func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
         // The table's context is "[backend.NAME]": the name is what the count is kept by.
         let name = String(reader.context.dropFirst("[backend.".count).dropLast())
         counts.update { $0.read[name, default: 0] += 1 }
-        return Options(name: name)
+        return Options(name: name, mark: reader.string("mark"))
     }
 
     func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {
         counts.update { $0.made[name, default: 0] += 1 }
-        return Counted(name: name)
+        return Counted(name: name, counts: counts)
     }
 
     struct Counted: DeliveryBackend {
         let name: String
+        var counts: WaitableState<Counts>? = nil
         func deliver(_ firing: Firing) async throws(DeliveryError) {}
+        func start(events: any BackendEventSink) async { counts?.update { $0.started[name, default: 0] += 1 } }
+        func shutdown() async { counts?.update { $0.shutDown[name, default: 0] += 1 } }
+        // As a sound backend: what it started only it can stop, so a replaced one is shut down.
+        var shutsDownWhenReplaced: Bool { true }
     }
 }
 
 /// A `counting` type whose options are not `CountingFactory`'s.
 private struct OtherCounting: BackendFactory {
-    struct Options: Sendable {}
+    struct Options: Sendable, Equatable {}
     var typeName: String { "counting" }
     var optionKeys: [String] { [] }
     func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }

@@ -30,7 +30,7 @@ struct SighupReloadTests {
         let once = "[[notification]]\nkey = \"once\"\ntitle = \"Once\"\nafter = \"1s\"\n"
         try d.rewrite(config: Self.config(tick + once))
         p.signal(SIGHUP)
-        try await p.waitForStderr(containing: "reloaded added=1 changed=0 removed=0 unchanged=1", timeout: .seconds(10))
+        try await p.waitForStderr(containing: "reloaded added=1 changed=0 removed=0 unchanged=1 unchanged_backends=log", timeout: .seconds(10))
         try await p.waitForOutput(containing: "\"key\":\"once\"", timeout: .seconds(10))
         let ticks = p.firings(key: "tick").compactMap { $0["occurrence"] as? Int }
         #expect(ticks == Array(1...ticks.count), "a reload restarted or repeated the unchanged repeating notification: \(ticks)")

@@ -35,6 +35,30 @@ struct SoundAlarmTests {
         }
     }
 
+    @Test("a reload that leaves [backend.alarm] unchanged lets the ring play on, and `tocsin ack` still stops it (regression: every reload ended the ring)")
+    func reloadKeepsTheRing() async throws {
+        try await withAlarm(every: "30s", maxRings: 2, soundSeconds: "8") { f in
+            _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
+            let r1 = try await f.watch.wait("new", number: 1, timeout: .seconds(15))
+            // A change elsewhere in the file: one notification more.
+            let config = try String(contentsOfFile: f.daemon.configPath, encoding: .utf8)
+            try f.daemon.rewrite(config: config + "\n[[notification]]\nkey = \"other\"\ntitle = \"Other\"\nafter = \"1h\"\nbackends = [\"log\"]\n")
+            try f.process.signal(SIGHUP)
+            let log = try await f.process.waitForStderr(containing: "reloaded added=1 ", timeout: .seconds(10))
+            #expect(log.contains("reloaded added=1 changed=0 removed=0 unchanged=0 unchanged_backends=alarm,log"), "\(log)")
+            // Everything the reload set off has been handled once a notification scheduled after it fires.
+            try await f.marker(after: "1s")
+            let ended = f.watch.events.filter { $0.kind == "remove" && $0.index == r1.index }
+            try #require(ended.isEmpty, "the reload ended ring 1 of an 8 s sound: \(f.watch.events)")
+
+            let ack = try await f.tocsin("ack", "wake")
+            let acked = Date().timeIntervalSince1970
+            #expect(!ack.stdoutText.contains("was not ringing"), "\(ack.stdoutText)")
+            let removed = try await f.watch.waitForRemoval(of: r1.index, timeout: .seconds(5))
+            #expect(removed.at - acked < TimingBudget.scaled(1.0), "ring 1 played on \(removed.at - acked) s after the ack")
+        }
+    }
+
     @Test("max_rings is honoured: three rings a second apart, then Unanswered and silence")
     func maxRings() async throws {
         try await withAlarm(every: "1s", maxRings: 3, soundSeconds: "0.3") { f in

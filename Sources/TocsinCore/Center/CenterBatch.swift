@@ -22,9 +22,10 @@ extension TocsinCenter {
         case snooze(String, TimeSpan)
         /// A snooze from another machine: until the instant it was given for there.
         case snoozeUntil(String, Instant)
-        /// nil backends: keep the running ones (start-up); otherwise swap them once durable.
-        /// nil quiet: keep the `[quiet]` settings.
-        case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?, quiet: QuietRules?)
+        /// nil backends: keep the running ones (start-up); otherwise swap them once durable
+        /// (`kept`: those among them that are the running instances). nil quiet: keep the
+        /// `[quiet]` settings.
+        case config([(notification: Notification, fingerprint: String)], backends: [any DeliveryBackend]?, kept: Set<String>, quiet: QuietRules?)
         /// `tocsin quiet on [--until T]` (nil: until switched off).
         case quietOn(until: Instant?)
         case quietOff
@@ -73,7 +74,7 @@ extension TocsinCenter {
         var calls: [Call] = []
         /// Content of notifications posted in this batch (no store read needed to deliver them).
         var fresh: [String: Notification] = [:]
-        var swapTo: [any DeliveryBackend]?
+        var swapTo: (list: [any DeliveryBackend], kept: Set<String>)?
         /// Quiet hours may have changed: `quietNext` is worked out again at the end.
         var quietTouched = false
         /// Holds whose commit failed: delivered instead once the batch is over (`rescueHolds`).
@@ -270,7 +271,7 @@ extension TocsinCenter {
             } else {
                 armWake()
             }
-            if let swapTo = batch.swapTo { await installBackends(swapTo) }
+            if let swapTo = batch.swapTo { await installBackends(swapTo.list, keeping: swapTo.kept) }
             for call in batch.calls {
                 perform(call.actions, contents: batch.fresh)
                 call.continuation.resume(returning: call.result)
@@ -393,11 +394,11 @@ extension TocsinCenter {
             // Already over there (a late message): due again now, as it is there.
             let d = max(until - now, TimeSpan(microseconds: 1))
             return .instant(try machine.snooze(key, for: d, now: now, into: &out))
-        case .config(let list, let newBackends, let quiet):
+        case .config(let list, let newBackends, let kept, let quiet):
             if let newBackends {
                 machine.setBackends(Self.infos(newBackends))
                 machine.endRingingWithoutRinger(into: &out)
-                batch.swapTo = newBackends
+                batch.swapTo = (newBackends, kept)
             }
             if let quiet {
                 machine.setQuiet(quiet, now: now, into: &out)

@@ -64,19 +64,21 @@ extension TocsinCenter {
     @discardableResult
     public func applyConfig(_ specs: [NotificationSpec]) async throws(CenterError) -> ReloadReport {
         let list = try resolveConfig(specs, backendNames: machine.backendNames)
-        return try await submit(.config(list, backends: nil, quiet: nil)).report
+        return try await submit(.config(list, backends: nil, kept: [], quiet: nil)).report
     }
 
     /// A config reload: the new backends, notifications and `[quiet]` settings together, in one
     /// transaction. The notifications are checked against the new backends and everything is
     /// made durable first, so a reload that fails (an invalid entry or window, a full disk)
-    /// leaves the running backends, schedule and quiet hours exactly as they were.
+    /// leaves the running backends, schedule and quiet hours exactly as they were. `keeping`
+    /// names the instances of `list` that are the running ones (their table unchanged): they
+    /// go on as they are, neither started again nor shut down.
     @discardableResult
-    public func reload(backends list: [any DeliveryBackend], specs: [NotificationSpec],
+    public func reload(backends list: [any DeliveryBackend], keeping kept: Set<String> = [], specs: [NotificationSpec],
                        quiet: QuietSettings) async throws(CenterError) -> ReloadReport {
         let resolved = try resolveConfig(specs, backendNames: list.map(\.name))
         let rules = try resolver.quietRules(quiet)
-        return try await submit(.config(resolved, backends: list, quiet: rules)).report
+        return try await submit(.config(resolved, backends: list, kept: kept, quiet: rules)).report
     }
 
     private func resolveConfig(_ specs: [NotificationSpec], backendNames: [String]) throws(CenterError) -> [(notification: Notification, fingerprint: String)] {

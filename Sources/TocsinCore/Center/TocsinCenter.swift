@@ -154,16 +154,16 @@ public actor TocsinCenter {
         await installBackends(list)
     }
 
-    /// Starts `list` and shuts down the instances it replaces. The machine already knows them
-    /// (a reload's batch told it, in its transaction).
-    func installBackends(_ list: [any DeliveryBackend]) async {
+    /// Starts `list` and shuts down the instances it replaces, but for the running instances
+    /// `kept` names. The machine already knows them (a reload's batch told it, in its transaction).
+    func installBackends(_ list: [any DeliveryBackend], keeping kept: Set<String> = []) async {
         let old = backends
         backends = [:]
         for b in list { backends[b.name] = b }
         fleetBackend = list.lazy.compactMap { b in b.fleetLink.map { (b.name, $0) } }.first
         let sink = self.sink ?? CenterSink(center: self)
         self.sink = sink
-        for b in list {
+        for b in list where !kept.contains(b.name) {
             // A stop that came during an earlier backend's start: this one is not started, and
             // one whose start the stop overlapped (the stop may have shut it down first) is shut
             // down again once started.
@@ -173,6 +173,7 @@ public actor TocsinCenter {
         }
         for (name, b) in old {
             guard let now = backends[name] else { await b.shutdown(); continue }
+            if kept.contains(name) { continue }
             // Replaced (not the same instance installed again) by one that cannot reach what it started.
             if b.shutsDownWhenReplaced, (now as AnyObject) !== (b as AnyObject) { await b.shutdown() }
         }

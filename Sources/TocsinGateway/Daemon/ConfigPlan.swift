@@ -51,12 +51,15 @@ public struct ValidatedConfig: Sendable {
 /// A validated config with its backends constructed, ready for the engine.
 public struct BuiltConfig: Sendable {
     public let config: ValidatedConfig
-    public let backends: [any DeliveryBackend]
+    /// The backends, and which of them are instances already running (a reload's unchanged tables).
+    public let running: RunningBackends
+    public var backends: [any DeliveryBackend] { running.instances }
 
     /// The last step of a reload, and the one place a reload reaches the engine: the backends,
     /// the notifications and the `[quiet]` settings change together, in one engine transaction.
     public func apply(to center: TocsinCenter) async throws(CenterError) -> ReloadReport {
-        try await center.reload(backends: backends, specs: config.configuration.notifications, quiet: config.configuration.quiet)
+        try await center.reload(backends: backends, keeping: running.kept, specs: config.configuration.notifications,
+                                quiet: config.configuration.quiet)
     }
 
     /// The first step at start-up, before the daemon takes its bus name (a `[quiet]` the engine
@@ -109,11 +112,13 @@ public struct ConfigPlan: Sendable {
     }
 
     /// Constructs each planned backend once, with this plan's registry (which may hold live
-    /// wiring the one that validated did not: the daemon's bus link).
-    public func build(_ config: ValidatedConfig, logger: Logger, stateDirectory: String) -> Result<BuiltConfig, ConfigLoadError> {
+    /// wiring the one that validated did not: the daemon's bus link). A reload passes the
+    /// backends running: each whose table is unchanged is kept, not constructed again.
+    public func build(_ config: ValidatedConfig, logger: Logger, stateDirectory: String,
+                      reusing running: RunningBackends? = nil) -> Result<BuiltConfig, ConfigLoadError> {
         let environment = BackendEnvironment(logger: logger, environment: environment, stateDirectory: stateDirectory)
-        switch registry.make(config.backends, environment: environment) {
-        case .success(let backends): return .success(BuiltConfig(config: config, backends: backends))
+        switch registry.make(config.backends, environment: environment, reusing: running) {
+        case .success(let built): return .success(BuiltConfig(config: config, running: built))
         case .failure(let e):
             return .failure(ConfigLoadError(code: .invalid, file: config.loaded.file, diagnostics: e.diagnostics,
                                             source: config.loaded.source))

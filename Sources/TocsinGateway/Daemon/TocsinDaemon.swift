@@ -37,11 +37,16 @@ public final class TocsinDaemon: Sendable {
     private let reloads = Mutex<Task<CenterError?, Never>?>(nil)
     /// Set when the stop begins: a reload then neither starts nor tells systemd it is ready.
     private let stopping = Mutex(false)
+    /// The backends the engine runs, for the next reload to keep those whose table it leaves
+    /// unchanged. Written only by the start and by reloads, which run one after another.
+    private let running: Mutex<RunningBackends>
 
     private init(setup: DaemonSetup, plan: ConfigPlan, stateDirectory: String, center: TocsinCenter, gateway: GatewayService,
-                 link: BusLink, sleep: SleepWatch, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>) {
+                 link: BusLink, sleep: SleepWatch, firstConnection: DBusConnection?, events: AsyncStream<CenterEvent>,
+                 running: RunningBackends) {
         self.setup = setup; self.plan = plan; self.stateDirectory = stateDirectory; self.center = center; self.gateway = gateway
         self.link = link; self.sleep = sleep; self.firstConnection = firstConnection; self.events = events
+        self.running = Mutex(running)
     }
 
     public static func start(_ setup: DaemonSetup) async throws(DaemonError) -> TocsinDaemon {
@@ -118,7 +123,7 @@ public final class TocsinDaemon: Sendable {
             throw DaemonError(.storage, error.message)
         }
         let daemon = TocsinDaemon(setup: setup, plan: plan, stateDirectory: stateDirectory, center: center, gateway: gateway,
-                                  link: link, sleep: sleep, firstConnection: first, events: events)
+                                  link: link, sleep: sleep, firstConnection: first, events: events, running: built.running)
         started.withLock { $0 = daemon }
         gateway.startEnded(ok: true)
         return daemon
@@ -203,11 +208,13 @@ public final class TocsinDaemon: Sendable {
             plan.validate().mapError { RenderedLoadFailure(rendered: $0.rendered) }
         }
         do {
-            let built = try plan.build(try read.get(), logger: logger, stateDirectory: stateDirectory)
+            let built = try plan.build(try read.get(), logger: logger, stateDirectory: stateDirectory, reusing: running.withLock { $0 })
                 .mapError { RenderedLoadFailure(rendered: $0.rendered) }.get()
             let report = try await built.apply(to: center)
+            running.withLock { $0 = built.running }
             logger.info("reloaded", metadata: ["added": "\(report.added.count)", "changed": "\(report.changed.count)",
-                                               "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)"])
+                                               "removed": "\(report.removed.count)", "unchanged": "\(report.unchanged.count)",
+                                               "unchanged_backends": "\(built.running.kept.sorted().joined(separator: ","))"])
             return nil
         } catch let e as RenderedLoadFailure {
             logger.error("reload failed; keeping the running configuration:\n\(e.rendered)")

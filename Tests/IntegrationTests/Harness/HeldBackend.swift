@@ -18,7 +18,7 @@ final class HeldBackend: BackendFactory, DeliveryBackend, Sendable {
     var typeName: String { "held" }
     var optionKeys: [String] { [] }
     var name: String { "held" }
-    struct Options: Sendable {}
+    struct Options: Sendable, Equatable {}
     func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? { Options() }
     func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend { self }
 
