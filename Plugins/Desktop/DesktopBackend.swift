@@ -11,6 +11,8 @@ public struct DesktopBackend: DeliveryBackend {
     public let name: String
     /// Popups wait out quiet hours.
     public var quietMode: QuietMode { .hold }
+    /// An alarm's popup closed while it rings is shown again at the next ring (`NotifyServerLink.show`).
+    public var followsRings: Bool { true }
     public let options: DesktopOptions
     private let route: EventRoute
     private let runtime: LibNotifyRuntime

@@ -85,9 +85,12 @@ final class NotifyServerLink: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Shows or replaces the popup for `id`.
+    /// Shows or replaces the popup for `id`. A ring shows it only if it is not open: a person
+    /// who closed an alarm's popup while the sound rings on gets its buttons back at the next
+    /// ring, and an open one is left as it is (replacing it every ring would make it jump).
     func show(_ firing: Firing, options: DesktopOptions, id: PopupID, route: EventRoute) -> Result<Void, DeliveryError> {
         assert(loop.isCurrent)
+        if firing.reason == .ring, popups[id] != nil { return .success(()) }
         let caps: ServerCapabilities
         switch connect(appName: options.appName) {
         case .failure(let e): return .failure(e)

@@ -94,6 +94,10 @@ public protocol DeliveryBackend: Sendable {
     /// Non-nil for an alarm: a delivery here waits for a person, and the center delivers again
     /// (reason `.ring`) every `every` until the key is acknowledged, snoozed or `maxRings` is reached.
     var ringPolicy: RingPolicy? { get }
+    /// Whether an alarm's rings come here too (reason `.ring`), when the alarm is routed here and
+    /// to an alarm backend. A popup backend's do: a person who closed the popup while the sound
+    /// rings on needs its buttons back, and the popup is where they acknowledge.
+    var followsRings: Bool { get }
     func start(events: any BackendEventSink) async
     func deliver(_ firing: Firing) async throws(DeliveryError)
     func withdraw(key: String, reason: WithdrawReason) async
@@ -139,6 +143,7 @@ public enum BackendHealth: Hashable, Sendable, CustomStringConvertible {
 
 extension DeliveryBackend {
     public var ringPolicy: RingPolicy? { nil }
+    public var followsRings: Bool { false }
     public var quietMode: QuietMode { .deliver }
     public var shutsDownWhenReplaced: Bool { false }
     /// Backends that cannot know (a log line, a program run per firing) count as healthy.

@@ -35,12 +35,16 @@ public final class RecordingBackend: DeliveryBackend, Sendable {
     public let ringPolicy: RingPolicy?
     /// As a popup backend (`.hold`) or a signal/log one (`.deliver`) during quiet hours.
     public let quietMode: QuietMode
+    /// As a popup backend, which an alarm's rings also reach.
+    public let followsRings: Bool
     private let state: Mutex<State>
 
-    public init(name: String, ringPolicy: RingPolicy? = nil, behaviour: Behaviour = .succeed, quietMode: QuietMode = .deliver) {
+    public init(name: String, ringPolicy: RingPolicy? = nil, behaviour: Behaviour = .succeed, quietMode: QuietMode = .deliver,
+                followsRings: Bool = false) {
         self.name = name
         self.ringPolicy = ringPolicy
         self.quietMode = quietMode
+        self.followsRings = followsRings
         self.state = Mutex(State(behaviour: behaviour))
     }
 

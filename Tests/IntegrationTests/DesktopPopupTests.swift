@@ -292,6 +292,44 @@ struct AlarmPopupTests {
     }
 }
 
+extension AlarmPopupTests {
+    /// Regression: an alarm's popup closed by the person (not acknowledged) while the sound rang
+    /// on never came back, and with it the buttons to stop the alarm.
+    @Test("a ringing alarm's popup closed by the person comes back at the next ring, with its buttons; an open one is left as it is")
+    func closedPopupComesBack() async throws {
+        let config = Self.config.replacingOccurrences(of: "every = \"1min\"", with: "every = \"2s\"")
+        try await withGateway(config: config, arguments: ["--log-level", "debug"]) { g in try await withTeardown { t in
+            let (server, monitor, watcher) = try await mockSession(g, t)
+            let s = try await g.gdbus("Schedule", "{'key': <'wake'>, 'title': <'Alarm wake'>, 'after': <'1s'>, 'backends': <['popup', 'alarm', 'events']>}")
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            let first = try #require(try await monitor.wait("return", "Notify").first?.args.first as? Int)
+            // Ring 2 reached the popup backend too (its delivery ends long before ring 3, 2 s on).
+            _ = try await g.process.waitForStderr(containing: "ring=3", timeout: .seconds(15))
+            #expect(monitor.messages.filter { $0.kind == "call" && $0.member == "Notify" }.count == 1,
+                    "ring 2 replaced the open popup: \(monitor.messages.map(\.member))")
+
+            // The person closes it (reason 2, dismissed by the user), without acknowledging.
+            try await server.emitMock("NotificationClosed", "uu", "[<uint32 \(first)>, <uint32 2>]")
+            let calls = try await monitor.wait("call", "Notify", count: 2, timeout: .seconds(15))
+            #expect(calls[1].args[3] as? String == "Alarm wake")
+            let pairs = actionPairs(calls[1].args[5])
+            #expect(pairs["dismiss"] == "Dismiss" && pairs["snooze"] == "Snooze", "\(pairs)")
+            #expect(calls[1].args[1] as? Int == 0, "shown afresh, not as a replacement of the closed popup")
+            let second = try #require(try await monitor.wait("return", "Notify", count: 2)[1].args.first as? Int)
+
+            // Open again: the next ring leaves it be.
+            let rang = g.process.stderr.components(separatedBy: "ring=").count - 1
+            _ = try await g.process.output.wait("one ring more", timeout: .seconds(15)) {
+                $0.stderrText.components(separatedBy: "ring=").count - 1 > rang + 1
+            }
+            #expect(monitor.messages.filter { $0.kind == "call" && $0.member == "Notify" }.count == 2, "\(monitor.messages.map(\.member))")
+
+            try await server.pressMock(id: UInt32(second), action: "dismiss")
+            _ = try await watcher.wait("Acknowledged", key: "wake")
+        } }
+    }
+}
+
 /// dbusmock's notification server (with actions, without body markup), a monitor of what it is
 /// sent, and a watcher of the gateway's signals, all stopped by `t`.
 func mockSession(_ g: GatewayFixture, _ t: Teardown) async throws -> (NotificationServer, NotificationMonitor, GatewayWatcher) {

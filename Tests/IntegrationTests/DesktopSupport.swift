@@ -91,9 +91,14 @@ final class NotificationServer: Sendable {
 
     /// Makes the mock server emit `ActionInvoked(id, action)`, as a button press would.
     func pressMock(id: UInt32, action: String) async throws {
+        try await emitMock("ActionInvoked", "us", "[<uint32 \(id)>, <'\(action)'>]")
+    }
+
+    /// Makes the mock server emit one of the protocol's signals, with arguments in GVariant text.
+    func emitMock(_ member: String, _ signature: String, _ arguments: String) async throws {
         let r = try await TestProcess.run("gdbus", [
             "call", "--address", bus.address, "-d", Self.name, "-o", Self.path,
-            "-m", "org.freedesktop.DBus.Mock.EmitSignal", Self.name, "ActionInvoked", "us", "[<uint32 \(id)>, <'\(action)'>]",
+            "-m", "org.freedesktop.DBus.Mock.EmitSignal", Self.name, member, signature, arguments,
         ])
         guard r.status == .exited(0) else { throw TestProcessError("EmitSignal failed: \(r.stderrText)") }
     }

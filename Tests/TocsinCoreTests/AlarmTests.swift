@@ -38,6 +38,29 @@ struct AlarmTests {
         #expect(try await h.center.acknowledge("wake"))
     }
 
+    @Test("a backend that follows rings (a popup) gets each ring with the alarm; one that does not gets the firing alone; a follower alone never rings")
+    func followersGetEachRing() async throws {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        let popup = RecordingBackend(name: "popup", quietMode: .hold, followsRings: true)
+        let log = RecordingBackend(name: "log")
+        let h = try await Harness(backends: [alarm, popup, log])
+        try await h.center.schedule(spec("wake", at(10), backends: ["popup", "alarm", "log"]))
+        try await h.center.schedule(spec("plain", at(10), backends: ["popup"]))
+        await h.advance(10)
+        for _ in 0..<2 { await h.advance(3) }
+        await h.center.waitForDeliveries()
+        #expect(rings(alarm) == [1, 2, 3])
+        #expect(rings(popup) == [1, 2, 3], "the popup is told of every ring, to show again a popup closed meanwhile")
+        #expect(popup.deliveries.filter { $0.key == "wake" }.map(\.reason) == [.scheduled, .ring, .ring])
+        #expect(rings(log) == [1])
+        #expect(popup.deliveries.filter { $0.key == "plain" }.count == 1, "without an alarm backend nothing rings")
+        #expect(try await h.center.acknowledge("wake"))
+        #expect(await popup.wait { _, w in w.contains { $0.key == "wake" && $0.reason == .acknowledged } })
+        for _ in 0..<3 { await h.advance(3) }
+        await h.center.waitForDeliveries()
+        #expect(rings(popup) == [1, 2, 3], "rang on after the acknowledge")
+    }
+
     @Test("acknowledge mid-ring stops it: withdrawn at once, no further rings")
     func acknowledgeMidRing() async throws {
         let (h, alarm, _) = try await harness()

@@ -430,6 +430,6 @@ extension TocsinCenter {
 
     /// What the machine knows of each backend instance.
     static func infos(_ list: [any DeliveryBackend]) -> [BackendInfo] {
-        list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy, quietMode: $0.quietMode) }
+        list.map { BackendInfo(name: $0.name, ringPolicy: $0.ringPolicy, quietMode: $0.quietMode, followsRings: $0.followsRings) }
     }
 }

@@ -63,7 +63,9 @@ public struct BackendInfo: Hashable, Sendable {
     public var name: String
     public var ringPolicy: RingPolicy?
     public var quietMode: QuietMode
-    public init(name: String, ringPolicy: RingPolicy? = nil, quietMode: QuietMode = .deliver) {
-        self.name = name; self.ringPolicy = ringPolicy; self.quietMode = quietMode
+    /// Gets an alarm's rings too (`DeliveryBackend.followsRings`).
+    public var followsRings: Bool
+    public init(name: String, ringPolicy: RingPolicy? = nil, quietMode: QuietMode = .deliver, followsRings: Bool = false) {
+        self.name = name; self.ringPolicy = ringPolicy; self.quietMode = quietMode; self.followsRings = followsRings
     }
 }

@@ -8,6 +8,8 @@ struct RouteTable: Sendable {
         var targets: [String] = []
         /// The ring policy of the first alarm backend among the targets.
         var ring: RingPolicy?
+        /// Where each ring goes: the alarm backends among the targets, and those that follow
+        /// their rings (popups), in the route's order. Empty when nothing rings.
         var ringers: [String] = []
     }
 
@@ -41,11 +43,18 @@ struct RouteTable: Sendable {
 
     private static func resolve(_ names: [String], _ backends: [BackendInfo]) -> ResolvedRoute {
         var r = ResolvedRoute(targets: names)
+        var followers = false
         for name in names {
-            guard let policy = backends.first(where: { $0.name == name })?.ringPolicy else { continue }
-            if r.ring == nil { r.ring = policy }
-            r.ringers.append(name)
+            guard let info = backends.first(where: { $0.name == name }) else { continue }
+            if let policy = info.ringPolicy {
+                if r.ring == nil { r.ring = policy }
+                r.ringers.append(name)
+            } else if info.followsRings {
+                r.ringers.append(name)
+                followers = true
+            }
         }
+        if r.ring == nil, followers { r.ringers = [] }
         return r
     }
 }
