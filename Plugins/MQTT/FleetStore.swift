@@ -29,6 +29,9 @@ final class FleetStore: Sendable {
     /// The connection and its statements, prepared once.
     private final class Statements {
         let db: SQLiteDatabase
+        /// When the tables were last pruned (unix seconds); once a day at most, on a write, so an
+        /// idle daemon never wakes for it.
+        var prunedAt: Int64 = 0
         let insertSeen, containsSeen, recordDelivered, lastDelivered: SQLiteStatement
         let enqueue, dequeue, outbox, seenWithPrefix, recordFleet, fleetKeys: SQLiteStatement
         init(_ db: SQLiteDatabase) throws(StoreError) {
@@ -60,10 +63,9 @@ final class FleetStore: Sendable {
                         "CREATE TABLE IF NOT EXISTS mqtt_outbox (id TEXT PRIMARY KEY, topic TEXT NOT NULL, payload BLOB NOT NULL, created INTEGER NOT NULL)"] {
                 try db.exec(sql)
             }
-            // Ids are kept for 30 days: far beyond any redelivery (a broker queues for a client that
-            // is away, it does not hold messages for a month), and the table stays small.
-            try? db.exec("DELETE FROM mqtt_seen WHERE seen_at < CAST(strftime('%s','now') AS INTEGER) - \(Self.keepSeenSeconds)")
-            self.db = Mutex(try Statements(db))
+            let statements = try Statements(db)
+            Self.prune(statements, now: Self.nowSeconds())
+            self.db = Mutex(statements)
         } catch {
             // The SQLite wrapper's errors name the file already.
             throw OpenError(description: "cannot open the mqtt backend's store: \(error.message)")
@@ -72,11 +74,34 @@ final class FleetStore: Sendable {
 
     static let keepSeenSeconds: Int64 = 30 * 86_400
 
+    static func nowSeconds() -> Int64 { Int64(time(nil)) }
+
+    /// Forgets what no message can concern any more: ids seen, occurrences delivered and fleet
+    /// keys no longer shared, each older than 30 days. That is far beyond any redelivery (a
+    /// broker queues for a client that is away, it does not hold messages for a month). Without
+    /// it the last two tables kept a row for every key ever used (an app that makes a key per
+    /// notification grew them without end), and the fleet keys are all read at start.
+    private static func prune(_ s: Statements, now: Int64) {
+        let cutoff = now - keepSeenSeconds
+        for sql in ["DELETE FROM mqtt_seen WHERE seen_at < \(cutoff)",
+                    "DELETE FROM mqtt_delivered WHERE due < \(cutoff) * 1000000",
+                    "DELETE FROM mqtt_fleet WHERE shared = 0 AND changed < \(cutoff) * 1000000"] {
+            try? s.db.exec(sql)
+        }
+        s.prunedAt = now
+    }
+
+    /// Prunes once a day, on a write: a daemon that runs for months stays as small as one just started.
+    private static func pruneIfDue(_ s: Statements, now: Int64) {
+        if now - s.prunedAt >= 86_400 { prune(s, now: now) }
+    }
+
     /// Records `id`; true when it was new (act on it), false when seen before (drop it).
     /// A write that fails counts as new: acting twice on an acknowledge is harmless, losing one is not.
     func insert(_ id: String, kind: String, at unixSeconds: Int64) -> Bool {
         db.withLock { s in
             guard let s else { return true }
+            Self.pruneIfDue(s, now: unixSeconds)
             let st = s.insertSeen
             st.bind(1, id); st.bind(2, kind); st.bind(3, unixSeconds)
             guard (try? st.run()) != nil else { return true }
@@ -97,7 +122,9 @@ final class FleetStore: Sendable {
     /// acknowledge's id differ from the other machines', which they then act on (harmlessly) again.
     func recordDelivered(key: String, occurrence: UInt64, due: Int64) {
         db.withLock { s in
-            guard let st = s?.recordDelivered else { return }
+            guard let s else { return }
+            Self.pruneIfDue(s, now: Self.nowSeconds())
+            let st = s.recordDelivered
             st.bind(1, key); st.bind(2, Int64(bitPattern: occurrence)); st.bind(3, due)
             try? st.run()
         }

@@ -15,14 +15,14 @@ struct FleetStoreTests {
             #expect(store.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
             #expect(!store.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
             #expect(store.insert("acknowledged/wake/6/1", kind: "acknowledged", at: now), "a new due is a new id")
-            store.recordDelivered(key: "wake", occurrence: 2, due: 6)
+            store.recordDelivered(key: "wake", occurrence: 2, due: now * 1_000_000)
         }
         let reopened = try FleetStore(path: path)
         #expect(!reopened.insert("acknowledged/wake/5/1", kind: "acknowledged", at: now))
         #expect(reopened.contains("acknowledged/wake/6/1"))
         #expect(!reopened.contains("snoozed/wake/6/1"))
         let last = try #require(reopened.lastDelivered(key: "wake"))
-        #expect(last.occurrence == 2 && last.due == 6)
+        #expect(last.occurrence == 2 && last.due == now * 1_000_000)
         #expect(reopened.lastDelivered(key: "other") == nil)
     }
 
@@ -30,16 +30,17 @@ struct FleetStoreTests {
     func fleetKeysAcrossReopen() throws {
         let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
         let path = dir.path + "/mqtt-fleet.sqlite"
+        let t = Int64(Date().timeIntervalSince1970) * 1_000_000
         do {
             let store = try FleetStore(path: path)
-            store.recordFleet(key: "tea", shared: true, changed: 10)
-            store.recordFleet(key: "oven", shared: true, changed: 11)
-            store.recordFleet(key: "oven", shared: false, changed: 12)
+            store.recordFleet(key: "tea", shared: true, changed: t + 10)
+            store.recordFleet(key: "oven", shared: true, changed: t + 11)
+            store.recordFleet(key: "oven", shared: false, changed: t + 12)
         }
         let keys = try FleetStore(path: path).fleetKeys()
         #expect(keys.count == 2)
-        #expect(keys["tea"]?.shared == true && keys["tea"]?.changed == 10)
-        #expect(keys["oven"]?.shared == false && keys["oven"]?.changed == 12)
+        #expect(keys["tea"]?.shared == true && keys["tea"]?.changed == t + 10)
+        #expect(keys["oven"]?.shared == false && keys["oven"]?.changed == t + 12)
     }
 
     @Test("the file is readable by its owner only, like the state store")
@@ -73,6 +74,36 @@ struct FleetStoreTests {
         let reopened = try FleetStore(path: path)
         #expect(!reopened.contains("acknowledged/old/1/1"))
         #expect(reopened.contains("acknowledged/recent/1/1"))
+    }
+
+    /// Regression: the occurrences delivered and the fleet keys were never forgotten, one row per
+    /// key ever used, and all fleet keys are read at start.
+    @Test("delivered occurrences and unshared fleet keys older than 30 days go too, at open and once a day while running; shared keys stay")
+    func prunesEveryTable() throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-fleetstore")
+        let path = dir.path + "/mqtt-fleet.sqlite"
+        let now = Int64(Date().timeIntervalSince1970)
+        let old = (now - FleetStore.keepSeenSeconds - 60) * 1_000_000, recent = (now - 86_400) * 1_000_000
+        do {
+            let store = try FleetStore(path: path)
+            store.recordDelivered(key: "old", occurrence: 1, due: old)
+            store.recordDelivered(key: "recent", occurrence: 1, due: recent)
+            store.recordFleet(key: "gone", shared: false, changed: old)
+            store.recordFleet(key: "kept", shared: true, changed: old)
+            store.recordFleet(key: "lately", shared: false, changed: recent)
+        }
+        let reopened = try FleetStore(path: path)
+        #expect(reopened.lastDelivered(key: "old") == nil)
+        #expect(reopened.lastDelivered(key: "recent")?.due == recent)
+        #expect(reopened.fleetKeys().keys.sorted() == ["kept", "lately"])
+
+        // A daemon that runs on: the next write more than a day after the last pruning prunes.
+        #expect(reopened.insert("acknowledged/a/1/1", kind: "acknowledged", at: now + 86_399))
+        #expect(reopened.lastDelivered(key: "recent") != nil, "pruned again within the day")
+        #expect(reopened.insert("acknowledged/b/1/1", kind: "acknowledged", at: now + 29 * 86_400 + 60))
+        #expect(reopened.lastDelivered(key: "recent") == nil)
+        #expect(reopened.fleetKeys().keys.sorted() == ["kept"])
+        #expect(reopened.contains("acknowledged/a/1/1"), "an id is kept for 30 days from when it was seen")
     }
 
     @Test("the outbox keeps answers in order until removed, across a reopen")
