@@ -26,6 +26,33 @@ struct HistoryTests {
         #expect(ops[2] == .pruneHistory(olderThan: t0 - .hours(30 * 24), keep: 10_000, batch: 1 + HistoryLog.pruneBatch))
     }
 
+    /// Regression: snoozing the reminder that had just popped up answered "no notification with
+    /// key", as for a key never used: the engine forgets a one-shot once it is done.
+    @Test("snoozing a key that is done says what became of it, from the history; an unknown key is still unknown")
+    func snoozeSaysWhatBecameOfIt() async throws {
+        let h = try await Harness()
+        try await h.center.schedule(spec("tea", at(10)))
+        try await h.center.schedule(spec("cake", at(60)))
+        await h.advance(10)
+        await h.center.waitForDeliveries()
+        #expect(try await h.center.cancel("cake"))
+        let rows: [(key: String, message: String)] = [
+            ("tea", "notification 'tea' fired at 2026-03-02T09:00:10Z and is done: only a pending or ringing one can be snoozed; to be reminded again, schedule it again"),
+            ("cake", "notification 'cake' was cancelled at 2026-03-02T09:00:10Z: only a pending or ringing one can be snoozed; to be reminded again, schedule it again"),
+            ("nope", "no notification with key 'nope'"),
+        ]
+        for row in rows {
+            do {
+                _ = try await h.center.snooze(row.key, for: .minutes(10))
+                Issue.record("\(row.key): snoozed")
+            } catch {
+                #expect(error.code == .notFound, "\(row.key)")
+                #expect(error.message == row.message, "\(row.key)")
+                #expect(error.field == "key", "\(row.key)")
+            }
+        }
+    }
+
     @Test("a cancellation's entry goes before the delete, so the store can still read the title")
     func cancelBeforeDelete() {
         let log = HistoryLog(retention: HistoryRetention())

@@ -56,7 +56,29 @@ extension TocsinCenter {
         if let duration, duration < options.limits.minPeriod {
             throw CenterError(.invalidArguments, "'duration' \(duration) is below [daemon] min_period (\(options.limits.minPeriod)); a notification may fire at most once per min_period", field: "duration")
         }
-        return try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
+        do throws(CenterError) {
+            return try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant
+        } catch {
+            guard error.code == .notFound else { throw error }
+            throw await gone(key, error)
+        }
+    }
+
+    /// The engine forgets a one-shot once it is done, so "no notification with key" met the
+    /// person snoozing the reminder that had just popped up. The history still knows it: say it
+    /// fired and is done, and what to do instead.
+    private func gone(_ key: String, _ error: CenterError) async -> CenterError {
+        guard let last = try? await history(HistoryQuery(key: key, limit: 1)).first else { return error }
+        let shown = "'\(Echo.capped(key))'"
+        let when = Timestamp.rfc3339(last.time, in: options.defaultZone)
+        let what = switch last.kind {
+        case .cancelled: "was cancelled at \(when)"
+        case .acknowledged: "was acknowledged at \(when) and is done"
+        case .unanswered: "rang unanswered until \(when) and is done"
+        case .missed: "was missed at \(when) (the daemon was not running) and is done"
+        case .fired, .interrupted, .snoozed: "fired at \(when) and is done"
+        }
+        return CenterError(.notFound, "notification \(shown) \(what): only a pending or ringing one can be snoozed; to be reminded again, schedule it again", field: "key")
     }
 
     /// Replaces every config-defined notification in one transaction (cancel-before-schedule).
