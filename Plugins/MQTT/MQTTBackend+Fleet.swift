@@ -17,6 +17,7 @@ extension MQTTBackend: FleetLink {
     public func scheduled(_ n: TocsinCore.Notification, fleet: Bool) async {
         let now = Self.nowMicroseconds()
         let (wasShared, store) = state.withLock { s in
+            s.forgetOld(now: now)
             let was = s.fleet[n.key]?.shared ?? false
             if fleet || was { s.fleet[n.key] = (fleet, now) }
             return (was, s.store)
@@ -62,7 +63,10 @@ extension MQTTBackend: FleetLink {
         }
         // Recorded before the center acts: its cancel then finds the key no longer shared, and
         // does not send it back.
-        state.withLock { $0.fleet[m.key] = (m.kind == .scheduled, m.due) }
+        state.withLock { s in
+            s.forgetOld(now: Self.nowMicroseconds())
+            s.fleet[m.key] = (m.kind == .scheduled, m.due)
+        }
         store?.recordFleet(key: m.key, shared: m.kind == .scheduled, changed: m.due)
         logger.info("mqtt \(name): \(m.id) from \(m.origin)")
         switch spec {

@@ -39,6 +39,20 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         var echoes: [String: Int] = [:]
         /// `fleet = true` keys: shared now, and the latest change (see `MQTTBackend+Fleet.swift`).
         var fleet: [String: (shared: Bool, changed: Int64)] = [:]
+        /// When `forgetOld` last ran, in microseconds since the epoch.
+        var forgottenAt: Int64 = 0
+
+        /// Drops from `delivered` and `fleet` what the store forgets after
+        /// `FleetStore.keepSeenSeconds`, at most once a day (`now` in microseconds). The maps
+        /// are the file's copies in memory; without this a daemon running for months held an
+        /// entry for every key it ever delivered or shared, long after its file had let go.
+        mutating func forgetOld(now: Int64) {
+            guard now - forgottenAt >= 86_400_000_000 else { return }
+            forgottenAt = now
+            let cutoff = now - FleetStore.keepSeenSeconds * 1_000_000
+            delivered = delivered.filter { $0.value.due >= cutoff }
+            fleet = fleet.filter { $0.value.shared || $0.value.changed >= cutoff }
+        }
     }
 
     init(name: String, options: MQTTBackendFactory.Options, subscribes: Bool, stateDirectory: String?, logger: Logger) {
@@ -87,7 +101,10 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         // leave the record alone and every machine names the occurrence alike.
         let names = firing.reason != .ring && firing.reason != .snoozeEnded
         let store = state.withLock { s in
-            if names { s.delivered[firing.key] = (occurrence, due) }
+            if names {
+                s.forgetOld(now: Self.nowMicroseconds())
+                s.delivered[firing.key] = (occurrence, due)
+            }
             return s.store
         }
         if names { store?.recordDelivered(key: firing.key, occurrence: occurrence, due: due) }
