@@ -98,12 +98,13 @@ extension FieldReader {
             guard let refusal = TimeLimit.refusal(of: t, field: key, value: shown) else { return value }
             report(key, refusal)
             return nil
-        case .local: return value  // resolved (and checked) with its zone at scheduling
+        case .local, .day: return value  // resolved (and checked) with its zone at scheduling
         }
     }
 
     /// The string forms of a time every surface accepts: `+15min` (relative to scheduling),
-    /// RFC 3339, `@unix`, and the rest of systemd's timestamp syntax.
+    /// RFC 3339, `@unix`, and systemd's absolute timestamps (`2026-12-24 18:00`, `18:00`,
+    /// `tomorrow`: `Timestamp.parseWritten`), those without a zone read in the notification's.
     public mutating func timeValue(_ key: String, text s: String) -> TimeValue? {
         let trimmed = s.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("+") {
@@ -112,8 +113,13 @@ extension FieldReader {
             }
             return value.flatMap { within(key, $0, text: s) }
         }
-        // Parsed against a dummy "now": only absolute forms reach this branch.
-        let value = parse(key, s) { t throws(TimeSyntaxError) -> TimeValue in .instant(try Timestamp.parse(t, now: Instant(microseconds: 0))) }
+        let value = parse(key, s) { t throws(TimeSyntaxError) -> TimeValue in
+            switch try Timestamp.parseWritten(t) {
+            case .instant(let i): return .instant(i)
+            case .local(let c): return .local(c)
+            case .day(let days, let time): return .day(days: days, time: time)
+            }
+        }
         return value.flatMap { within(key, $0, text: s) }
     }
 

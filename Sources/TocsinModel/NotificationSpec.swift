@@ -23,6 +23,9 @@ public enum TimeValue: Hashable, Sendable {
     case local(CivilDateTime)
     /// `+15min`: relative to the moment of scheduling.
     case relative(TimeSpan)
+    /// `18:00`, `tomorrow`: a time on a day counted from the day of scheduling, in the
+    /// notification's zone.
+    case day(days: Int, time: TimeOfDay)
 }
 
 /// The trigger exactly as written, before it is resolved against a clock and a zone.

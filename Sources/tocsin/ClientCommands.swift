@@ -50,11 +50,13 @@ struct ScheduleCommand: AsyncParsableCommand {
         commandName: "schedule", _superCommandName: Tocsin.name, abstract: "Schedule a notification; prints its key.",
         discussion: """
         Give exactly one trigger: --at, --after, --every, --on-calendar, or --remind-before with --at.
-        Times are RFC 3339 (2026-12-01T18:00:00+01:00), @<unix seconds>, or +<duration> from now.
+        Times are a date and time in the notification's zone ('2026-12-24 18:00'), a time
+        today (18:00), tomorrow, 'YYYY-MM-DD HH:MM UTC', RFC 3339, @<unix seconds>, or
+        +<duration> from now (docs/CONFIG.md, "Written times").
         Examples:
           tocsin schedule --title Tea --after 3min
           tocsin schedule --key standup --title Stand-up --on-calendar 'Mon..Fri 09:25' --timezone Europe/Berlin
-          tocsin schedule --title 'Auction ends' --at 2026-12-01T18:00:00Z --remind-before 24h --remind-before 1h
+          tocsin schedule --title 'Auction ends' --at '2026-12-01 18:00' --remind-before 24h --remind-before 1h
         """)
 
     @OptionGroup var notification: NotificationFlags
@@ -65,7 +67,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "With --every: the first firing.") var starting: String?
     @Option(parsing: .unconditional, help: "With --every: no firing after this time.") var until: String?
     @Option(name: .customLong("on-calendar"), help: "A systemd calendar expression.") var onCalendar: String?
-    @Option(help: "IANA time zone for --on-calendar.") var timezone: String?
+    @Option(help: "IANA time zone for --on-calendar and for times written without a zone (default: the daemon's).") var timezone: String?
     @Option(name: .customLong("dst-gap"), help: "With --on-calendar: skip (default) or shift, fire a time a DST change skips at the first valid instant after it.") var dstGap: String?
     @Option(name: .customLong("dst-fold"), help: "With --on-calendar: first (default) or both, fire a time a DST change repeats at each occurrence.") var dstFold: String?
     @Option(name: .customLong("remind-before"), parsing: .unconditionalSingleValue, help: "Fire this long before --at (repeatable).") var remindBefore: [String] = []

@@ -33,6 +33,22 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             _ = Timestamp.rfc3339(instant, in: berlin)
         }
     }
+
+    // The written forms of a notification's time: what parses with a zone resolves to an instant
+    // without trapping (a far date, a day count at the ends of the range), in both zones.
+    if let written = try? Timestamp.parseWritten(text) {
+        switch written {
+        case .instant(let i):
+            // Every RFC 3339 form is a written form too, and means the same instant.
+            if let old = try? Timestamp.parse(text, now: now), old != i {
+                fuzzFailure("timestamp '\(text)': \(old.microseconds) as RFC 3339, \(i.microseconds) as written")
+            }
+        case .local(let c):
+            _ = Timestamp.instant(of: c, in: berlin)
+        case .day(let days, let time):
+            _ = Timestamp.instant(days: days, at: time, from: now, in: berlin)
+        }
+    }
     return 0
 }
 

@@ -30,6 +30,7 @@ struct SpecResolver: Sendable {
             switch v {
             case .instant(let i): t = i
             case .local(let c): t = Timestamp.instant(of: c, in: zone)
+            case .day(let days, let time): t = Timestamp.instant(days: days, at: time, from: now, in: zone)
             case .relative(let d): return try adding(d, field, shown: "+\(d)")
             }
             if let refusal = TimeLimit.refusal(of: t, field: field, value: Timestamp.rfc3339UTC(t)) {
@@ -45,7 +46,10 @@ struct SpecResolver: Sendable {
         }
         let trigger: Trigger
         switch spec.trigger {
-        case .at(let v): trigger = .at(try instant(v, "at"))
+        case .at(let v):
+            let t = try instant(v, "at")
+            if case .day(0, let time) = v, t <= now { throw Self.pastToday(time, now: now, zone: zone) }
+            trigger = .at(t)
         case .after(let d):
             guard d.microseconds > 0 else { throw CenterError(.invalidTrigger, "'after' must be positive", field: "after") }
             trigger = .at(try adding(d, "after"))
@@ -151,6 +155,19 @@ struct SpecResolver: Sendable {
         return String(h, radix: 16)
     }
 
+    /// `--at 07:00` in the evening: systemd reads a time alone as today's, which has passed. Said
+    /// in those words, with tomorrow's date to give instead: "in the past" alone reads as a bug
+    /// to someone who meant the next 07:00.
+    static func pastToday(_ time: TimeOfDay, now: Instant, zone: TimeZoneRules) -> CenterError {
+        var clock = "\(pad(time.hour)):\(pad(time.minute))"
+        if time.second != 0 || time.microsecond != 0 { clock += ":\(pad(time.second))" }
+        let tomorrow = Timestamp.rfc3339(Timestamp.instant(days: 1, at: time, from: now, in: zone), in: zone)
+        return CenterError(.invalidTrigger, "'at' is in the past: a time alone is today's, and \(clock) today has passed; "
+                           + "a past time is never delivered (for tomorrow's, give its date: \(tomorrow.prefix(10)) \(clock))", field: "at")
+    }
+
+    private static func pad(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+
     /// The trigger as `"\(trigger)"` prints it, which the fingerprints stored so far were made
     /// from, so they must not change. That went through reflection (`Mirror`, a type lookup per
     /// field) and was half of a reload's work on the thread that fires: 9 µs of each
@@ -185,6 +202,9 @@ struct SpecResolver: Sendable {
         case .local(let c):
             return "TocsinModel.TimeValue.local(TocsinTime.CivilDateTime(year: \(c.year), month: \(c.month), day: \(c.day), "
                 + "hour: \(c.hour), minute: \(c.minute), second: \(c.second), microsecond: \(c.microsecond)))"
+        case .day(let days, let t):
+            return "TocsinModel.TimeValue.day(days: \(days), time: TocsinTime.TimeOfDay(hour: \(t.hour), minute: \(t.minute), "
+                + "second: \(t.second), microsecond: \(t.microsecond)))"
         }
     }
 }

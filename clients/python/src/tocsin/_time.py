@@ -9,7 +9,7 @@ from ._validate import text
 
 #: A duration as the API takes it: a timedelta, seconds, or a systemd duration string ("15min").
 Duration = timedelta | float | int | str
-#: An instant: an aware datetime, or a string the daemon reads (RFC 3339, "@<unix seconds>", "+5min").
+#: An instant: an aware datetime, or a string the daemon reads ("2026-12-24 18:00", RFC 3339, "@<unix seconds>", "+5min").
 Instant = datetime | str
 
 

@@ -18,7 +18,8 @@ WeekdayField = str | Sequence[str] | None
 
 @dataclass(frozen=True)
 class At:
-    """Once, at an instant (an aware datetime, or RFC 3339 / `@<unix seconds>` / `+5min`)."""
+    """Once, at an instant (an aware datetime, or a string the daemon reads: `2026-12-24 18:00`
+    in the notification's zone, RFC 3339, `@<unix seconds>`, `+5min`)."""
 
     when: Instant
 
