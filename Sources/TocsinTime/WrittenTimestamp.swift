@@ -25,7 +25,26 @@ public struct TimeOfDay: Hashable, Sendable {
     }
 }
 
+extension WrittenTimestamp {
+    /// The instant meant, reading a form without a zone in `zone`, whose day `now` falls on is
+    /// "today". For the CLI's own options (`tocsin history --since`, `tocsin next --from`),
+    /// which it resolves itself; a notification's times are resolved by the daemon.
+    public func instant(now: Instant, in zone: TimeZoneRules) -> Instant {
+        switch self {
+        case .instant(let i): return i
+        case .local(let c): return Timestamp.instant(of: c, in: zone)
+        case .day(let days, let time): return Timestamp.instant(days: days, at: time, from: now, in: zone)
+        }
+    }
+}
+
 extension Timestamp {
+    /// A written form or `+<duration>` from `now`, as the instant it means in `zone`.
+    public static func parse(_ text: String, now: Instant, zone: TimeZoneRules) throws(TimeSyntaxError) -> Instant {
+        if text.hasPrefix("+") { return try parse(text, now: now) }
+        return try parseWritten(text).instant(now: now, in: zone)
+    }
+
     /// systemd's absolute forms, as `systemd-analyze timestamp` reads them:
     /// `[Weekday ]YYYY-MM-DD[ HH:MM[:SS[.frac]]][ UTC]` (the weekday must be the date's), a time
     /// alone (`HH:MM[:SS[.frac]]`, today), `today`, `tomorrow`, `yesterday`, `@<unix seconds>`;

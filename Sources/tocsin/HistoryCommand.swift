@@ -12,7 +12,7 @@ struct HistoryCommand: AsyncParsableCommand {
         commandName: "history", _superCommandName: Tocsin.name, abstract: "Show recorded events, newest first.",
         discussion: "Every firing, acknowledge, snooze, cancel, missed and unanswered event is kept in the state database, up to [daemon] history_max_entries and history_max_age.")
     @Option(help: "Only this notification's events.") var key: String?
-    @Option(help: "Only events at or after this time: RFC 3339 or @<unix seconds>.") var since: String?
+    @Option(help: "Only events at or after this time: '2026-11-29 08:00' or 08:00 (local), RFC 3339 or @<unix seconds>.") var since: String?
     @Option(help: "At most this many events (default 100, at most 10000).") var limit: UInt32 = 100
     @Flag(help: "One JSON array; times in unix microseconds.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
@@ -26,7 +26,8 @@ struct HistoryCommand: AsyncParsableCommand {
         var filter: [(String, DBusValue)] = [("limit", .uint32(limit))]
         if let key { filter.append(("key", .string(key))) }
         if let since {
-            do { filter.append(("since", .int64(try Timestamp.parse(since, now: TimeDisplay.currentInstant()).microseconds))) } catch {
+            let local = TimeDisplay()
+            do { filter.append(("since", .int64(try Timestamp.parse(since, now: local.now, zone: local.zone).microseconds))) } catch {
                 throw CommandFailure("invalid --since '\(since)': \(error)")
             }
         }

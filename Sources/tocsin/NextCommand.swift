@@ -17,7 +17,7 @@ struct NextCommand: ParsableCommand {
             """
     )
 
-    @Option(help: "Base time: RFC 3339 or @<unix seconds> (default: now). Elapses are strictly after it.")
+    @Option(help: "Base time: '2026-12-24 18:00' (in --timezone, else the local zone), RFC 3339 or @<unix seconds> (default: now). Elapses are strictly after it.")
     var from: String?
 
     @Option(help: "Number of elapses to show.")
@@ -59,7 +59,6 @@ struct NextCommand: ParsableCommand {
     func run() throws {
         let directory = ZoneInfoDirectory()
         let now = Instant(microseconds: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down)))
-        let base = try baseInstant(now: now)
         let displayZone: TimeZoneRules
         if let timezone {
             do { displayZone = try directory.rules(named: timezone) } catch {
@@ -68,6 +67,7 @@ struct NextCommand: ParsableCommand {
         } else {
             displayZone = directory.defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
         }
+        let base = try baseInstant(now: now, zone: displayZone)
         let result = if let every {
             try periodElapses(every, from: base, zone: displayZone)
         } else {
@@ -92,11 +92,11 @@ struct NextCommand: ParsableCommand {
         var policyJSON = ""
     }
 
-    /// --from, or now.
-    private func baseInstant(now: Instant) throws -> Instant {
+    /// --from, or now; a time without a zone is read in the output's zone.
+    private func baseInstant(now: Instant, zone: TimeZoneRules) throws -> Instant {
         guard let from else { return now }
         let base: Instant
-        do { base = try Timestamp.parse(from, now: now) } catch {
+        do { base = try Timestamp.parse(from, now: now, zone: zone) } catch {
             throw CommandFailure("invalid --from '\(from)': \(error)")
         }
         if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }

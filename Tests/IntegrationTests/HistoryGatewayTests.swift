@@ -63,6 +63,13 @@ struct HistoryGatewayTests {
             let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdoutText.utf8)) as? [[String: Any]], "\(json.stdoutText)")
             #expect(entries.count == 1)
             #expect(entries.first?["event"] as? String == "fired")
+            // systemd's local forms, in the CLI's zone: everything since yesterday's midnight, nothing since tomorrow's.
+            let sinceYesterday = try await g.tocsin("history", "--json", "--since", "yesterday")
+            let recent = try JSONSerialization.jsonObject(with: Data(sinceYesterday.stdoutText.utf8)) as? [[String: Any]]
+            #expect(recent?.count == 2, "\(sinceYesterday.stdoutText) \(sinceYesterday.stderrText)")
+            let sinceTomorrow = try await g.tocsin("history", "--json", "--since", "tomorrow")
+            #expect(sinceTomorrow.status == .exited(0) && sinceTomorrow.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+                    "\(sinceTomorrow.stdoutText) \(sinceTomorrow.stderrText)")
             let bad = try await g.tocsin("history", "--since", "soon")
             #expect(bad.status != .exited(0))
             #expect(bad.stderrText.contains("invalid --since 'soon'"), "\(bad.stderrText)")

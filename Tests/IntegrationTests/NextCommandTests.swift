@@ -99,6 +99,25 @@ struct NextCommandTests {
         #expect(zero.err.contains("column"), "\(zero.err)")
     }
 
+    @Test("--from in systemd's local forms is read in --timezone, else in TZ; as @unix the same elapses")
+    func fromLocalForms() throws {
+        func next(_ args: [String], tz: String) throws -> String {
+            let r = try Self.run(Self.binary, ["next", "--json", "--count", "2"] + args, tz: tz)
+            #expect(r.status == 0, "\(args): \(r.err)")
+            let object = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
+            return (object?["next"] as? [String])?.joined(separator: " ") ?? "none: \(r.out)"
+        }
+        // 2026-03-28 12:00 in Berlin (CET) is 11:00Z, @1774695600.
+        let reference = try next(["--from", "@1774695600", "--timezone", "Europe/Berlin", "*-*-* 02:30"], tz: "UTC")
+        #expect(try next(["--from", "2026-03-28 12:00", "--timezone", "Europe/Berlin", "*-*-* 02:30"], tz: "UTC") == reference)
+        #expect(try next(["--from", "Sat 2026-03-28 12:00:00", "*-*-* 02:30"], tz: "Europe/Berlin") == reference)
+        #expect(try next(["--from", "2026-03-28 11:00 UTC", "*-*-* 02:30"], tz: "Asia/Kolkata")
+                == next(["--from", "@1774695600", "*-*-* 02:30"], tz: "Asia/Kolkata"))
+        let wrong = try Self.run(Self.binary, ["next", "--from", "Fri 2026-03-28", "daily"], tz: "UTC")
+        #expect(wrong.status != 0)
+        #expect(wrong.err.contains("invalid --from 'Fri 2026-03-28': column 1: 2026-03-28 is a Saturday, not a Friday"), "\(wrong.err)")
+    }
+
     @Test func neverElapsingIsAnEmptyList() throws {
         let result = try Self.run(Self.binary, ["next", "--json", "--from", "@1774000000", "2020-01-01"], tz: "UTC")
         #expect(result.out.contains("\"next\": []"), "\(result.out)")
