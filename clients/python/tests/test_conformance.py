@@ -127,6 +127,25 @@ def test_a_calendar_built_from_components_fires_at_the_next_match(harness: Harne
     harness.run(body)
 
 
+def test_written_times_are_read_in_the_daemons_zone(harness: Harness) -> None:
+    """systemd's forms as the daemon reads them (docs/CONFIG.md, "Written times"); both worlds
+    run in UTC here, the daemon with TZ=UTC and the fake with its default zone."""
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        await c.add(Request(Content("x"), At("2030-01-01 09:00"), key="local"))
+        await c.add(Request(Content("x"), At("Tue 2030-01-01 09:00:30"), key="weekday"))
+        await c.add(Request(Content("x"), At("2030-01-02"), key="date"))
+        await c.add(Request(Content("x"), At("tomorrow"), key="tomorrow"))
+        due = {p.key: p.next_fire for p in await c.pending()}
+        utc = timezone.utc
+        midnight = (h.now() + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+        assert due == {"local": datetime(2030, 1, 1, 9, tzinfo=utc), "weekday": datetime(2030, 1, 1, 9, 0, 30, tzinfo=utc),
+                       "date": datetime(2030, 1, 2, tzinfo=utc), "tomorrow": midnight}, due
+        with pytest.raises(tocsin.InvalidArgumentError) as info:
+            await c.add(Request(Content("x"), At("Wed 2030-01-01 09:00")))
+        assert info.value.field == "at" and "2030-01-01 is a Tuesday, not a Wednesday" in str(info.value), str(info.value)
+    harness.run(body)
+
+
 @pytest.mark.parametrize("row", [
     ("a time already past", lambda now: Request(Content("x"), At(now - timedelta(seconds=5))),
      tocsin.InvalidTriggerError, "at"),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo
 
 from .. import _errors as E
 from .._time import parse_systemd_duration
@@ -24,18 +25,46 @@ def _seconds(name: str, value: SpecValue) -> float:
         raise _invalid(name, str(e)) from None
 
 
-def _instant(name: str, value: SpecValue, now: datetime) -> datetime:
+_DAYS = {"today": 0, "tomorrow": 1, "yesterday": -1}
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+
+
+def _zone(name: str) -> tzinfo:
+    return timezone.utc if name == "UTC" else ZoneInfo(name)
+
+
+def _instant(name: str, value: SpecValue, now: datetime, zone: str = "UTC") -> datetime:
+    """The daemon's written forms (docs/CONFIG.md, "Written times"); one without a zone in `zone`.
+    A time DST repeats is its first occurrence and one it skips moves forward: zoneinfo's fold=0."""
     s = str(value)
+    tz = _zone(zone)
     try:
         if s.startswith("@"):
             return datetime.fromtimestamp(float(s[1:]), timezone.utc)
         if s.startswith("+"):
             return now + timedelta(seconds=parse_systemd_duration(s[1:]))
-        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        if s in _DAYS:
+            day = now.astimezone(tz).date() + timedelta(days=_DAYS[s])
+            return datetime(day.year, day.month, day.day, tzinfo=tz)
+        if len(s) > 2 and s[2] == ":" and s[:2].isdigit():
+            clock = datetime.fromisoformat("2000-01-01T" + s).time()
+            return datetime.combine(now.astimezone(tz).date(), clock).replace(tzinfo=tz)
+        word, _, rest = s.partition(" ")
+        weekday = None
+        if word.isalpha() and rest:
+            matches = [i for i, w in enumerate(_WEEKDAYS) if w == word.lower() or (len(word) == 3 and w.startswith(word.lower()))]
+            if not matches:
+                raise ValueError(f"unknown weekday '{word}'")
+            weekday, s = matches[0], rest
+        utc = s.endswith(" UTC")
+        t = datetime.fromisoformat((s[:-4] if utc else s).replace("Z", "+00:00"))
     except ValueError as e:
         raise _invalid(name, str(e)) from None
+    if weekday is not None and t.weekday() != weekday:
+        raise _invalid(name, f"{t.date().isoformat()} is a {_WEEKDAYS[t.weekday()].capitalize()}, "
+                             f"not a {_WEEKDAYS[weekday].capitalize()}")
     if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
+        t = t.replace(tzinfo=timezone.utc if utc else tz)
     return t
 
 
@@ -84,8 +113,9 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
     if len(kinds) != 1:
         raise E.InvalidArgumentError(_INVALID, f"a notification needs exactly one trigger, got {kinds or 'none'}", "at")
     kind = kinds[0]
+    zone_of = str(fields["timezone"]) if fields.get("timezone") else zone
     if kind == "at":
-        at = _instant("at", fields["at"], now)
+        at = _instant("at", fields["at"], now, zone_of)
         if at <= now:
             raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger",
                                         "field 'at': 'at' is in the past; a past time is never delivered", "at")
@@ -102,13 +132,13 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         if p < min_period:
             raise E.InvalidArgumentError(_INVALID, f"'every' is {p}s, closer than [daemon] min_period ({min_period}s)", "every")
         period = timedelta(seconds=p)
-        starting = _instant("starting", fields["starting"], now) if "starting" in fields else now + period
+        starting = _instant("starting", fields["starting"], now, zone_of) if "starting" in fields else now + period
         count = fields.get("count")
-        until = _instant("until", fields["until"], now) if "until" in fields else None
+        until = _instant("until", fields["until"], now, zone_of) if "until" in fields else None
         return Schedule(f"every {fields['every']}", period=period, starting=starting,
                         count=int(count) if isinstance(count, int) else None, until=until)
     if kind == "remind_before":
-        event = _instant("at", fields["at"], now)
+        event = _instant("at", fields["at"], now, zone_of)
         offsets = fields["remind_before"]
         assert isinstance(offsets, list)
         times = sorted({event - timedelta(seconds=_seconds("remind_before", o)) for o in offsets})
