@@ -1,7 +1,8 @@
 /// Parsing and printing of instants on the CLI and the D-Bus API.
 public enum Timestamp: Sendable {
-    /// RFC 3339 (`2026-12-01T18:00:00+01:00`, `Z`, fractional seconds), `@<unix seconds>` (fraction allowed),
-    /// or `+<duration>` relative to `now`.
+    /// An instant with its zone: RFC 3339 (`2026-12-01T18:00:00+01:00`, `Z`, fractional seconds;
+    /// the seconds may be left out), systemd's `2026-12-01 18:00 UTC`, `@<unix seconds>` (fraction
+    /// allowed), or `+<duration>` relative to `now`.
     public static func parse(_ text: String, now: Instant) throws(TimeSyntaxError) -> Instant {
         let s = Array(text.unicodeScalars)
         func fail(_ message: String, _ at: Int) -> TimeSyntaxError {
@@ -16,10 +17,15 @@ public enum Timestamp: Sendable {
             return Instant(microseconds: sum)
         }
         if first == "@" { return try parseEpoch(s, fail) }
-        return try parseRFC3339(s, fail)
+        // RFC 3339 and systemd's forms with a zone (`Timestamp.parseWritten`); one without a zone
+        // would need one, and this caller has none to give.
+        switch try parseWritten(text) {
+        case .instant(let i): return i
+        case .local, .day: throw fail("missing zone: this time is read without one ('Z', '+hh:mm' or ' UTC' after it)", s.count)
+        }
     }
 
-    private static func parseEpoch(_ s: [Unicode.Scalar], _ fail: (String, Int) -> TimeSyntaxError) throws(TimeSyntaxError) -> Instant {
+    static func parseEpoch(_ s: [Unicode.Scalar], _ fail: (String, Int) -> TimeSyntaxError) throws(TimeSyntaxError) -> Instant {
         var i = 1
         var negative = false
         if i < s.count && s[i] == "-" { negative = true; i += 1 }
@@ -46,76 +52,6 @@ public enum Timestamp: Sendable {
         if i != s.count { throw fail("unexpected character", i) }
         let us = whole * 1_000_000 + micro
         return Instant(microseconds: negative ? -us : us)
-    }
-
-    private static func parseRFC3339(_ s: [Unicode.Scalar], _ fail: (String, Int) -> TimeSyntaxError) throws(TimeSyntaxError) -> Instant {
-        var i = 0
-        func digits(_ n: Int, _ what: String) throws(TimeSyntaxError) -> Int {
-            var v = 0
-            for _ in 0..<n {
-                guard i < s.count, s[i] >= "0", s[i] <= "9" else { throw fail("expected \(what)", i) }
-                v = v * 10 + Int(s[i].value - 48)
-                i += 1
-            }
-            return v
-        }
-        func expect(_ c: Unicode.Scalar, _ alternatives: [Unicode.Scalar] = []) throws(TimeSyntaxError) {
-            guard i < s.count, s[i] == c || alternatives.contains(s[i]) else { throw fail("expected '\(c)'", i) }
-            i += 1
-        }
-        let year = try digits(4, "a four-digit year")
-        try expect("-")
-        let monthAt = i
-        let month = try digits(2, "a two-digit month")
-        try expect("-")
-        let dayAt = i
-        let day = try digits(2, "a two-digit day")
-        try expect("T", ["t", " "])
-        let hourAt = i
-        let hour = try digits(2, "a two-digit hour")
-        try expect(":")
-        let minuteAt = i
-        let minute = try digits(2, "two-digit minutes")
-        try expect(":")
-        let secondAt = i
-        let second = try digits(2, "two-digit seconds")
-        var micro = 0
-        if i < s.count && s[i] == "." {
-            i += 1
-            var scale = 100_000
-            let fracStart = i
-            while i < s.count, s[i] >= "0", s[i] <= "9" {
-                micro += Int(s[i].value - 48) * scale
-                scale /= 10
-                i += 1
-            }
-            if i == fracStart { throw fail("expected digits after '.'", i) }
-        }
-        guard (1...12).contains(month) else { throw fail("month out of range", monthAt) }
-        guard (1...CivilMath.daysInMonth(year, month)).contains(day) else { throw fail("day out of range", dayAt) }
-        guard hour <= 23 else { throw fail("hour out of range", hourAt) }
-        guard minute <= 59 else { throw fail("minutes out of range", minuteAt) }
-        guard second <= 59 else { throw fail("seconds out of range", secondAt) }
-        guard i < s.count else { throw fail("missing UTC offset ('Z' or '+hh:mm')", i) }
-        var offset = 0
-        if s[i] == "Z" || s[i] == "z" {
-            i += 1
-        } else if s[i] == "+" || s[i] == "-" {
-            let sign = s[i] == "-" ? -1 : 1
-            i += 1
-            let offAt = i
-            let oh = try digits(2, "offset hours")
-            try expect(":")
-            let om = try digits(2, "offset minutes")
-            guard oh <= 23, om <= 59 else { throw fail("offset out of range", offAt) }
-            offset = sign * (oh * 3600 + om * 60)
-        } else {
-            throw fail("expected 'Z' or a UTC offset", i)
-        }
-        if i != s.count { throw fail("unexpected character", i) }
-        let days = CivilMath.days(year: year, month: month, day: day)
-        let secs = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second - offset)
-        return Instant(microseconds: secs * 1_000_000 + Int64(micro))
     }
 
     /// RFC 3339 in UTC with `Z`, fractional seconds only when non-zero.

@@ -87,7 +87,7 @@ private struct WrittenParser {
 
     mutating func parse() throws(TimeSyntaxError) -> WrittenTimestamp {
         guard let first = s.first else { throw fail("empty timestamp", 0) }
-        if first == "@" { return .instant(try Timestamp.parse(String(String.UnicodeScalarView(s)), now: Instant(microseconds: 0))) }
+        if first == "@" { return .instant(try Timestamp.parseEpoch(s) { fail($0, $1) }) }
         let text = String(String.UnicodeScalarView(s))
         if let hit = Self.days.first(where: { $0.word == text }) { return .day(days: hit.days, time: TimeOfDay()) }
         if isDigit(first) {

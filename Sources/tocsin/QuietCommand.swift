@@ -21,7 +21,7 @@ struct QuietCommand: AsyncParsableCommand {
 
     @Argument(help: "on or off; omit to show the state.") var action: String?
     @Option(name: .customLong("for"), parsing: .unconditional, help: "With on: how long (e.g. 1h, 90min).") var forDuration: String?
-    @Option(parsing: .unconditional, help: "With on: until this time (07:00, 'Mon 07:00', RFC 3339, @unix).") var until: String?
+    @Option(parsing: .unconditional, help: "With on: until this time (07:00, 'Mon 07:00', tomorrow, '2026-12-24 18:00', RFC 3339, @unix).") var until: String?
     @Flag(help: "One JSON object (instants in microseconds since the epoch).") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
     @OptionGroup var bus: ClientOptions

@@ -180,6 +180,7 @@ struct QuietMachineTests {
         UntilRow(name: "for 1h", forText: "1h", untilText: "", expected: .ok(t0 + .hours(1))),
         UntilRow(name: "until 07:00 is the next 07:00", forText: "", untilText: "07:00", expected: .ok(t0 + .hours(22))),
         UntilRow(name: "until a timestamp", forText: "", untilText: "@1772449200", expected: .ok(t0 + .hours(2))),
+        UntilRow(name: "until tomorrow is the next midnight in the daemon's zone", forText: "", untilText: "tomorrow", expected: .ok(t0 + .hours(15))),
         UntilRow(name: "bad duration names 'for' and the column", forText: "1 parsecs", untilText: "",
                  expected: .error("for: invalid 'for': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of the value)")),
         UntilRow(name: "both is refused", forText: "1h", untilText: "07:00", expected: .error("for: give 'for' or 'until', not both")),
@@ -188,7 +189,7 @@ struct QuietMachineTests {
                  forText: "", untilText: "*-02-30", expected: .error("until: invalid 'until': the calendar expression '*-02-30 00:00:00' never elapses again")),
         UntilRow(name: "regression: neither a calendar expression nor a timestamp gives both reasons (was: expected a four-digit year)",
                  forText: "", untilText: "25:00", expected: .error("until: invalid 'until': as a time of day or calendar expression, hour value out of range (column 1 of the value); "
-                                  + "as a timestamp, expected a four-digit year (column 3 of the value)")),
+                                  + "as a timestamp, hour out of range (column 1 of the value)")),
     ]
 
     @Test("quiet on --for/--until as the CLI and D-Bus read it", arguments: untilRows)

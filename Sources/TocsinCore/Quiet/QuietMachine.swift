@@ -336,7 +336,7 @@ public enum QuietRequest: Sendable {
             calendarProblem = "\(error.message) (column \(error.column) of the value)"
         }
         let t: Instant
-        do { t = try Timestamp.parse(untilText, now: now) } catch {
+        do { t = try Timestamp.parse(untilText, now: now, zone: zone) } catch {
             if isCalendar {
                 throw CenterError(.invalidArguments, "invalid 'until': \(calendarProblem)", field: "until")
             }
