@@ -18,6 +18,24 @@ extension InMemoryNotificationCenter {
         TocsinClientError(.notFound, "no notification with key '\(key)'", field: "key", name: "io.github.tocsin.Error.NotFound")
     }
 
+    /// A snooze of a key the double no longer holds, answered as the daemon answers it: the person
+    /// snoozing a reminder that just popped up learns it is done and what to do instead, not
+    /// merely that the key is unknown. The daemon caps a key it echoes at 64 characters.
+    func gone(_ key: String) -> TocsinClientError {
+        guard let last = log.last(where: { $0.key == key }) else { return Self.notFound(key) }
+        let when = Timestamp.rfc3339(instant(last.time), in: zone)
+        let what = switch last.kind {
+        case .cancelled: "was cancelled at \(when)"
+        case .acknowledged: "was acknowledged at \(when) and is done"
+        case .unanswered: "rang unanswered until \(when) and is done"
+        case .missed: "was missed at \(when) (the daemon was not running) and is done"
+        case .fired, .snoozed: "fired at \(when) and is done"
+        }
+        let shown = key.unicodeScalars.count > 64 ? String(String.UnicodeScalarView(key.unicodeScalars.prefix(64))) + "…" : key
+        return TocsinClientError(.notFound, "notification '\(shown)' \(what): only a pending or ringing one can be snoozed; to be reminded again, schedule it again",
+                                 field: "key", name: "io.github.tocsin.Error.NotFound")
+    }
+
     /// Records the call; a failure the test queued is thrown instead of running it.
     func record(_ call: Call) throws(TocsinClientError) {
         calls.append(call)

@@ -203,7 +203,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         if let duration, duration <= .zero {
             throw TocsinClientError(.invalidRequest, "'duration' must be positive, got \(duration)", field: "duration")
         }
-        guard let e = entries[key] else { throw Self.notFound(key) }
+        guard let e = entries[key] else { throw gone(key) }
         guard e.last != nil else {
             throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",
                                     field: "key", name: "org.freedesktop.DBus.Error.InvalidArgs")

@@ -124,6 +124,38 @@ struct ConformanceTests {
         }
     }
 
+    @Test("a snooze of a done one says what became of it; an unknown key is merely unknown", arguments: Implementation.allCases)
+    func snoozeWhatIsDone(_ implementation: Implementation) async throws {
+        try await withHarness(implementation) { h in
+            let log = EventLog(try await h.center.events())
+            try await h.center.add(NotificationRequest(key: "tea", content: Self.content("Tea"), trigger: .after(.seconds(2))))
+            try await h.center.add(NotificationRequest(key: "gone", content: Self.content("Gone"), trigger: .after(.seconds(3600))))
+            #expect(try await h.center.remove(keys: ["gone"]) == ["gone"])
+            await h.pass(.seconds(2))
+            try await log.wait("Fired tea") { $0.isFired }
+            // The daemon forgets a one-shot once its delivery has ended.
+            try await waitUntil("tea forgotten", timeout: .seconds(30)) { (try? await h.center.pending().isEmpty) == true }
+            let advice = ": only a pending or ringing one can be snoozed; to be reminded again, schedule it again"
+            let rows: [(key: String, says: String)] = [("tea", "notification 'tea' fired at "),
+                                                       ("gone", "notification 'gone' was cancelled at ")]
+            for row in rows {
+                do throws(TocsinClientError) {
+                    _ = try await h.center.snooze(key: row.key, for: .seconds(60))
+                    Issue.record("\(row.key): a snooze of a done notification succeeded")
+                } catch {
+                    #expect(error.code == .notFound && error.field == "key", "\(row.key)")
+                    #expect(error.message.hasPrefix(row.says) && error.message.hasSuffix(advice), "\(row.key): \(error.message)")
+                }
+            }
+            do throws(TocsinClientError) {
+                _ = try await h.center.snooze(key: "never", for: .seconds(60))
+                Issue.record("a snooze of an unknown key succeeded")
+            } catch {
+                #expect(error.code == .notFound && error.message == "no notification with key 'never'", "\(error.message)")
+            }
+        }
+    }
+
     @Test("quiet hours switch on for a while and off again", arguments: Implementation.allCases)
     func quietHours(_ implementation: Implementation) async throws {
         try await withHarness(implementation) { h in

@@ -216,6 +216,30 @@ def test_an_alarm_rings_until_acknowledged(harness: Harness) -> None:
     harness.run(body)
 
 
+def test_a_snooze_of_a_done_notification_says_what_became_of_it(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        assert await c.acknowledge("wake") is True
+        await c.add(Request(Content("Tea"), After("1h"), key="tea"))
+        assert await c.remove("tea") == ["tea"]
+        advice = ": only a pending or ringing one can be snoozed; to be reminded again, schedule it again"
+        for key, says in (("wake", "was acknowledged at "), ("tea", "was cancelled at ")):
+            with pytest.raises(tocsin.NotFoundError) as info:
+                await c.snooze(key, 60)
+            message = info.value.message
+            assert info.value.field == "key", key
+            assert message.startswith(f"notification '{key}' {says}") and message.endswith(advice), message
+            when = datetime.fromisoformat(message[len(f"notification '{key}' {says}"):].split(" ")[0].rstrip(":"))
+            assert abs((when - h.now()).total_seconds()) < 60, message
+        with pytest.raises(tocsin.NotFoundError) as unknown:
+            await c.snooze("never", 60)
+        assert unknown.value.message == "no notification with key 'never'"
+    harness.run(body)
+
+
 def test_an_alarm_nobody_answers_ends_unanswered(harness: Harness) -> None:
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()

@@ -19,7 +19,7 @@ from .._triggers import SpecValue
 from .._validate import history_limit, text
 from ._calendar import Unsupported
 from ._clock import VirtualClock
-from ._schedule import Schedule, schedule_for
+from ._schedule import Schedule, _zone, schedule_for
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,9 @@ class FakeNotificationCenter:
     async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
         """As NotificationCenter.snooze, on the virtual clock."""
         self._record("snooze", key, duration_)
-        e = self._entry(text("key", key))
+        if text("key", key) not in self._entries:
+            self._gone(key)
+        e = self._entry(key)
         span = 300.0 if duration_ is None else _positive_seconds("duration", duration_)
         if e.occurrence == 0:
             raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
@@ -354,6 +356,23 @@ class FakeNotificationCenter:
             raise E.NotFoundError("io.github.tocsin.Error.NotFound", f"no notification with key '{key}'", "key")
         return e
 
+    def _gone(self, key: str) -> None:
+        """A snooze of a key no longer held, answered as the daemon does: what its history says
+        became of it (the person snoozing a reminder that just popped up learns it is done)."""
+        last = next((h for h in reversed(self._history) if h.key == key), None)
+        if last is None:
+            return
+        when = _rfc3339(last.time, self._zone)
+        what = {"cancelled": f"was cancelled at {when}",
+                "acknowledged": f"was acknowledged at {when} and is done",
+                "unanswered": f"rang unanswered until {when} and is done",
+                "missed": f"was missed at {when} (the daemon was not running) and is done"}.get(
+                    last.event, f"fired at {when} and is done")
+        shown = key if len(key) <= 64 else key[:64] + "…"  # the daemon caps what it echoes
+        raise E.NotFoundError("io.github.tocsin.Error.NotFound",
+                              f"notification '{shown}' {what}: only a pending or ringing one can be snoozed; "
+                              "to be reminded again, schedule it again", "key")
+
     def _emit(self, event: Event) -> None:
         for s in list(self._streams):
             s.offer(event)
@@ -425,3 +444,17 @@ class FakeNotificationCenter:
         else:
             e.state, e.next_fire, e.rings, e.snoozed_until = "scheduled", e.upcoming, 0, None
 
+
+def _rfc3339(t: datetime, zone: str) -> str:
+    """As the daemon writes an instant in its messages: the zone's offset, `Z` for UTC, and a
+    fraction only when there is one, without trailing zeros."""
+    local = t.astimezone(_zone(zone))
+    out = local.strftime("%Y-%m-%dT%H:%M:%S")
+    if local.microsecond:
+        out += "." + f"{local.microsecond:06d}".rstrip("0")
+    delta = local.utcoffset()
+    offset = int(delta.total_seconds()) if delta is not None else 0
+    if offset == 0:
+        return out + "Z"
+    sign, a = ("-" if offset < 0 else "+"), abs(offset)
+    return f"{out}{sign}{a // 3600:02d}:{a // 60 % 60:02d}"
