@@ -35,23 +35,43 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         var awaiting: [Int32: String] = [:]
         var earlyAcks: Set<Int32> = []
         /// Snoozes received from the fleet and handed to the center, by key: the center's
-        /// withdraw that follows is their echo and is not published again.
-        var echoes: [String: Int] = [:]
+        /// withdraw that follows is their echo and is not published again (`takeEcho`).
+        var echoes: [String: Echo] = [:]
         /// `fleet = true` keys: shared now, and the latest change (see `MQTTBackend+Fleet.swift`).
         var fleet: [String: (shared: Bool, changed: Int64)] = [:]
         /// When `forgetOld` last ran, in microseconds since the epoch.
         var forgottenAt: Int64 = 0
 
+        /// A received snooze: its number, the occurrence it answers (by due time, as
+        /// `FleetMessage.concerns` matches) and when it came (microseconds since the epoch).
+        struct Echo {
+            var snooze: Int
+            var due: Int64
+            var at: Int64
+        }
+
+        /// The number of the received snooze a withdraw of `key`'s occurrence due at `due`
+        /// echoes, consumed. A snooze the center refused (the key was acknowledged or cancelled
+        /// meanwhile) is never echoed; its entry must not lend its number to a later snooze made
+        /// here, which the fleet would then take for the one it already has and ignore.
+        mutating func takeEcho(key: String, due: Int64) -> Int? {
+            guard let echo = echoes.removeValue(forKey: key), echo.due == due else { return nil }
+            return echo.snooze
+        }
+
         /// Drops from `delivered` and `fleet` what the store forgets after
-        /// `FleetStore.keepSeenSeconds`, at most once a day (`now` in microseconds). The maps
-        /// are the file's copies in memory; without this a daemon running for months held an
-        /// entry for every key it ever delivered or shared, long after its file had let go.
+        /// `FleetStore.keepSeenSeconds`, and echoes that never came, at most once a day (`now`
+        /// in microseconds). The maps are the file's copies in memory; without this a daemon
+        /// running for months held an entry for every key it ever delivered or shared, long
+        /// after its file had let go.
         mutating func forgetOld(now: Int64) {
             guard now - forgottenAt >= 86_400_000_000 else { return }
             forgottenAt = now
             let cutoff = now - FleetStore.keepSeenSeconds * 1_000_000
             delivered = delivered.filter { $0.value.due >= cutoff }
             fleet = fleet.filter { $0.value.shared || $0.value.changed >= cutoff }
+            // An echo comes back within the center's next batch: one a day old never will.
+            echoes = echoes.filter { now - $0.value.at < 86_400_000_000 }
         }
     }
 
@@ -129,7 +149,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         if kind == .snoozed {
             // The n-th snooze of this occurrence, counted over what this machine sent and
             // received, so a later snooze is news to the fleet and not a redelivery.
-            let echo = state.withLock { $0.echoes.removeValue(forKey: key) }
+            let echo = state.withLock { $0.takeEcho(key: key, due: last.due) }
             let prefix = FleetMessage.id(kind: .snoozed, key: key, due: last.due, occurrence: last.occurrence) + "/"
             snooze = echo ?? (store?.lastSnooze(prefix: prefix) ?? 0) + 1
         }
@@ -279,7 +299,7 @@ public final class MQTTBackend: DeliveryBackend, Sendable {
         switch m.kind {
         case .acknowledged: sink?.send(.acknowledge(key: m.key))
         case .snoozed:
-            state.withLock { $0.echoes[m.key] = m.snooze }
+            state.withLock { $0.echoes[m.key] = m.snooze.map { State.Echo(snooze: $0, due: m.due, at: now * 1_000_000) } }
             if let until = m.until { sink?.send(.snoozeUntil(key: m.key, until: Instant(microseconds: until))) } else {
                 sink?.send(.snooze(key: m.key, duration: nil))
             }

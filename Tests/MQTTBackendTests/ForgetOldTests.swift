@@ -53,6 +53,37 @@ struct ForgetOldTests {
         #expect(s.delivered["old"] == nil, "the next day's run")
     }
 
+    struct EchoRow: Sendable, CustomTestStringConvertible {
+        let name: String
+        let received: Int64?
+        let withdrawn: Int64
+        let echoed: Int?
+        var testDescription: String { name }
+    }
+
+    static let echoRows: [EchoRow] = [
+        EchoRow(name: "the withdraw of the occurrence it snoozed echoes it", received: 600, withdrawn: 600, echoed: 4),
+        EchoRow(name: "one the center refused does not number a later occurrence's snooze", received: 600, withdrawn: 900, echoed: nil),
+        EchoRow(name: "nothing received: nothing echoed", received: nil, withdrawn: 600, echoed: nil),
+    ]
+
+    @Test("a withdraw takes the received snooze's number only for the occurrence it answered, once", arguments: echoRows)
+    func echoes(_ row: EchoRow) {
+        var s = MQTTBackend.State()
+        if let due = row.received { s.echoes["k"] = .init(snooze: 4, due: due, at: Self.now) }
+        #expect(s.takeEcho(key: "k", due: row.withdrawn) == row.echoed, "\(row.name)")
+        #expect(s.echoes.isEmpty, "\(row.name): taken or dropped by the withdraw")
+    }
+
+    @Test("an echo that never came goes at the daily run; one of the last day stays")
+    func staleEchoes() {
+        var s = MQTTBackend.State()
+        s.echoes["stale"] = .init(snooze: 2, due: 600, at: Self.now - Self.day)
+        s.echoes["recent"] = .init(snooze: 1, due: 600, at: Self.now - 1)
+        s.forgetOld(now: Self.now)
+        #expect(Set(s.echoes.keys) == ["recent"])
+    }
+
     @Test("a delivery forgets what aged out of both maps; the occurrence it delivers is kept")
     func deliveryForgets() async throws {
         let options = MQTTBackendFactory.Options(host: "127.0.0.1", port: 1, clientID: "tocsin-test-forget")
