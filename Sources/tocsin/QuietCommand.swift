@@ -13,10 +13,14 @@ struct QuietCommand: AsyncParsableCommand {
         commandName: "quiet", _superCommandName: Tocsin.name, abstract: "Show quiet hours, or switch them on or off.",
         discussion: """
         Without an argument, shows whether it is quiet, why, until when, and how many firings are held.
-          tocsin quiet on                 quiet until 'tocsin quiet off'
-          tocsin quiet on --for 1h        quiet for an hour, then back to the [quiet] schedule
-          tocsin quiet on --until 07:00   quiet until the next 07:00 (a calendar expression or a timestamp)
-          tocsin quiet off                off now (and for the rest of a scheduled window); held firings are delivered
+
+        Examples:
+          tocsin quiet on                  until 'tocsin quiet off'
+          tocsin quiet on --for 1h         for an hour, then the [quiet] schedule again
+          tocsin quiet on --until 07:00    until the next 07:00 (a calendar expression
+                                           or a timestamp)
+          tocsin quiet off                 off now (and for the rest of a scheduled
+                                           window); held firings are delivered
         """)
 
     @Argument(help: "on or off; omit to show the state.") var action: String?
