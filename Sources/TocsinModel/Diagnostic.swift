@@ -26,6 +26,9 @@ public struct Diagnostic: Hashable, Sendable, CustomStringConvertible {
         if current.last == "\r" { current.removeLast() }
         // A byte-order mark is not a column the user sees (the parser does not count it either).
         if location.line == 1, current.first == "\u{FEFF}" { current.removeFirst() }
+        // An empty line quoted under a caret says nothing (a file that could not be read has no
+        // lines at all).
+        guard !current.isEmpty else { return out }
         var text = ""
         text.unicodeScalars.append(contentsOf: current)
         // Tabs are kept in the caret line so it lines up in any terminal.

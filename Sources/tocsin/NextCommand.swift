@@ -131,7 +131,11 @@ struct NextCommand: ParsableCommand {
         do throws(TimeSyntaxError) {
             (spec, evaluationZone) = try CalendarSpec.parse(text).resolvingZone(local: displayZone, rules: directory.rules(named:))
         } catch {
-            throw CommandFailure("invalid calendar expression '\(text)': \(error)")
+            // `next 'every 5m'` or `next 90min`: a period, which is --every's to read.
+            var period = Substring(text)
+            if period.hasPrefix("every ") { period = period.dropFirst(6) }
+            let hint = (try? TimeSpan.parsePositive(String(period))) != nil ? " (for a period, give --every '\(period)')" : ""
+            throw CommandFailure("invalid calendar expression '\(text)': \(error)\(hint)")
         }
         var result = Elapses(original: text, normalized: spec.normalized, evaluationZone: evaluationZone)
         spec.dstGap = dstGap.flatMap(DSTGapPolicy.init(rawValue:)) ?? .skip

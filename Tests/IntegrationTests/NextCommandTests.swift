@@ -99,6 +99,17 @@ struct NextCommandTests {
         #expect(zero.err.contains("column"), "\(zero.err)")
     }
 
+    @Test("a period given where the calendar expression goes is pointed to --every; other mistakes are not",
+          arguments: [("every 5m", "(for a period, give --every '5m')"), ("90min", "(for a period, give --every '90min')"),
+                      ("Mon..Fri 25:00", nil)] as [(String, String?)])
+    func periodAsExpression(_ expression: String, _ hint: String?) throws {
+        let r = try Self.run(Self.binary, ["next", expression], tz: "UTC")
+        #expect(r.status != 0, "\(expression)")
+        #expect(r.err.hasPrefix("error: invalid calendar expression '\(expression)': column "), "\(expression): \(r.err)")
+        #expect(r.err.contains("--every") == (hint != nil), "\(expression): \(r.err)")
+        if let hint { #expect(r.err.hasSuffix(hint + "\n"), "\(expression): \(r.err)") }
+    }
+
     @Test("--from in systemd's local forms is read in --timezone, else in TZ; as @unix the same elapses")
     func fromLocalForms() throws {
         func next(_ args: [String], tz: String) throws -> String {

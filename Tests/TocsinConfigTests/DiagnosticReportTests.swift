@@ -49,6 +49,13 @@ import TocsinModel
             """)
     }
 
+    @Test("an empty line is not quoted: no caret under nothing, and none for a file with no text")
+    func emptyLines() {
+        let at = { (line: Int) in Diagnostic(file: "c.toml", location: SourceLocation(line: line, column: 1), message: "x") }
+        #expect(DiagnosticError([at(2)]).rendered(source: "a = 1\n\r\nb = 2\n") == "c.toml:2:1: error: x")
+        #expect(DiagnosticError([at(1)]).rendered(source: "") == "c.toml:1:1: error: x")
+    }
+
     @Test("40,000 diagnostics of a 40,000-line file render once each from a single index")
     func manyLines() {
         let source = (0..<40_000).map { "k\($0) = 1" }.joined(separator: "\n")

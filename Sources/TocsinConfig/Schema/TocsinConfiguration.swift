@@ -135,7 +135,12 @@ extension TocsinConfiguration {
     private mutating func decodeNotifications(_ top: inout TableReader, limits: SpecLimits, _ issues: inout [FieldIssue]) {
         guard let node = top.node("notification") else { return }
         guard case .array(let items) = node.value else {
-            top.report("notification", "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)")
+            var message = "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)"
+            // `[notification.standup]` is how other tools name entries: say how this one does.
+            if case .table(let t) = node.value, let named = t.entries.first(where: { if case .table = $0.node.value { true } else { false } }) {
+                message += "; write [[notification]] with key = \"\(Echo.capped(named.key))\" instead of [notification.\(Echo.capped(named.key))]"
+            }
+            top.report("notification", message)
             return
         }
         var seenKeys: [String: SourceLocation] = [:]
