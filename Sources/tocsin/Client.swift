@@ -19,12 +19,19 @@ struct CommandFailure: Error, CustomStringConvertible {
     /// made visible here, once for every command. Line breaks stay: a refused `Reload` answers
     /// with the config's diagnostics, one per line.
     init(_ message: String) {
-        let lines = message.split(separator: "\n", omittingEmptySubsequences: false).map { JSONText.visible(String($0)) }
-        text = "error: " + lines.joined(separator: "\n")
+        text = "error: " + Self.visible(message)
     }
 
     /// Config diagnostics, already `file:line:column: error: ...` per line.
     init(diagnostics: String) { text = diagnostics }
+
+    /// The daemon's diagnostics of a refused `Reload`: they quote the file's lines, so their
+    /// control characters are made visible, but they carry their own `error:`s.
+    init(daemonDiagnostics: String) { text = Self.visible(daemonDiagnostics) }
+
+    private static func visible(_ message: String) -> String {
+        message.split(separator: "\n", omittingEmptySubsequences: false).map { JSONText.visible(String($0)) }.joined(separator: "\n")
+    }
 
     /// The daemon's start-up failure: already logged at `critical`, which under systemd carries the
     /// journal priority that a plain stderr line would not, so nothing more is printed.
@@ -97,6 +104,9 @@ struct Client {
                     + "(wait longer with --timeout or $\(ClientOptions.environmentVariable))")
         } catch let e as DBusError where unknownMethodIsNil && e.code == .unknownMethod {
             return nil
+        } catch let e as DBusError where e.name == Gateway.ErrorName.invalidConfig && e.message.contains(": error: ") {
+            // `file:line:column: error: ...` already: a second `error:` in front would only stutter.
+            throw CommandFailure(daemonDiagnostics: e.message)
         } catch {
             throw CommandFailure(Self.text(error))
         }
