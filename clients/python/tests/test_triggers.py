@@ -82,15 +82,17 @@ def test_trigger_fields(row: tuple) -> None:  # type: ignore[type-arg]
 
 
 @pytest.mark.parametrize("row", [
-    ("a negative interval", After(-1), "after"),
-    ("not a number", After(float("nan")), "after"),
-    ("count without repeats", After(5, count=2), "count"),
-    ("a naive until", After(5, repeats=True, until=datetime(2030, 1, 1)), "until"),
-    ("a single string as offsets", RemindBefore("2030-01-01T00:00:00Z", "1h"), "remind_before"),
-    ("a surrogate in a zone", Calendar("daily", "Europe/\udc00"), "timezone"),
+    ("a negative interval", After(-1), "after", "'after' must not be negative, got -1"),
+    ("a negative timedelta", After(timedelta(seconds=-90)), "after", "'after' must not be negative, got datetime.timedelta"),
+    ("not a number", After(float("nan")), "after", "'after' must be a finite duration, got nan"),
+    ("count without repeats", After(5, count=2), "count", None),
+    ("a naive until", After(5, repeats=True, until=datetime(2030, 1, 1)), "until", None),
+    ("a single string as offsets", RemindBefore("2030-01-01T00:00:00Z", "1h"), "remind_before", None),
+    ("a surrogate in a zone", Calendar("daily", "Europe/\udc00"), "timezone", None),
 ], ids=lambda r: r[0])
 def test_trigger_refusals_name_the_field(row: tuple) -> None:  # type: ignore[type-arg]
-    name, trigger, field = row
+    name, trigger, field, message = row
     with pytest.raises(tocsin.InvalidArgumentError) as info:
         trigger.fields()
     assert info.value.field == field, f"{name}: {info.value}"
+    assert message is None or info.value.message.startswith(message), f"{name}: {info.value.message}"

@@ -37,7 +37,8 @@ def duration(field: str, value: Duration) -> str:
     else:
         raise client_error(field, f"'{field}' must be a duration (timedelta, seconds or a string), got {type(value).__name__}")
     if usec < 0:
-        raise client_error(field, f"'{field}' must not be negative, got {usec} µs")
+        # Echoed as given (-5, not -5000000 µs): the caller recognises their own value.
+        raise client_error(field, f"'{field}' must not be negative, got {value!r}")
     if usec % 1_000_000 == 0:
         return f"{usec // 1_000_000}s"
     return f"{usec}us"
