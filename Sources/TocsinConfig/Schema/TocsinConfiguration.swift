@@ -136,9 +136,13 @@ extension TocsinConfiguration {
         guard let node = top.node("notification") else { return }
         guard case .array(let items) = node.value else {
             var message = "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)"
-            // `[notification.standup]` is how other tools name entries: say how this one does.
-            if case .table(let t) = node.value, let named = t.entries.first(where: { if case .table = $0.node.value { true } else { false } }) {
-                message += "; write [[notification]] with key = \"\(Echo.capped(named.key))\" instead of [notification.\(Echo.capped(named.key))]"
+            // `[notification.standup]` is how other tools name entries: say how this one does,
+            // for a name the suggestion can quote as written (a bare key).
+            if case .table(let t) = node.value,
+               let named = t.entries.first(where: { if case .table = $0.node.value { true } else { false } })?.key,
+               named.utf8.count <= 64, !named.isEmpty,
+               named.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }) {
+                message += "; write [[notification]] with key = \"\(named)\" instead of [notification.\(named)]"
             }
             top.report("notification", message)
             return
