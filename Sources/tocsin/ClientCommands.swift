@@ -50,9 +50,7 @@ struct ScheduleCommand: AsyncParsableCommand {
         commandName: "schedule", _superCommandName: Tocsin.name, abstract: "Schedule a notification; prints its key.",
         discussion: """
         Give exactly one trigger: --at, --after, --every, --on-calendar, or --remind-before with --at.
-
         Times are a date and time in the notification's zone ('2026-12-24 18:00'), a time today (18:00), tomorrow, 'YYYY-MM-DD HH:MM UTC', RFC 3339, @<unix seconds>, or +<duration> from now (docs/CONFIG.md, "Written times").
-
         Examples:
           tocsin schedule --title Tea --after 3min
           tocsin schedule --key standup --title Stand-up \\

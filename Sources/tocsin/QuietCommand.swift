@@ -13,7 +13,6 @@ struct QuietCommand: AsyncParsableCommand {
         commandName: "quiet", _superCommandName: Tocsin.name, abstract: "Show quiet hours, or switch them on or off.",
         discussion: """
         Without an argument, shows whether it is quiet, why, until when, and how many firings are held.
-
         Examples:
           tocsin quiet on                  until 'tocsin quiet off'
           tocsin quiet on --for 1h         for an hour, then the [quiet] schedule again
