@@ -23,6 +23,14 @@ public struct TimeOfDay: Hashable, Sendable {
     public init(hour: Int = 0, minute: Int = 0, second: Int = 0, microsecond: Int = 0) {
         self.hour = hour; self.minute = minute; self.second = second; self.microsecond = microsecond
     }
+
+    /// `HH:MM`, with `:SS` when there are seconds, as a person wrote it back in a message. Not
+    /// `description`: a trigger's fingerprint is its reflection text, which must not change.
+    public var clock: String {
+        var text = "\(Timestamp.pad(hour, 2)):\(Timestamp.pad(minute, 2))"
+        if second != 0 || microsecond != 0 { text += ":\(Timestamp.pad(second, 2))" }
+        return text
+    }
 }
 
 extension WrittenTimestamp {

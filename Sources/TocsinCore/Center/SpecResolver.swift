@@ -159,14 +159,11 @@ struct SpecResolver: Sendable {
     /// in those words, with tomorrow's date to give instead: "in the past" alone reads as a bug
     /// to someone who meant the next 07:00.
     static func pastToday(_ time: TimeOfDay, now: Instant, zone: TimeZoneRules) -> CenterError {
-        var clock = "\(pad(time.hour)):\(pad(time.minute))"
-        if time.second != 0 || time.microsecond != 0 { clock += ":\(pad(time.second))" }
+        let clock = time.clock
         let tomorrow = Timestamp.rfc3339(Timestamp.instant(days: 1, at: time, from: now, in: zone), in: zone)
         return CenterError(.invalidTrigger, "'at' is in the past: a time alone is today's, and \(clock) today has passed; "
                            + "a past time is never delivered (for tomorrow's, give its date: \(tomorrow.prefix(10)) \(clock))", field: "at")
     }
-
-    private static func pad(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
 
     /// The trigger as `"\(trigger)"` prints it, which the fingerprints stored so far were made
     /// from, so they must not change. That went through reflection (`Mirror`, a type lookup per
