@@ -17,6 +17,10 @@ final class ClientIdentities: Sendable {
     private struct Cache {
         var connection: ObjectIdentifier?
         var owners: [String: String] = [:]
+        /// Lookups under way. A client's first calls all arrive before the first answer (a
+        /// burst of 64 in flight asked the bus 64 times for the same credentials, and read
+        /// `/proc` 64 times): the later ones wait for the one already asked.
+        var asking: [String: Task<String, Never>] = [:]
     }
     private let cache = Mutex(Cache())
     static let cacheLimit = 4096
@@ -26,19 +30,41 @@ final class ClientIdentities: Sendable {
     /// The quota owner of `sender`: `uid=U pid=P start=T`, or the unique name itself when the bus
     /// will not say (a bus without credentials support, a peer that is already gone).
     func owner(of sender: String, on connection: DBusConnection?) async -> String {
-        let id = connection.map(ObjectIdentifier.init)
-        if let known = cache.withLock({ $0.connection == id ? $0.owners[sender] : nil }) { return known }
-        var owner = sender
-        if let connection, let reply = try? await connection.call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: "GetConnectionCredentials", arguments: [.string(sender)], timeout: .seconds(5)).first {
-            owner = Self.owner(credentials: reply) ?? sender
+        guard let connection else { return sender }
+        return await owner(of: sender, scope: ObjectIdentifier(connection)) {
+            guard let reply = try? await connection.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                member: "GetConnectionCredentials", arguments: [.string(sender)], timeout: .seconds(5)).first else { return sender }
+            return Self.owner(credentials: reply) ?? sender
         }
-        cache.withLock { c in
-            if c.connection != id || c.owners.count >= Self.cacheLimit {
+    }
+
+    /// `owner(of:on:)` with the bus's answer as `lookup`, which runs once per sender and scope
+    /// however many callers ask at once.
+    func owner(of sender: String, scope: ObjectIdentifier, lookup: @escaping @Sendable () async -> String) async -> String {
+        enum Known { case owner(String), asked(Task<String, Never>) }
+        let known: Known = cache.withLock { c in
+            if c.connection != scope {
                 c.owners.removeAll(keepingCapacity: true)
-                c.connection = id
+                c.asking.removeAll()
+                c.connection = scope
             }
+            if let owner = c.owners[sender] { return .owner(owner) }
+            if let asking = c.asking[sender] { return .asked(asking) }
+            let asking = Task { await lookup() }
+            c.asking[sender] = asking
+            return .asked(asking)
+        }
+        let asked: Task<String, Never>
+        switch known {
+        case .owner(let owner): return owner
+        case .asked(let task): asked = task
+        }
+        let owner = await asked.value
+        cache.withLock { c in
+            // A lookup for a connection since replaced answers its callers but is not kept.
+            guard c.connection == scope, c.asking.removeValue(forKey: sender) != nil else { return }
+            if c.owners.count >= Self.cacheLimit { c.owners.removeAll(keepingCapacity: true) }
             c.owners[sender] = owner
         }
         return owner
