@@ -17,15 +17,44 @@ final class ClientIdentities: Sendable {
     private struct Cache {
         var connection: ObjectIdentifier?
         var owners: [String: String] = [:]
-        /// Lookups under way. A client's first calls all arrive before the first answer (a
-        /// burst of 64 in flight asked the bus 64 times for the same credentials, and read
-        /// `/proc` 64 times): the later ones wait for the one already asked.
-        var asking: [String: Task<String, Never>] = [:]
+        /// Senders with a call that asks the bus for their owner, or with calls queued behind it.
+        var lanes: [String: Lane] = [:]
+    }
+
+    /// One sender's calls, from the one that asks the bus for its owner until the last call
+    /// queued behind it has had its turn. Each call is let go by the one before it, once that
+    /// one runs: releasing them all at the answer would put them behind calls of the same sender
+    /// already dispatched to the loop, which would then pass them.
+    private struct Lane {
+        /// The asking call, until the answer comes.
+        var asking: CheckedContinuation<String, Never>?
+        /// The answer, once it came.
+        var owner: String?
+        /// Calls waiting their turn, in the order they came.
+        var queue: [CheckedContinuation<String, Never>] = []
     }
     private let cache = Mutex(Cache())
     static let cacheLimit = 4096
 
     init() {}
+
+    /// Returns once the calls `sender` made before this one have gone on: at once, unless one of
+    /// them waits for the bus to say who the sender is. A client's calls take effect in the order
+    /// it sent them; without this, a client's first `Schedule` (which waits for that answer) took
+    /// effect after the `Cancel` sent right behind it, which found nothing, and the notification
+    /// fired.
+    func inTurn(_ sender: String) async {
+        if cache.withLock({ $0.lanes.isEmpty || $0.lanes[sender] == nil }) { return }
+        let released = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            let now = cache.withLock { s in
+                guard s.lanes[sender] != nil else { return true }
+                s.lanes[sender]!.queue.append(c)
+                return false
+            }
+            if now { c.resume(returning: "") }
+        }
+        if !released.isEmpty { handOver(sender) }
+    }
 
     /// The quota owner of `sender`: `uid=U pid=P start=T`, or the unique name itself when the bus
     /// will not say (a bus without credentials support, a peer that is already gone).
@@ -40,35 +69,71 @@ final class ClientIdentities: Sendable {
     }
 
     /// `owner(of:on:)` with the bus's answer as `lookup`, which runs once per sender and scope
-    /// however many callers ask at once.
+    /// however many calls arrive before it answers (a client's first burst, 64 calls in flight,
+    /// asked the bus 64 times and read `/proc` 64 times).
     func owner(of sender: String, scope: ObjectIdentifier, lookup: @escaping @Sendable () async -> String) async -> String {
-        enum Known { case owner(String), asked(Task<String, Never>) }
-        let known: Known = cache.withLock { c in
-            if c.connection != scope {
-                c.owners.removeAll(keepingCapacity: true)
-                c.asking.removeAll()
-                c.connection = scope
+        if let known = cache.withLock({ s in s.connection == scope ? s.owners[sender] : nil }) { return known }
+        enum Then { case known(String), ask, wait }
+        var then = Then.ask
+        let owner = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            then = cache.withLock { s in
+                if s.connection != scope {
+                    s.owners.removeAll(keepingCapacity: true)
+                    s.connection = scope
+                }
+                if let known = s.owners[sender] { return .known(known) }
+                if s.lanes[sender] != nil {
+                    s.lanes[sender]!.queue.append(c)
+                    return .wait
+                }
+                s.lanes[sender] = Lane(asking: c)
+                return .ask
             }
-            if let owner = c.owners[sender] { return .owner(owner) }
-            if let asking = c.asking[sender] { return .asked(asking) }
-            let asking = Task { await lookup() }
-            c.asking[sender] = asking
-            return .asked(asking)
+            switch then {
+            case .known(let owner): c.resume(returning: owner)
+            case .wait: break
+            case .ask: Task { self.answer(sender, scope: scope, owner: await lookup()) }
+            }
         }
-        let asked: Task<String, Never>
-        switch known {
-        case .owner(let owner): return owner
-        case .asked(let task): asked = task
-        }
-        let owner = await asked.value
-        cache.withLock { c in
-            // A lookup for a connection since replaced answers its callers but is not kept.
-            guard c.connection == scope, c.asking.removeValue(forKey: sender) != nil else { return }
-            if c.owners.count >= Self.cacheLimit { c.owners.removeAll(keepingCapacity: true) }
-            c.owners[sender] = owner
-        }
+        // Asked or queued: this call's turn has come, and the next one's comes after it.
+        if case .known = then {} else { handOver(sender) }
         return owner
     }
+
+    /// Lets the asking call go on; it lets the next one go (`handOver`). An answer for a
+    /// connection since replaced is not kept: a call of the same unique name on the new bus that
+    /// queued meanwhile gets it (the old bus's lookup fails, and the unique name is the owner).
+    private func answer(_ sender: String, scope: ObjectIdentifier, owner: String) {
+        let asking: CheckedContinuation<String, Never>? = cache.withLock { s in
+            if s.connection == scope {
+                if s.owners.count >= Self.cacheLimit { s.owners.removeAll(keepingCapacity: true) }
+                s.owners[sender] = owner
+            }
+            s.lanes[sender]?.owner = owner
+            defer { s.lanes[sender]?.asking = nil }
+            return s.lanes[sender]?.asking
+        }
+        asking?.resume(returning: owner)
+    }
+
+    /// A call whose turn came lets the next one of its sender go, which runs after it has gone
+    /// on (the loop runs jobs in order); the last one closes the lane.
+    private func handOver(_ sender: String) {
+        let next: (CheckedContinuation<String, Never>, String)? = cache.withLock { s in
+            guard var lane = s.lanes[sender], lane.asking == nil else { return nil }
+            guard !lane.queue.isEmpty else {
+                s.lanes[sender] = nil
+                return nil
+            }
+            let next = lane.queue.removeFirst()
+            s.lanes[sender] = lane
+            return (next, lane.owner ?? sender)
+        }
+        if let (c, owner) = next { c.resume(returning: owner) }
+    }
+
+    /// Calls of `sender` queued behind the one asking for its owner; for tests.
+    func waitingCount(_ sender: String) -> Int { cache.withLock { $0.lanes[sender]?.queue.count ?? 0 } }
 
     /// From the bus's `a{sv}` credentials; nil without a process id.
     static func owner(credentials: DBusValue) -> String? {

@@ -22,7 +22,8 @@ extension GatewayService {
                 [encodeQuiet(try await Self.run { () throws(CenterError) in try await center.quietOff() })]
             },
             DBusMethod("QuietStatus", output: "a{sv}", outputNames: ["quiet"]) { _ in
-                [encodeQuiet(await center.quietStatus())]
+                await center.caughtUp()
+                return [encodeQuiet(await center.quietStatus())]
             },
         ]
     }

@@ -142,7 +142,19 @@ public final class GatewayService: Sendable {
                 return []
             },
         ] + Self.quietMethodTable(center)
-        return DBusInterface(Gateway.interface, methods: methods.map(waitingForStart), signals: Self.signals, properties: Self.properties)
+        return DBusInterface(Gateway.interface, methods: methods.map(inSenderOrder).map(waitingForStart), signals: Self.signals,
+                             properties: Self.properties)
+    }
+
+    /// Every call waits behind the same sender's earlier calls that wait for its owner
+    /// (`ClientIdentities.inTurn`), so that a client's calls take effect in the order it sent them.
+    private func inSenderOrder(_ m: DBusMethod) -> DBusMethod {
+        let identities = self.identities
+        return DBusMethod(m.name, input: m.input, output: m.output, inputNames: m.inputNames, outputNames: m.outputNames,
+                          checksSignature: m.checksSignature) { call in
+            if let sender = call.sender { await identities.inTurn(sender.rawValue) }
+            return try await m.body(call)
+        }
     }
 
     private func waitingForStart(_ m: DBusMethod) -> DBusMethod {
@@ -198,6 +210,7 @@ public final class GatewayService: Sendable {
     /// `Status`: one answer to "is it running, what does it hold, what happens next, which
     /// backends work". Backend health is `ok` or the reason deliveries fail now.
     static func status(center: TocsinCenter, info: DaemonInfo) async -> DBusValue {
+        await center.caughtUp()
         var fields: [(String, DBusValue)] = [
             ("version", .string(Gateway.version)),
             ("pid", .uint32(info.pid)),

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TocsinTesting
 @testable import TocsinGateway
 
 /// The per-client quota's owner lookup asks the bus once per client, however many of the
@@ -76,6 +77,40 @@ struct ClientIdentitiesTests {
         let other = Scope()
         let reconnected = await Self.ask(identities, senders: [":1.7"], callers: 8, scope: other)
         #expect(reconnected.lookups == [":1.7": 1])
+        withExtendedLifetime(scope) {}
+    }
+
+    /// Calls of a sender whose owner is being asked wait for the answer, whatever they are;
+    /// another sender's go on at once.
+    @Test func laterCallsWaitForTheAnswer() async throws {
+        let identities = ClientIdentities()
+        let scope = Scope()
+        let gate = Gate()
+        let events = WaitableState<[String]>([])
+        let asking = Task {
+            await identities.owner(of: ":1.9", scope: ObjectIdentifier(scope)) {
+                events.update { $0.append("asked") }
+                await gate.wait()
+                events.update { $0.append("answered") }
+                return "owner of :1.9"
+            }
+        }
+        try await events.wait("the lookup to start", timeout: .seconds(10)) { $0 == ["asked"] }
+        await identities.inTurn(":1.10")
+        events.update { $0.append("other sender went on") }
+        let later = Task {
+            await identities.inTurn(":1.9")
+            events.update { $0.append("later call went on") }
+        }
+        // Opened only once the later call waits, queued behind the asking one.
+        try await waitUntil("the later call to wait") { identities.waitingCount(":1.9") == 1 }
+        gate.open()
+        await later.value
+        #expect(await asking.value == "owner of :1.9")
+        #expect(events.value == ["asked", "other sender went on", "answered", "later call went on"])
+        // Answered: the sender's calls no longer wait.
+        await identities.inTurn(":1.9")
+        #expect(identities.waitingCount(":1.9") == 0)
         withExtendedLifetime(scope) {}
     }
 }

@@ -58,6 +58,11 @@ extension TocsinCenter {
         case held(Firing, backend: String)
         /// Start-up: close the claims a crash left open (`NotificationMachine.closeInterrupted`).
         case closeInterrupted
+        /// A read waiting for the requests queued before it (`caughtUp`): resumed once their
+        /// batch has committed and answered them.
+        case read(CheckedContinuation<Void, Never>)
+
+        var isRead: Bool { if case .read = self { return true }; return false }
     }
 
     typealias Call = (continuation: CheckedContinuation<Result<Reply, CenterError>, Never>, result: Result<Reply, CenterError>,
@@ -112,9 +117,22 @@ extension TocsinCenter {
         for w in work {
             switch w {
             case .call(_, let c): c.resume(returning: .failure(Self.stoppingError))
-            case .tick(_, let c): c.resume()
+            case .tick(_, let c), .read(let c): c.resume()
             case .finished, .held, .closeInterrupted: break
             }
+        }
+    }
+
+    /// Returns once every request submitted before this call has been applied, committed and
+    /// answered. Reads wait here, so that a client that sends a `Schedule` and a `List` without
+    /// waiting for the first reply finds the notification in the list: the machine answers reads
+    /// at once, while requests wait in `queued` for the batch after the one committing. At once
+    /// when nothing is queued or committing, or before the state is loaded (nothing applies then).
+    public func caughtUp() async {
+        guard loaded, committing || !queued.isEmpty else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            queued.append(.read(c))
+            startDraining()
         }
     }
 
@@ -129,7 +147,8 @@ extension TocsinCenter {
         while !queued.isEmpty {
             let work = queued
             queued = []
-            await runBatch(work)
+            if work.contains(where: { !$0.isRead }) { await runBatch(work) }
+            for case .read(let c) in work { c.resume() }
         }
         committing = false
         rearm()
@@ -178,7 +197,7 @@ extension TocsinCenter {
                 machine.hold(f, backend: backend, into: &batch.facts)
             case .closeInterrupted:
                 machine.closeInterrupted(now: now, lead: options.claimAhead, into: &batch.facts)
-            case .call: break
+            case .call, .read: break
             }
         }
         if started && !batch.tickWaiters.isEmpty {

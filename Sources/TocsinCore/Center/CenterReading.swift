@@ -6,6 +6,7 @@ import TocsinSystem
 extension TocsinCenter {
     /// Pending notifications, soonest first (ringing ones first of all).
     public func list() async -> [PendingNotification] {
+        await caughtUp()
         let summaries = machine.activeSummaries()
         let rows: [String: Notification]
         do { rows = try await store.notifications(summaries.map(\.key)) } catch {
@@ -23,6 +24,7 @@ extension TocsinCenter {
     /// whole walk is listed exactly once, whatever fires or is added meanwhile. Each page costs
     /// an index range of the store, not a sort of everything pending.
     public func listPage(after cursor: String, limit: Int) async throws(CenterError) -> (items: [PendingNotification], more: Bool) {
+        await caughtUp()
         if closed { throw CenterError(.stopping, "the daemon is stopping") }
         let limit = max(1, limit)
         var found: [NotificationMachine.Summary] = []
@@ -49,6 +51,7 @@ extension TocsinCenter {
     }
 
     public func lookup(_ key: String) async -> PendingNotification? {
+        await caughtUp()
         guard let s = machine.summary(key), let n = try? await store.notifications([key])[key] else { return nil }
         return PendingNotification(notification: n, nextFire: s.nextFire, state: s.state, lastFire: s.lastFire)
     }
