@@ -246,6 +246,22 @@ struct MachineTests {
         #expect(m.nextDeadline() == t0 + .seconds(60))
     }
 
+    @Test("a post with replace false keeps a pending notification of its key and delivers nothing; with replace, or once nothing is pending, it posts (regression: replace was ignored and the scheduled one silently gone)")
+    func postWithoutReplace() throws {
+        var m = machine()
+        var out: [MachineAction] = []
+        _ = try m.schedule(note("pn", .at(t0 + .hours(1))), replace: true, now: t0, maxPending: 100, into: &out)
+        out = []
+        #expect(try m.post(note("pn", .at(t0)), replace: false, now: t0, into: &out) == "pn")
+        #expect(out.isEmpty, "a post that keeps the pending one must change nothing")
+        #expect(m.summary("pn")?.nextFire == t0 + .hours(1))
+        _ = try m.post(note("pn", .at(t0)), replace: true, now: t0, into: &out)
+        #expect(delivered(out) == ["pn#1:post-now"])
+        out = []
+        _ = try m.post(note("fresh", .at(t0)), replace: false, now: t0, into: &out)
+        #expect(delivered(out) == ["fresh#1:post-now"])
+    }
+
     @Test("per-client quota: counted by the machine, a replace of one's own passes, a client with nothing pending is forgotten")
     func perClientQuota() throws {
         var m = machine()

@@ -116,6 +116,45 @@ struct QuietCenterTests {
         #expect(popup.deliveries.isEmpty)
     }
 
+    @Test("a notification cancelled or replaced while quiet holds its firing takes the held firing along, across a restart; CancelAll takes all (regression: quiet's end released them)")
+    func cancelledWhileHeld() async throws {
+        let (h, popup, _) = try await harness()
+        try await h.center.quietOn(until: nil)
+        // Every 10 s: still pending once its first firing is held, so its Cancel finds it.
+        try await h.center.schedule(spec("cancelled", .every(.seconds(10), count: nil, starting: nil, until: nil), title: "old cancelled"))
+        for key in ["replaced", "kept", "done"] {
+            try await h.center.schedule(spec(key, at(10), title: "old \(key)"))
+        }
+        await h.advance(10)
+        await h.center.waitForDeliveries()
+        #expect(await h.center.heldFirings.map(\.firing.key).sorted() == ["cancelled", "done", "kept", "replaced"])
+
+        #expect(try await h.center.cancel("cancelled"))
+        // Fired and done: nothing pending to cancel, but what is held of it goes.
+        #expect(try await !h.center.cancel("done"))
+        try await h.center.schedule(spec("replaced", at(3600), title: "new replaced"))
+        #expect(await h.center.heldFirings.map(\.firing.key) == ["kept"])
+        await h.center.shutdown()
+
+        let popup2 = RecordingBackend(name: "popup", quietMode: .hold)
+        try await restart(h, [popup2, RecordingBackend(name: "log")], quiet: QuietSettings())
+        #expect(await h.center.heldFirings.map(\.firing.key) == ["kept"], "the drops were not saved")
+        try await h.center.quietOff()
+        #expect(await popup2.wait { d, _ in d.map(\.key) == ["kept"] })
+        #expect(popup2.deliveries.map(\.notification.title) == ["old kept"])
+        #expect(popup.deliveries.isEmpty)
+
+        // CancelAll during quiet: nothing held survives it.
+        try await h.center.quietOn(until: nil)
+        try await h.center.schedule(spec("night", at(3700)))
+        await h.advance(3700 - 10)
+        await h.center.waitForDeliveries()
+        // The replacement of "replaced" fell due at 3600, in this quiet spell: held as well.
+        #expect(await h.center.heldFirings.map(\.firing.key).sorted() == ["night", "replaced"])
+        _ = try await h.center.cancelAll()
+        #expect(await h.center.heldFirings.isEmpty)
+    }
+
     @Test("quiet that ended while the daemon was down is released at start")
     func endedWhileDown() async throws {
         let (h, _, _) = try await harness()

@@ -15,7 +15,7 @@ extension TocsinCenter {
         // batch, the pattern matches), and a notification is two dozen references to retain and
         // release at each copy; a box is one.
         indirect case schedule(Notification, replace: Bool, client: NotificationMachine.Client?)
-        indirect case post(Notification, client: NotificationMachine.Client?)
+        indirect case post(Notification, replace: Bool, client: NotificationMachine.Client?)
         case cancel(String)
         case cancelAll
         case acknowledge(String)
@@ -401,9 +401,10 @@ extension TocsinCenter {
             let before = out.count
             let key = try machine.schedule(n, replace: replace, now: now, maxPending: options.maxPending, client: client, into: &out)
             return .scheduled(key, changed: out.count > before)
-        case .post(let n, let client):
-            let key = try machine.post(n, now: now, client: client, into: &out)
-            batch.fresh[n.key] = n
+        case .post(let n, let replace, let client):
+            let before = out.count
+            let key = try machine.post(n, replace: replace, now: now, client: client, into: &out)
+            if out.count > before { batch.fresh[n.key] = n }
             return .key(key)
         case .cancel(let key): return .bool(machine.cancel(key, now: now, into: &out))
         case .cancelAll: return .count(machine.cancelAll(now: now, into: &out))

@@ -24,7 +24,7 @@ extension TocsinCenter {
         s.trigger = .at(.instant(now))
         var n = try resolver.resolve(s, source: .runtime, now: now, backendNames: machine.backendNames)
         n.trigger = .at(now)
-        return try await submit(.post(n, client: client)).key
+        return try await submit(.post(n, replace: spec.replace, client: client)).key
     }
 
     /// Cancels one notification. A config-defined one stays cancelled across reloads and restarts

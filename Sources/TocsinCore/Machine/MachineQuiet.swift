@@ -68,6 +68,15 @@ extension NotificationMachine {
         return true
     }
 
+    /// A notification cancelled or replaced takes the firings quiet hours hold for it along, as
+    /// it takes its queued deliveries: a reminder cancelled in the evening must not pop up when
+    /// quiet ends in the morning, nor a replaced one's old text. All of them with `key` nil
+    /// (`CancelAll`).
+    mutating func dropHeld(_ key: String?, into out: inout [MachineAction]) {
+        guard quiet.held.contains(where: { key == nil || $0.firing.key == key }) else { return }
+        changeQuiet { $0.drop(matching: { key == nil || $0 == key }, into: &out) }
+    }
+
     /// Whether quiet hours hold this occurrence for `backend` (start-up's `closeInterrupted`).
     func heldForQuiet() -> Set<String> {
         Set(quiet.held.map { Self.heldKey($0.firing.key, $0.firing.occurrence.number, $0.backend) })

@@ -68,14 +68,18 @@ extension NotificationMachine {
         if let client { e.owner = ownerRow(client.name) }
         out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
         dropClaim(n.key, now: now, into: &out)
+        dropHeld(n.key, into: &out)
         if let existing, existing.isActive { out.append(.withdraw(key: n.key, backends: targets(existing), reason: .replaced)) }
         put(e)
         return n.key
     }
 
     /// Delivers `n` now without a trigger; the key stays tracked so an alarm can be acknowledged.
-    public mutating func post(_ n: Notification, now: Instant, client: Client? = nil,
+    /// With `replace` false, an active notification with its key is kept and nothing is posted,
+    /// as `schedule` keeps it.
+    public mutating func post(_ n: Notification, replace: Bool = true, now: Instant, client: Client? = nil,
                               into out: inout [MachineAction]) throws(CenterError) -> String {
+        if !replace, let existing = entry(n.key), existing.isActive || claimedAhead(n.key, now: now) { return n.key }
         try checkQuota(client, replacing: entry(n.key))
         let occ = Occurrence(instant: now, number: 1)
         var e = makeEntry(n)
@@ -90,6 +94,7 @@ extension NotificationMachine {
         // racing with it could close the new popup.
         put(e)
         dropClaim(n.key, now: now, into: &out)
+        dropHeld(n.key, into: &out)
         setInDelivery(n.key, pend)
         out.append(.deliver(PlannedDelivery(key: n.key, occurrence: occ, due: now, fired: now, reason: .postNow,
                                             targets: to, isAlarm: ring != nil)))
@@ -103,6 +108,8 @@ extension NotificationMachine {
     /// A firing claimed ahead of its instant (`claimAhead`) that is still to come counts as
     /// pending: cancelling it before its instant means it never goes out.
     public mutating func cancel(_ key: String, now: Instant? = nil, into out: inout [MachineAction]) -> Bool {
+        // Also for a one-shot that fired during quiet hours and is done: what is held of it goes.
+        dropHeld(key, into: &out)
         guard var e = entry(key), e.isActive || claimedAhead(key, now: now) else { return false }
         if e.isConfig {
             out.append(.persist(.markCancelled(key: key)))
@@ -145,6 +152,7 @@ extension NotificationMachine {
         keys.sort()
         var n = 0
         for k in keys where cancel(k, now: now, into: &out) { n += 1 }
+        dropHeld(nil, into: &out)
         out.append(.emit(.cancelledAll(count: n)))
         return n
     }
@@ -205,6 +213,7 @@ extension NotificationMachine {
             remove(key)
             setFingerprint(key, nil)
             dropClaim(key, now: now, into: &out)
+            dropHeld(key, into: &out)
             if e.isActive {
                 out.append(.withdraw(key: key, backends: targets(e), reason: .cancelled))
                 out.append(.emit(.cancelled(key: key)))
@@ -228,6 +237,7 @@ extension NotificationMachine {
             e.next = PackedOccurrence(next)
             out.append(.persist(.upsert(StoredNotification(notification: n, base: now))))
             dropClaim(n.key, now: now, into: &out)
+            dropHeld(n.key, into: &out)
             put(e)
             setFingerprint(n.key, fingerprint)
         }

@@ -223,6 +223,16 @@ public struct QuietMachine: Sendable {
     /// Undoes `hold` when it could not be made durable (the firing is delivered instead).
     public mutating func unhold(_ id: Int64) { held.removeAll { $0.id == id } }
 
+    /// Forgets the held firings of the notifications `matching` says (one cancelled or
+    /// replaced): nothing of theirs goes out when quiet ends.
+    mutating func drop(matching: (String) -> Bool, into out: inout [MachineAction]) {
+        let ids = held.filter { matching($0.firing.key) }.map(\.id)
+        guard !ids.isEmpty else { return }
+        let dropped = Set(ids)
+        held.removeAll { dropped.contains($0.id) }
+        out.append(.persist(.unhold(ids)))
+    }
+
     /// `tocsin quiet on [--until T]`.
     public mutating func switchOn(until: Instant?, now: Instant, into out: inout [MachineAction]) {
         override = QuietOverride(on: true, until: until)
