@@ -216,7 +216,7 @@ struct AckCommand: AsyncParsableCommand {
 struct SnoozeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "snooze", _superCommandName: Tocsin.name, abstract: "Silence a notification and deliver it again later.")
     @Argument var key: String
-    @Argument(help: "How long, e.g. 5min (default: the configured snooze).") var duration: String?
+    @Argument(help: "How long, e.g. 10min (default: 5min).") var duration: String?
     @OptionGroup var bus: ClientOptions
 
     func run() async throws {
@@ -269,9 +269,8 @@ struct WatchCommand: AsyncParsableCommand {
 
     static func json(_ s: DBusSignal) -> String {
         var fields = ["\"event\":\(jsonQuote(s.member.rawValue))"]
-        if let key = try? s.arguments.first?.asString() { fields.append("\"key\":\(jsonQuote(key))") }
-        for (i, a) in s.arguments.dropFirst().enumerated() {
-            let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
+        for (name, a) in named(s) {
+            if name == "key", let key = try? a.asString() { fields.append("\"key\":\(jsonQuote(key))"); continue }
             fields.append("\(jsonQuote(name)):\(a.json)")
         }
         return "{" + fields.joined(separator: ",") + "}"
@@ -279,9 +278,8 @@ struct WatchCommand: AsyncParsableCommand {
 
     static func text(_ s: DBusSignal) -> String {
         var line = s.member.rawValue
-        if let key = try? s.arguments.first?.asString() { line += " " + JSONText.visible(key) }
-        for (i, a) in s.arguments.dropFirst().enumerated() {
-            let name = argumentNames[s.member.rawValue]?[safe: i] ?? "arg\(i + 1)"
+        for (name, a) in named(s) {
+            if name == "key", let key = try? a.asString() { line += " " + JSONText.visible(key); continue }
             if case .int64(let t) = a, name != "rings" { line += " \(name)=\"\(Show.time(t))\""; continue }
             if name == "info" {
                 for (k, v) in a.vardictEntries where ["title", "due", "occurrence", "late"].contains(k) {
@@ -294,10 +292,20 @@ struct WatchCommand: AsyncParsableCommand {
         return line
     }
 
+    /// Each argument with its name in the API (docs/DBUS-API.md), `argN` for one it does not
+    /// declare.
+    static func named(_ s: DBusSignal) -> [(String, DBusValue)] {
+        let names = argumentNames[s.member.rawValue] ?? ["key"]
+        return s.arguments.enumerated().map { (i, a) in (names[safe: i] ?? "arg\(i + 1)", a) }
+    }
+
+    /// Every argument, the first included: most signals start with the notification's key, but
+    /// `CancelledAll` and `QuietChanged` do not, and naming their first argument `key` dropped
+    /// `CancelledAll`'s count from the line.
     static let argumentNames: [String: [String]] = [
-        "Fired": ["info"], "ActionInvoked": ["action", "user_info"], "Snoozed": ["until"],
-        "Missed": ["due"], "Unanswered": ["rings"], "QuietChanged": ["quiet"],
-        "Interrupted": ["due", "occurrence", "backends"],
+        "Fired": ["key", "info"], "ActionInvoked": ["key", "action", "user_info"], "Acknowledged": ["key"],
+        "Snoozed": ["key", "until"], "Cancelled": ["key"], "Missed": ["key", "due"], "Unanswered": ["key", "rings"],
+        "Interrupted": ["key", "due", "occurrence", "backends"], "CancelledAll": ["count"], "QuietChanged": ["active", "quiet"],
     ]
 }
 

@@ -34,6 +34,25 @@ struct CLITests {
             #expect(s.stdoutText == "now\n")
             try await watch.waitForOutput(containing: "\"event\":\"Cancelled\",\"key\":\"tea\"", timeout: .seconds(20))
             try await watch.waitForOutput(containing: "\"event\":\"Fired\",\"key\":\"now\"", timeout: .seconds(20))
+
+            // Signals whose first argument is not a key keep it, named (regression: CancelledAll's
+            // count and QuietChanged's active were dropped as if they were keys).
+            let text = try TestProcess(Products.executable("tocsin"), ["watch", "--bus", g.bus.address])
+            // The text watcher is subscribed once it shows a post made after it started.
+            try await waitUntil("the text watcher to subscribe", timeout: .seconds(20)) {
+                _ = try? await g.tocsin("post", "--key", "probe", "--title", "probe")
+                return text.stdout.contains("Fired probe")
+            }
+            _ = try await g.tocsin("schedule", "--key", "a", "--title", "A", "--after", "1h")
+            _ = try await g.tocsin("schedule", "--key", "b", "--title", "B", "--after", "1h")
+            s = try await g.tocsin("cancel", "--all")
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            try await watch.waitForOutput(containing: "\"event\":\"CancelledAll\",\"count\":2}", timeout: .seconds(20))
+            try await text.waitForOutput(containing: "CancelledAll count=2\n", timeout: .seconds(20))
+            _ = try await g.tocsin("quiet", "on")
+            try await watch.waitForOutput(containing: "\"event\":\"QuietChanged\",\"active\":true,\"quiet\":{", timeout: .seconds(20))
+            try await text.waitForOutput(containing: "QuietChanged active=true quiet=", timeout: .seconds(20))
+            _ = try await text.kill()
             _ = try await watch.kill()
         }
     }
