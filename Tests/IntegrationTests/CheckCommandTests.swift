@@ -317,6 +317,51 @@ struct CheckCommandTests {
         #expect(out.stdoutText == "ok: 1 backend, 4 notifications\n")
     }
 
+    /// `at = "HH:MM"` is today's: a config that passed `check` in the morning must still start the
+    /// daemon (and reload) in the afternoon. Midnight today has always passed, so the test does
+    /// not depend on the hour it runs at.
+    @Test("a time alone that has passed today is a warning as a past date is; the daemon starts and reloads, skipping it")
+    func pastTimeAloneIsAWarning() async throws {
+        let entries = """
+            [[notification]]
+            key = "midnight"
+            title = "x"
+            at = "00:00"
+
+            [[notification]]
+            key = "today"
+            title = "y"
+            at = "today"
+            timezone = "Europe/Berlin"
+
+            """
+        let config = "[backend.log]\ntype = \"log\"\n\n" + entries
+        let dir = TemporaryDirectory()
+        let path = try dir.write("today.toml", config)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path], environment: ["TZ": "UTC"])
+        #expect(out.status == .exited(0), "\(out.stderrText)")
+        #expect(out.stderrText == """
+            \(path):7:6: warning: notification 'midnight' never fires, so the daemon skips it: 'at' is in the past; a past time is never delivered
+            at = "00:00"
+                 ^
+            \(path):12:6: warning: notification 'today' never fires, so the daemon skips it: 'at' is in the past; a past time is never delivered
+            at = "today"
+                 ^
+
+            """)
+        #expect(out.stdoutText == "ok: 1 backend, 2 notifications\n")
+
+        let d = try DaemonUnderTest(config: config)
+        let p = try await d.startAndWait()
+        defer { p.signal(SIGKILL) }
+        let log = try await p.waitForStderr(containing: "config notification never fires, skipped", timeout: .seconds(10))
+        #expect(p.status == nil, "the daemon stopped: \(log)")
+        try d.rewrite(config: config + "[[notification]]\nkey = \"later\"\ntitle = \"z\"\nafter = \"1h\"\n")
+        p.signal(SIGHUP)
+        let reloaded = try await p.waitForStderr(containing: "reloaded added=1 changed=0 removed=0 unchanged=2", timeout: .seconds(10))
+        #expect(!reloaded.contains("reload failed"), "\(reloaded)")
+    }
+
     @Test("a config without backends is a warning (notifications would be delivered nowhere); the check passes")
     func noBackendsIsAWarning() async throws {
         let dir = TemporaryDirectory()

@@ -60,4 +60,22 @@ struct TimeOfDayTests {
         let left = await h.center.nextDue()
         #expect(left == nil)
     }
+
+    /// A config that loaded in the morning must load again in the afternoon: the same time,
+    /// past, is an entry skipped as a past full date is, not a refusal of the whole config.
+    @Test("a time of today that has passed, in the config, is kept and skipped as a past date is; check reports it", arguments: [
+        TimeValue.day(days: 0, time: TimeOfDay(hour: 9, minute: 30)),
+        .day(days: 0, time: TimeOfDay()),
+    ])
+    func passedTodayInConfig(_ value: TimeValue) async throws {
+        let h = try await Self.berlin()
+        let entries = [spec("tea", .at(value)), spec("later", .at(.day(days: 0, time: TimeOfDay(hour: 18))))]
+        let report = try await h.center.applyConfig(entries)
+        #expect(report.skipped == ["tea"], "\(value)")
+        #expect(await h.center.nextDue()?.key == "later", "\(value)")
+        let warned = h.options.neverFiring(entries, backendNames: [], now: t0)
+        #expect(warned.map(\.spec.key) == ["tea"], "\(value)")
+        #expect(warned.map(\.reason) == [CenterError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at")],
+                "\(value)")
+    }
 }

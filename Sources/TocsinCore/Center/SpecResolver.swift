@@ -48,7 +48,11 @@ struct SpecResolver: Sendable {
         switch spec.trigger {
         case .at(let v):
             let t = try instant(v, "at")
-            if case .day(0, let time) = v, t <= now { throw Self.pastToday(time, now: now, zone: zone) }
+            // A config entry resolves like a past full date, so it is kept, skipped and reported
+            // by `firstFiring` (a `check` warning at its position, a log line at load): refused
+            // here, a time that was ahead when the file was checked would stop the daemon from
+            // starting once that time of day has passed.
+            if case .day(0, let time) = v, t <= now, source == .runtime { throw Self.pastToday(time, now: now, zone: zone) }
             trigger = .at(t)
         case .after(let d):
             guard d.microseconds > 0 else { throw CenterError(.invalidTrigger, "'after' must be positive", field: "after") }
