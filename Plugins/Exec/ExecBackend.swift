@@ -91,18 +91,21 @@ public struct ExecBackendFactory: BackendFactory {
         }
     }
 
+    /// `timeout` is read whatever `command` holds: a key left unread is reported as unknown.
     public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
-        guard reader.has("command") else {
+        let before = reader.issues.count
+        var command: [String]?
+        if !reader.has("command") {
             reader.report(FieldIssue(field: "command", location: reader.tableLocation,
                                      message: "missing required key 'command' in \(reader.context) (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"))
-            return nil
+        } else if let argv = reader.stringArray("command") {
+            if let first = argv.first, !first.isEmpty { command = argv } else {
+                reader.report("command", "'command' must name a program as its first element")
+            }
         }
-        guard let command = reader.stringArray("command") else { return nil }
-        guard let first = command.first, !first.isEmpty else {
-            reader.report("command", "'command' must name a program as its first element")
-            return nil
-        }
-        return Options(command: command, timeout: reader.duration("timeout", positive: true) ?? .seconds(30))
+        let timeout = reader.duration("timeout", positive: true)
+        guard let command, reader.issues.count == before else { return nil }
+        return Options(command: command, timeout: timeout ?? .seconds(30))
     }
 
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {

@@ -54,113 +54,108 @@ public struct MQTTBackendFactory: BackendFactory {
         return .success((host, port, tls))
     }
 
+    /// Every key is read whatever another one holds: a key left unread is reported as unknown,
+    /// and its own mistake would surface only once the first one was fixed.
     public func options(from reader: inout some FieldReader, environment: BackendEnvironment) -> Options? {
-        guard let url = reader.requiredString("url") else { return nil }
-        let parsed: (host: String, port: Int32, tls: Bool)
-        switch Self.parseURL(url) {
-        case .success(let p): parsed = p
-        case .failure(let e):
-            reader.report("url", e.description)
-            return nil
+        let before = reader.issues.count
+        var parsed: (host: String, port: Int32, tls: Bool)?
+        if let url = reader.requiredString("url") {
+            switch Self.parseURL(url) {
+            case .success(let p): parsed = p
+            case .failure(let e): reader.report("url", e.description)
+            }
         }
         let clientID = reader.string("client_id") ?? "tocsin-" + (ProcessInfo.processInfo.hostName)
         // MQTT 3.1.1 allows 1-23 bytes everywhere; mosquitto takes up to 65535. Ours must be unique per machine.
-        guard !clientID.isEmpty, clientID.utf8.count <= 256, !clientID.contains(where: { $0.isWhitespace || $0 == "\0" }) else {
+        if clientID.isEmpty || clientID.utf8.count > 256 || clientID.contains(where: { $0.isWhitespace || $0 == "\0" }) {
             reader.report("client_id", "'client_id' must be 1-256 bytes without spaces")
-            return nil
         }
-        var o = Options(host: parsed.host, port: parsed.port, tls: parsed.tls, clientID: clientID)
-        // As above, the first problem is reported and the reading stops there.
-        guard Self.readTopicPrefix(&reader, into: &o), Self.readCredentials(&reader, into: &o),
-              Self.readTLSFiles(&reader, into: &o), Self.readTimers(&reader, into: &o) else { return nil }
+        var o = Options(host: parsed?.host ?? "", port: parsed?.port ?? 0, tls: parsed?.tls ?? false, clientID: clientID)
+        Self.readTopicPrefix(&reader, into: &o)
+        Self.readCredentials(&reader, into: &o)
+        Self.readTLSFiles(&reader, into: &o, tls: parsed?.tls)
+        Self.readTimers(&reader, into: &o)
+        guard parsed != nil, reader.issues.count == before else { return nil }
         return o
     }
 
-    private static func readTopicPrefix(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
-        guard let prefix = reader.string("topic_prefix") else { return true }
+    private static func readTopicPrefix(_ reader: inout some FieldReader, into o: inout Options) {
+        guard let prefix = reader.string("topic_prefix") else { return }
         guard !prefix.isEmpty, !prefix.contains("+"), !prefix.contains("#"), !prefix.hasSuffix("/"), !prefix.contains("\0") else {
             reader.report("topic_prefix", "'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'")
-            return false
+            return
         }
         o.topicPrefix = prefix
-        return true
     }
 
     /// `username`, and the password from the first line of `password_file` (never in the config itself).
-    private static func readCredentials(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
+    private static func readCredentials(_ reader: inout some FieldReader, into o: inout Options) {
         o.username = reader.string("username")
-        guard let file = reader.string("password_file") else { return true }
-        guard o.username != nil else {
+        guard let file = reader.string("password_file") else { return }
+        // A `username` of the wrong type is reported at its value; "needs 'username'" would be a second, false, error.
+        guard reader.has("username") else {
             reader.report("password_file", "'password_file' needs 'username'")
-            return false
+            return
         }
-        let text: String
         switch RegularFile.read(file, limit: 64 << 10, kind: "a password file") {
         case .success(let bytes):
-            guard let t = String(validating: bytes, as: UTF8.self) else {
+            guard let text = String(validating: bytes, as: UTF8.self) else {
                 reader.report("password_file", "cannot read password_file '\(file)': it is not UTF-8 text")
-                return false
+                return
             }
-            text = t
+            o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
         case .failure(let problem):
             reader.report("password_file", "cannot read password_file '\(file)': \(problem.message)")
-            return false
         }
-        o.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
-        return true
     }
 
     /// `ca_file`, `cert_file`, `key_file`: consistent with the url's scheme and each readable now,
     /// so a mistake is reported by `tocsin check` rather than by the TLS library on connect.
-    private static func readTLSFiles(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
+    /// `tls`: the url's scheme, nil when the url is missing or invalid (reported already).
+    private static func readTLSFiles(_ reader: inout some FieldReader, into o: inout Options, tls: Bool?) {
         o.caFile = reader.string("ca_file")
         o.certFile = reader.string("cert_file")
         o.keyFile = reader.string("key_file")
         if (o.certFile == nil) != (o.keyFile == nil) {
             reader.report(o.certFile == nil ? "key_file" : "cert_file", "'cert_file' and 'key_file' go together")
-            return false
         }
-        if o.tls, o.caFile == nil {
+        if tls == true, o.caFile == nil {
             reader.report("url", "an mqtts:// url needs 'ca_file' (the broker's CA certificate)")
-            return false
         }
-        if !o.tls, o.caFile != nil || o.certFile != nil {
+        if tls == false, o.caFile != nil || o.certFile != nil {
+            // Unused without TLS: whether they can be read does not matter then.
             reader.report(o.caFile != nil ? "ca_file" : "cert_file", "TLS files need an mqtts:// url")
-            return false
+            return
         }
         for (key, path) in [("ca_file", o.caFile), ("cert_file", o.certFile), ("key_file", o.keyFile)] {
+            guard let path else { continue }
             // A FIFO would block the TLS library's open of it, wherever that runs.
-            if let path, let problem = RegularFile.check(path) {
+            if let problem = RegularFile.check(path) {
                 reader.report(key, "cannot read \(key) '\(path)': \(problem.message)")
-                return false
-            }
-            if let path, !FileManager.default.isReadableFile(atPath: path) {
+            } else if !FileManager.default.isReadableFile(atPath: path) {
                 reader.report(key, "cannot read \(key) '\(path)'")
-                return false
             }
         }
-        return true
     }
 
     /// `keepalive` and `reconnect_max`, whole seconds within what the protocol and libmosquitto take.
-    private static func readTimers(_ reader: inout some FieldReader, into o: inout Options) -> Bool {
+    private static func readTimers(_ reader: inout some FieldReader, into o: inout Options) {
         if let k = reader.duration("keepalive", positive: true) {
             let s = k.microseconds / 1_000_000
-            guard (5...65535).contains(s) else {
+            if (5...65535).contains(s) {
+                o.keepaliveSeconds = Int32(s)
+            } else {
                 reader.report("keepalive", "'keepalive' is \(k); it must be between 5s and 18h 12min 15s")
-                return false
             }
-            o.keepaliveSeconds = Int32(s)
         }
         if let r = reader.duration("reconnect_max", positive: true) {
             let s = r.microseconds / 1_000_000
-            guard (1...3600).contains(s) else {
+            if (1...3600).contains(s) {
+                o.reconnectMaxSeconds = UInt32(s)
+            } else {
                 reader.report("reconnect_max", "'reconnect_max' is \(r); it must be between 1s and 1h")
-                return false
             }
-            o.reconnectMaxSeconds = UInt32(s)
         }
-        return true
     }
 
     public func make(name: String, options: Options, environment: BackendEnvironment) -> any DeliveryBackend {

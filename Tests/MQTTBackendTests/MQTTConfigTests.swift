@@ -69,6 +69,40 @@ struct MQTTConfigTests {
         MQTTConfigRow(name: "misspelt key gets a suggestion",
                       toml: "[backend.m]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\nclientid = \"a\"\n",
                       expected: ["4:1: unknown key 'clientid' in [backend.m]; did you mean 'client_id'?"]),
+        MQTTConfigRow(name: "a bad url leaves the keys after it read and valid",
+                      toml: "[backend.o]\ntype = \"mqtt\"\nurl = \"http://host\"\nkeepalive = \"60s\"\ntopic_prefix = \"x\"\nclient_id = \"y\"\n",
+                      expected: ["3:7: 'url' must start with mqtt:// or mqtts://, found 'http://host'"]),
+        MQTTConfigRow(name: "a bad key after the others leaves them read and valid",
+                      toml: "[backend.o]\ntype = \"mqtt\"\nreconnect_max = \"5s\"\ntopic_prefix = \"x\"\nurl = \"mqtt://h\"\nkeepalive = \"1s\"\n",
+                      expected: ["6:13: 'keepalive' is 1s; it must be between 5s and 18h 12min 15s"]),
+        MQTTConfigRow(name: "every bad key is reported once, at its value",
+                      toml: "[backend.o]\ntype = \"mqtt\"\nurl = \"http://host\"\nclient_id = \"a b\"\ntopic_prefix = \"x/\"\nusername = 5\n"
+                          + "password_file = \"/nonexistent/pw\"\ncert_file = \"/nonexistent/cert\"\nkeepalive = \"1s\"\nreconnect_max = \"2h\"\n",
+                      expected: ["3:7: 'url' must start with mqtt:// or mqtts://, found 'http://host'",
+                                 "4:13: 'client_id' must be 1-256 bytes without spaces",
+                                 "5:16: 'topic_prefix' must be a non-empty topic without '+', '#' or a trailing '/'",
+                                 "6:12: 'username' in [backend.o] must be a string, found integer",
+                                 "7:17: cannot read password_file '/nonexistent/pw': No such file or directory",
+                                 "8:13: 'cert_file' and 'key_file' go together",
+                                 "8:13: cannot read cert_file '/nonexistent/cert': No such file or directory",
+                                 "9:13: 'keepalive' is 1s; it must be between 5s and 18h 12min 15s",
+                                 "10:17: 'reconnect_max' is 2h; it must be between 1s and 1h"]),
+        MQTTConfigRow(name: "the fleet example of docs/CONFIG.md, without its files: both files named",
+                      toml: """
+                          [backend.fleet]
+                          type = "mqtt"
+                          url = "mqtts://broker.home.lan"
+                          ca_file = "/etc/ssl/certs/home-ca.pem"
+                          client_id = "kitchen"
+                          username = "tocsin"
+                          password_file = "/home/anna/.config/tocsin/mqtt-password"
+
+                          """,
+                      expected: ["4:11: cannot read ca_file '/etc/ssl/certs/home-ca.pem': No such file or directory",
+                                 "7:17: cannot read password_file '/home/anna/.config/tocsin/mqtt-password': No such file or directory"]),
+        MQTTConfigRow(name: "a missing url leaves the others read",
+                      toml: "[backend.m]\ntype = \"mqtt\"\nkeepalive = \"30s\"\n",
+                      expected: ["1:1: missing required key 'url' in [backend.m]"]),
         MQTTConfigRow(name: "fleet names an unknown backend",
                       toml: "[backend.fleet]\ntype = \"mqtt\"\nurl = \"mqtt://h\"\n[fleet]\nbackend = \"flet\"\n",
                       expected: ["5:11: unknown backend 'flet' in [fleet]; did you mean 'fleet'?"]),

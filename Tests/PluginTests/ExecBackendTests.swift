@@ -149,6 +149,37 @@ struct ExecBackendTests {
         #expect(issues("command = [\"/bin/true\"]\ntimeout = \"0\"") == ["invalid 'timeout': the interval must be longer than zero"])
     }
 
+    struct ConfigRow: Sendable, CustomTestStringConvertible {
+        let name: String
+        let toml: String
+        let expected: [String]
+        var testDescription: String { name }
+    }
+
+    /// A key the factory leaves unread is reported as unknown by `finish`, as the daemon's
+    /// backend tables do, with the key itself as the suggestion.
+    @Test("config: a bad or missing command leaves 'timeout' read; each mistake once, at its place", arguments: [
+        ConfigRow(name: "missing command, valid timeout", toml: "timeout = \"5s\"",
+                  expected: ["1:1: missing required key 'command' in [backend.hook] (an argv list, e.g. [\"notify-hook\", \"--quiet\"])"]),
+        ConfigRow(name: "command a string, valid timeout", toml: "command = \"notify-send\"\ntimeout = \"5s\"",
+                  expected: ["1:11: 'command' in [backend.hook] must be an array of strings, found string"]),
+        ConfigRow(name: "command without a program, valid timeout", toml: "timeout = \"5s\"\ncommand = [\"\"]",
+                  expected: ["2:11: 'command' must name a program as its first element"]),
+        ConfigRow(name: "command and timeout both bad", toml: "command = []\ntimeout = \"0\"",
+                  expected: ["1:11: 'command' must name a program as its first element",
+                             "2:12: invalid 'timeout': the interval must be longer than zero"]),
+        ConfigRow(name: "a valid table", toml: "command = [\"/bin/true\"]\ntimeout = \"5s\"", expected: []),
+    ])
+    func factoryReadsEveryKey(_ row: ConfigRow) throws {
+        let t = try TOML.parse(row.toml, file: "c.toml")
+        var r = TableReader(t, context: "[backend.hook]")
+        let factory = ExecBackendFactory()
+        let made = factory.make(name: "hook", reading: &r, environment: BackendEnvironment(logger: .init(label: "t")))
+        r.finish(known: ["type"] + factory.optionKeys)
+        #expect(r.issues.map { "\($0.location): \($0.message)" } == row.expected, "row '\(row.name)'")
+        #expect((made != nil) == row.expected.isEmpty, "row '\(row.name)'")
+    }
+
     /// The kernel ends each argv string at its first NUL, so the program would get a cut argument.
     @Test("regression: config: a NUL in a command argument is refused at that argument")
     func nulInCommand() throws {
