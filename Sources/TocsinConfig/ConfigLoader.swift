@@ -81,7 +81,7 @@ public enum ConfigLoader: Sendable {
         } catch {
             return .failure(ConfigLoadError(code: .invalid, file: file, diagnostics: error.diagnostics, source: source))
         }
-        let (config, diags) = TocsinConfiguration.decodePartially(root, file: file, limits: limits)
+        let (config, diags) = TocsinConfiguration.decodePartially(root, file: file, limits: limits, source: bytes)
         if diags.isEmpty { return .success(LoadedConfig(file: file, source: source, configuration: config)) }
         var error = ConfigLoadError(code: .invalid, file: file, diagnostics: diags, source: source)
         error.partial = LoadedConfig(file: file, source: source, configuration: config)

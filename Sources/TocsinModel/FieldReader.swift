@@ -82,10 +82,12 @@ extension FieldReader {
         return span.flatMap { within(key, $0, text: s) }
     }
 
-    /// `span` when it fits `TimeLimit`, else reported (with the text as written) and nil.
-    public mutating func within(_ key: String, _ span: TimeSpan, text: String) -> TimeSpan? {
+    /// `span` when it fits `TimeLimit`, else reported (with the text as written) and nil; at
+    /// `location` (an array's element) when given, else at the key's value.
+    public mutating func within(_ key: String, _ span: TimeSpan, text: String, at location: SourceLocation? = nil) -> TimeSpan? {
         if TimeLimit.fits(span) { return span }
-        report(key, TimeLimit.pastLatest(field: key, value: text.trimmingCharacters(in: .whitespaces)))
+        let message = TimeLimit.pastLatest(field: key, value: text.trimmingCharacters(in: .whitespaces))
+        if let location { report(FieldIssue(field: key, location: location, message: message)) } else { report(key, message) }
         return nil
     }
 

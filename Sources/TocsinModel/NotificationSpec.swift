@@ -368,14 +368,16 @@ public enum NotificationFields: Sendable {
                 return nil
             }
             var offsets: [TimeSpan] = []
-            for t in texts {
+            for (i, t) in texts.enumerated() {
+                // At the element, as the other element errors are: the array may span many lines.
+                let element = r.elementLocation(of: "remind_before", at: i)
                 do throws(TimeSyntaxError) {
                     let o = try TimeSpan.parse(t)
                     if o < .zero { throw TimeSyntaxError(.invalidDuration, "an offset before the event must not be negative", column: 1) }
-                    guard r.within("remind_before", o, text: t) != nil else { return nil }
+                    guard r.within("remind_before", o, text: t, at: element) != nil else { return nil }
                     offsets.append(o)
                 } catch {
-                    r.report("remind_before", "invalid offset '\(t)' in 'remind_before': \(error.message)")
+                    r.report(FieldIssue(field: "remind_before", location: element, message: "invalid offset '\(t)' in 'remind_before': \(error.message)"))
                     return nil
                 }
             }

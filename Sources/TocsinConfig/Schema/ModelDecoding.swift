@@ -7,17 +7,19 @@ import TocsinTime
 extension NotificationFields {
     /// Reads one notification. `allowReplace` enables the D-Bus-only `replace` field.
     /// `allowFleet`: false for the config file, where `fleet = true` is refused.
+    /// `source`: the document, for positions inside string values (`TableReader.source`).
     public static func decode(_ table: TOMLTable, context: String, limits: SpecLimits = SpecLimits(),
-                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true) -> Result<NotificationSpec, DecodeFailure> {
-        var r = TableReader(table, context: context)
+                              allowReplace: Bool = false, allowFleet: Bool = false, requireTrigger: Bool = true,
+                              source: [UInt8]? = nil) -> Result<NotificationSpec, DecodeFailure> {
+        var r = TableReader(table, context: context, source: source)
         return decode(&r, limits: limits, allowReplace: allowReplace, allowFleet: allowFleet, requireTrigger: requireTrigger)
     }
 }
 
 extension DaemonSettings {
     /// Reads `[daemon]`; every problem is appended to `issues` with its position.
-    static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> DaemonSettings {
-        var r: any FieldReader = TableReader(t, context: "[daemon]")
+    static func decode(_ t: TOMLTable, issues: inout [FieldIssue], source: [UInt8]?) -> DaemonSettings {
+        var r: any FieldReader = TableReader(t, context: "[daemon]", source: source)
         var settings = read(from: &r)
         if settings.timezone != nil { settings.timezoneLocation = r.valueLocation(of: "timezone") }
         issues += r.issues
@@ -27,9 +29,9 @@ extension DaemonSettings {
 
 extension QuietSettings {
     /// Reads `[quiet]`; every problem is appended to `issues` with its position.
-    public static func decode(_ t: TOMLTable, issues: inout [FieldIssue]) -> QuietSettings {
+    public static func decode(_ t: TOMLTable, issues: inout [FieldIssue], source: [UInt8]? = nil) -> QuietSettings {
         var out = QuietSettings()
-        var r = TableReader(t, context: "[quiet]")
+        var r = TableReader(t, context: "[quiet]", source: source)
         if let b = r.bool("critical") { out.criticalPasses = b }
         if let b = r.bool("alarms") { out.alarmsPass = b }
         if let node = r.node("backends") {
@@ -55,7 +57,7 @@ extension QuietSettings {
                                                  message: "'window' in [quiet] must be an array of tables ([[quiet.window]]), found an element of type \(item.value.typeName)"))
                         continue
                     }
-                    var w = TableReader(wt, context: "[[quiet.window]] #\(i + 1)")
+                    var w = TableReader(wt, context: "[[quiet.window]] #\(i + 1)", source: source)
                     let cal = w.string("on_calendar").flatMap { text in
                         w.parse("on_calendar", text) { s throws(TimeSyntaxError) in try CalendarSpec.parse(s) }
                     }

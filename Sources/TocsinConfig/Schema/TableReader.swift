@@ -8,12 +8,17 @@ public struct TableReader: FieldReader, Sendable {
     public let table: TOMLTable
     /// How the table is named in messages: `[daemon]`, `[[notification]] #3`, `[backend.alarm]`.
     public let context: String
+    /// The document the table was parsed from, for the position of a character inside a string
+    /// value (`parse`); without it, that position is exact only for a string without escapes
+    /// on one line.
+    public let source: [UInt8]?
     public private(set) var issues: [FieldIssue] = []
     private var consumed: Set<String> = []
 
-    public init(_ table: TOMLTable, context: String) {
+    public init(_ table: TOMLTable, context: String, source: [UInt8]? = nil) {
         self.table = table
         self.context = context
+        self.source = source
     }
 
     public var tableLocation: SourceLocation { table.location }
@@ -130,15 +135,17 @@ public struct TableReader: FieldReader, Sendable {
         }
     }
 
-    /// Maps the parser's column into the file, so a caret lands on the bad character
-    /// (exact when the string has no escapes, which is the common case).
+    /// Maps the parser's column into the file, so a caret lands on the bad character.
     public mutating func parse<T>(_ key: String, _ text: String,
                                   _ body: (String) throws(TimeSyntaxError) -> T) -> T? {
         do {
             return try body(text)
         } catch {
             var loc = valueLocation(of: key)
-            if case .string = table[key]?.value { loc.column += error.column }  // opening quote + offset
+            if case .string = table[key]?.value {
+                loc = source.flatMap { TOMLStringPositions.location(ofCharacter: error.column, inStringAt: loc, source: $0) }
+                    ?? SourceLocation(line: loc.line, column: loc.column + error.column)  // opening quote + offset
+            }
             var issue = FieldIssue(field: key, location: loc, message: "invalid '\(key)': \(error.message)")
             // A non-positive interval is wrong as a whole; a column would point nowhere useful.
             if case .string = table[key]?.value, error.code != .nonPositiveInterval { issue.valueColumn = error.column }

@@ -45,19 +45,21 @@ public struct TocsinConfiguration: Sendable {
 
     /// Decodes what can be decoded and reports the rest, so later checks (backend options through
     /// the registry) still run on a file with mistakes and every problem is reported in one go.
-    public static func decodePartially(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits()) -> (TocsinConfiguration, [Diagnostic]) {
+    /// `source`: the document `root` was parsed from, for positions inside string values.
+    public static func decodePartially(_ root: TOMLTable, file: String, limits: SpecLimits = SpecLimits(),
+                                       source: [UInt8]? = nil) -> (TocsinConfiguration, [Diagnostic]) {
         var config = TocsinConfiguration()
         var issues: [FieldIssue] = []
         var top = TableReader(root, context: "the top level")
-        config.decodeDaemon(&top, &issues)
+        config.decodeDaemon(&top, &issues, source: source)
         // [fleet] names one of the backends, so they are read first.
         config.decodeBackends(&top, &issues)
         config.decodeFleet(&top, &issues)
         // The floor of this file's notifications is this file's [daemon] min_period.
         var limits = limits
         limits.minPeriod = config.daemon.minPeriod
-        config.decodeNotifications(&top, limits: limits, &issues)
-        config.decodeQuiet(&top, &issues)
+        config.decodeNotifications(&top, limits: limits, &issues, source: source)
+        config.decodeQuiet(&top, &issues, source: source)
         top.finish(known: topLevelKeys)
         issues += top.issues
         issues += config.unknownBackendNames(root)
@@ -74,10 +76,10 @@ public struct TocsinConfiguration: Sendable {
 // Each reads its top-level key through `top` (so `top.finish` knows it was read), puts what it
 // decoded into `self` and what was wrong into `issues`, and leaves the other sections alone.
 extension TocsinConfiguration {
-    private mutating func decodeDaemon(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+    private mutating func decodeDaemon(_ top: inout TableReader, _ issues: inout [FieldIssue], source: [UInt8]?) {
         guard let node = top.node("daemon") else { return }
         if case .table(let t) = node.value {
-            daemon = DaemonSettings.decode(t, issues: &issues)
+            daemon = DaemonSettings.decode(t, issues: &issues, source: source)
         } else {
             top.report("daemon", "'daemon' must be a table ([daemon]), found \(node.value.typeName)")
         }
@@ -132,7 +134,7 @@ extension TocsinConfiguration {
     }
 
     /// `[[notification]]`: each decoded alone, then given its key and checked against the others' keys.
-    private mutating func decodeNotifications(_ top: inout TableReader, limits: SpecLimits, _ issues: inout [FieldIssue]) {
+    private mutating func decodeNotifications(_ top: inout TableReader, limits: SpecLimits, _ issues: inout [FieldIssue], source: [UInt8]?) {
         guard let node = top.node("notification") else { return }
         guard case .array(let items) = node.value else {
             var message = "'notification' must be an array of tables ([[notification]]), found \(node.value.typeName)"
@@ -154,7 +156,7 @@ extension TocsinConfiguration {
                                          message: "'notification' must be an array of tables ([[notification]]), found an element of type \(item.value.typeName)"))
                 continue
             }
-            switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits) {
+            switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits, source: source) {
             case .success(var spec):
                 // Config notifications need stable keys across reloads: derive one from the position
                 // only as a last resort, and say so in the docs.
@@ -172,10 +174,10 @@ extension TocsinConfiguration {
         }
     }
 
-    private mutating func decodeQuiet(_ top: inout TableReader, _ issues: inout [FieldIssue]) {
+    private mutating func decodeQuiet(_ top: inout TableReader, _ issues: inout [FieldIssue], source: [UInt8]?) {
         guard let node = top.node("quiet") else { return }
         if case .table(let t) = node.value {
-            quiet = QuietSettings.decode(t, issues: &issues)
+            quiet = QuietSettings.decode(t, issues: &issues, source: source)
         } else {
             top.report("quiet", "'quiet' must be a table ([quiet]), found \(node.value.typeName)")
         }

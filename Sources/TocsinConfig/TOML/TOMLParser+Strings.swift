@@ -174,11 +174,7 @@ extension TOMLParser {
 
     /// If a backslash followed by optional spaces ends the line, where the newline is; else nil.
     private func lineEndingBackslash(_ from: Int) -> Int? {
-        var p = from
-        while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
-        if p < end, buf[p] == ASCII.lf { return p }
-        if p + 1 < end, buf[p] == ASCII.cr, buf[p + 1] == ASCII.lf { return p }
-        return nil
+        tomlLineEndingBackslash(buf, from: from, end: end)
     }
 
     private mutating func skipMultilineWhitespace() {

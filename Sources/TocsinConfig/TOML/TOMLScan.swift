@@ -116,6 +116,17 @@ extension TOMLParser {
     return (letters | digits | underscore | minus) & 0x8080_8080_8080_8080
 }
 
+/// `TOMLParser.lineEndingBackslash` for code that has only the buffer (`TOMLStringPositions`):
+/// if a backslash followed by optional spaces and tabs ends the line, where the line break is.
+func tomlLineEndingBackslash(_ buf: UnsafeBufferPointer<UInt8>, from: Int, end: Int) -> Int? {
+    typealias ASCII = TOMLParser.ASCII
+    var p = from
+    while p < end, buf[p] == ASCII.space || buf[p] == ASCII.tab { p += 1 }
+    if p < end, buf[p] == ASCII.lf { return p }
+    if p + 1 < end, buf[p] == ASCII.cr, buf[p + 1] == ASCII.lf { return p }
+    return nil
+}
+
 /// `TOMLParser.basicStringStop` for code (a string-building closure) that has only the buffer.
 @inline(__always) func tomlBasicStringStop(_ buf: UnsafeBufferPointer<UInt8>, from: Int, end: Int) -> Int {
     var p = from
