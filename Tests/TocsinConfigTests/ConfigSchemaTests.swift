@@ -127,6 +127,18 @@ struct ConfigSchemaTests {
         SchemaRow(name: "a line-ending backslash and CRLF line ends: caret on the unit on the next line",
                   toml: "[[notification]]\r\ntitle = \"x\"\r\nevery = \"\"\"1h \\  \r\n\r\n    30 parsecs\"\"\"\r\n",
                   expected: ["5:8: invalid 'every': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y)"]),
+        SchemaRow(name: "a duplicate key is reported though the first entry with it has another mistake",
+                  toml: "[[notification]]\nkey = \"a\"\ntitle = \"x\"\nevery = \"1 parsec\"\n[[notification]]\nkey = \"a\"\ntitle = \"y\"\nafter = \"1min\"\n",
+                  expected: ["4:12: invalid 'every': unknown time unit 'parsec' (expected us, ms, s, min, h, d, w, M, y)",
+                             "6:7: duplicate notification key 'a' (first defined at 2:7)"]),
+        SchemaRow(name: "a duplicate key is reported though the second entry with it has another mistake",
+                  toml: "[[notification]]\nkey = \"a\"\ntitle = \"x\"\nafter = \"1min\"\n[[notification]]\nkey = \"a\"\ntitle = \"y\"\nevery = \"1 parsec\"\n",
+                  expected: ["6:7: duplicate notification key 'a' (first defined at 2:7)",
+                             "8:12: invalid 'every': unknown time unit 'parsec' (expected us, ms, s, min, h, d, w, M, y)"]),
+        SchemaRow(name: "a duplicate key in the inline form, the first entry with another mistake",
+                  toml: "notification = [ {key = \"a\", title = \"x\", every = \"1 parsec\"}, {key = \"a\", title = \"y\", after = \"1min\"} ]\n",
+                  expected: ["1:54: invalid 'every': unknown time unit 'parsec' (expected us, ms, s, min, h, d, w, M, y)",
+                             "1:71: duplicate notification key 'a' (first defined at 1:25)"]),
     ]
 
     @Test("bad configs produce exactly these diagnostics", arguments: rows)

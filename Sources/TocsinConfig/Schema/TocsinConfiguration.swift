@@ -156,20 +156,29 @@ extension TocsinConfiguration {
                                          message: "'notification' must be an array of tables ([[notification]]), found an element of type \(item.value.typeName)"))
                 continue
             }
-            switch NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits, source: source) {
-            case .success(var spec):
+            let decoded = NotificationFields.decode(nt, context: "[[notification]] #\(i + 1)", limits: limits, source: source)
+            let key: String?
+            switch decoded {
+            case .success(let spec):
                 // Config notifications need stable keys across reloads: derive one from the position
                 // only as a last resort, and say so in the docs.
-                if spec.key == nil { spec.key = "config-\(i + 1)" }
-                if let key = spec.key, let first = seenKeys[key] {
-                    issues.append(FieldIssue(field: "key", location: nt["key"]?.location ?? nt.location,
-                                             message: "duplicate notification key '\(key)' (first defined at \(first))"))
-                } else if let key = spec.key {
-                    seenKeys[key] = nt["key"]?.location ?? nt.location
-                    notifications.append(spec)
-                }
+                key = spec.key ?? "config-\(i + 1)"
             case .failure(let f):
                 issues += f.issues
+                // An entry with another mistake still holds its key: a second entry with the same
+                // key is reported now, not on the run after that mistake is fixed.
+                if case .string(let written)? = nt["key"]?.value { key = written } else { key = nil }
+            }
+            guard let key else { continue }
+            let location = nt["key"]?.location ?? nt.location
+            if let first = seenKeys[key] {
+                issues.append(FieldIssue(field: "key", location: location, message: "duplicate notification key '\(key)' (first defined at \(first))"))
+                continue
+            }
+            seenKeys[key] = location
+            if case .success(var spec) = decoded {
+                spec.key = key
+                notifications.append(spec)
             }
         }
     }
