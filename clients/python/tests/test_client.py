@@ -220,3 +220,42 @@ def test_a_daemon_that_answers_stopping_raises_daemon_stopping_error(bus: Privat
         finally:
             server.disconnect()
     run(main())
+
+
+def test_gateway_signals_from_any_other_connection_are_dropped(daemon: Daemon) -> None:
+    # Match rules do not filter a signal addressed to the client's unique name: anyone on the bus
+    # can send one. Only the current owner of the gateway's name is believed, and only the bus
+    # may say who that is.
+    from dbus_fast import Message, MessageType
+    from dbus_fast.aio import MessageBus
+
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(daemon.bus.address) as c:
+            owner = c.daemon_owner
+            assert owner
+            events = c.events(all_keys=True)
+            me = c._bus.unique_name
+            spoofer = await MessageBus(bus_address=daemon.bus.address).connect()
+            try:
+                owner_changed = Message.new_signal("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                                                   "sss", [tocsin.BUS_NAME, owner, spoofer.unique_name])
+                owner_changed.destination = me
+                spoofer.send(owner_changed)
+                for _ in range(2):  # before and after the forged change of owner
+                    forged = Message.new_signal(tocsin.OBJECT_PATH, tocsin.INTERFACE, "ActionInvoked", "ssa{ss}",
+                                                ["standup", "join", {"url": "https://evil.example"}])
+                    forged.destination = me
+                    spoofer.send(forged)
+                # The bus keeps one sender's messages to one receiver in order, and the client
+                # handles them in order: once it has answered this ping, it has seen the signals.
+                pong = await spoofer.call(Message(destination=me, path="/", interface="org.freedesktop.DBus.Peer",
+                                                  member="Ping"))
+                assert pong is not None and pong.message_type == MessageType.METHOD_RETURN
+            finally:
+                spoofer.disconnect()
+            assert events.pending_events() == [], "a forged signal was delivered"
+            assert c.daemon_owner == owner, "a forged NameOwnerChanged was believed"
+            key = await c.post(Content("Real"))
+            fired = await events.next(15)
+            assert isinstance(fired, tocsin.Fired) and fired.key == key, fired
+    run(main())

@@ -283,11 +283,18 @@ class NotificationCenter:
         if msg.message_type != MessageType.SIGNAL:
             return
         if msg.member == "NameOwnerChanged" and msg.interface == "org.freedesktop.DBus":
-            if msg.body and msg.body[0] == BUS_NAME:
+            # Only the bus itself says who owns a name: another connection can address a signal
+            # to this one whatever the match rules say.
+            if msg.sender == "org.freedesktop.DBus" and msg.body and msg.body[0] == BUS_NAME:
                 self.daemon_owner = str(msg.body[2])
                 self._owner_changed.set()
             return
         if msg.interface != INTERFACE or msg.path != OBJECT_PATH:
+            return
+        # A unicast signal reaches this connection whatever its match rules say; the bus sets the
+        # sender to the unique name of the connection that sent it, so only the gateway's current
+        # owner is believed (as DBUS-API.md asks of backend signals).
+        if not self.daemon_owner or msg.sender != self.daemon_owner:
             return
         try:
             event = from_signal(msg.member or "", list(msg.body))
