@@ -259,3 +259,24 @@ def test_gateway_signals_from_any_other_connection_are_dropped(daemon: Daemon) -
             fired = await events.next(15)
             assert isinstance(fired, tocsin.Fired) and fired.key == key, fired
     run(main())
+
+
+def test_deadlines_raise_the_builtin_timeout_error(bus: PrivateBus) -> None:
+    # Before Python 3.11 asyncio.wait_for raises asyncio.TimeoutError, which `except TimeoutError`
+    # misses; the documented TimeoutError must be what every deadline raises.
+    async def main() -> None:
+        async with await tocsin.NotificationCenter.connect(bus.address) as c:
+            try:
+                await c.wait_for_daemon(0.05)
+            except TimeoutError as e:
+                assert tocsin.BUS_NAME in str(e), str(e)
+            else:
+                raise AssertionError("no daemon runs on this bus")
+    run(main())
+    with tocsin.SyncNotificationCenter(bus.address) as s:
+        try:
+            s.events().next(0.05)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("next() returned with nothing to return")

@@ -370,3 +370,17 @@ def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) 
         [p] = await c.pending()
         assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
     harness.run(body)
+
+
+def test_a_deadline_raises_the_builtin_timeout_error(harness: Harness) -> None:
+    # `except TimeoutError` must catch it on every supported Python (before 3.11,
+    # asyncio.wait_for raises asyncio.TimeoutError, which is not the builtin).
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        try:
+            await events.next(0.05)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("next() returned with nothing to return")
+    harness.run(body)

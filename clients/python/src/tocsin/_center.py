@@ -16,7 +16,7 @@ from dbus_fast.aio import MessageBus
 from ._errors import DaemonNotRunningError, TocsinError, client_error, from_dbus
 from ._events import Event, from_signal, unwrap
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
-from ._stream import EventStream
+from ._stream import EventStream, within
 from ._time import Duration, Instant, duration, from_usec, instant, to_usec
 from ._triggers import SpecValue
 from ._validate import history_limit, text
@@ -277,7 +277,7 @@ class NotificationCenter:
             while not self.daemon_owner:
                 self._owner_changed.clear()
                 await self._owner_changed.wait()
-        await asyncio.wait_for(owned(), timeout)
+        await within(owned(), timeout, f"no daemon owned {BUS_NAME}")
 
     def _on_message(self, msg: Message) -> None:
         if msg.message_type != MessageType.SIGNAL:

@@ -4,12 +4,23 @@ the keys its center scheduled unless it was opened for all keys."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
+from typing import TypeVar
 
 from ._events import CancelledAll, Event, QuietChanged
 
 _END = object()
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], timeout: float | None, what: str) -> T:
+    """`asyncio.wait_for`, raising the builtin TimeoutError the API promises: before Python 3.11
+    `asyncio.wait_for` raises `asyncio.TimeoutError`, which `except TimeoutError` does not catch."""
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f"{what} within {timeout} s") from None
 
 
 class EventStream:
@@ -56,7 +67,7 @@ class EventStream:
         An event already queued is returned even with a timeout of 0."""
         if not self._queue.empty():
             return await self.__anext__()
-        return await asyncio.wait_for(self.__anext__(), timeout)
+        return await within(self.__anext__(), timeout, "no event")
 
     def pending_events(self) -> list[Event]:
         """The events queued and not yet taken, without waiting (they stay taken)."""
