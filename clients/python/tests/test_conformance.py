@@ -232,7 +232,7 @@ def test_a_snooze_of_a_done_notification_says_what_became_of_it(harness: Harness
             message = info.value.message
             assert info.value.field == "key", key
             assert message.startswith(f"notification '{key}' {says}") and message.endswith(advice), message
-            when = datetime.fromisoformat(message[len(f"notification '{key}' {says}"):].split(" ")[0].rstrip(":"))
+            when = datetime.fromisoformat(message[len(f"notification '{key}' {says}"):].split(" ")[0].rstrip(":").replace("Z", "+00:00"))
             assert abs((when - h.now()).total_seconds()) < 60, message
         with pytest.raises(tocsin.NotFoundError) as unknown:
             await c.snooze("never", 60)
