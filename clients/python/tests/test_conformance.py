@@ -384,3 +384,97 @@ def test_a_deadline_raises_the_builtin_timeout_error(harness: Harness) -> None:
         else:
             raise AssertionError("next() returned with nothing to return")
     harness.run(body)
+
+
+@pytest.mark.parametrize("row", [
+    ("post with an empty title", lambda c, now: c.post(Content("")), tocsin.InvalidArgumentError, "title"),
+    ("post with an empty action id", lambda c, now: c.post(Content("x", actions={"": "Label"})),
+     tocsin.InvalidArgumentError, "actions"),
+    ("a title of 4097 bytes", lambda c, now: c.add(Request(Content("é" * 2048 + "x"), After(60))),
+     tocsin.InvalidArgumentError, "title"),
+    ("a body of 65537 bytes", lambda c, now: c.post(Content("x", body="b" * 65537)), tocsin.InvalidArgumentError, "body"),
+    ("an icon of 4097 bytes", lambda c, now: c.post(Content("x", icon="i" * 4097)), tocsin.InvalidArgumentError, "icon"),
+    ("17 actions", lambda c, now: c.post(Content("x", actions={f"a{i}": "A" for i in range(17)})),
+     tocsin.InvalidArgumentError, "actions"),
+    ("an action label of 4097 bytes", lambda c, now: c.post(Content("x", actions={"a": "L" * 4097})),
+     tocsin.InvalidArgumentError, "actions"),
+    ("65 user_info entries", lambda c, now: c.post(Content("x", user_info={f"k{i}": "v" for i in range(65)})),
+     tocsin.InvalidArgumentError, "user_info"),
+    ("user_info of 65537 bytes", lambda c, now: c.post(Content("x", user_info={"k": "v" * 65536})),
+     tocsin.InvalidArgumentError, "user_info"),
+    ("a backend named twice", lambda c, now: c.post(Content("x", backends=["log", "log"])),
+     tocsin.InvalidArgumentError, "backends"),
+    ("count 0", lambda c, now: c.add(Request(Content("x"), After(60, repeats=True, count=0))),
+     tocsin.InvalidArgumentError, "count"),
+    ("count past int64", lambda c, now: c.add(Request(Content("x"), After(60, repeats=True, count=2**64))),
+     tocsin.InvalidArgumentError, "count"),
+    ("an unknown missed", lambda c, now: c.add(Request(Content("x"), After(60), missed="sometimes")),
+     tocsin.InvalidArgumentError, "missed"),
+    ("an unknown urgency", lambda c, now: c.add(Request(Content("x", urgency="meh"), After(60))),
+     tocsin.InvalidArgumentError, "urgency"),
+    ("an unknown dst_gap", lambda c, now: c.add(Request(Content("x"), Calendar("*-*-* 07:00", dst_gap="nah"))),
+     tocsin.InvalidArgumentError, "dst_gap"),
+    ("an unknown dst_fold", lambda c, now: c.add(Request(Content("x"), Calendar("*-*-* 07:00", dst_fold="nah"))),
+     tocsin.InvalidArgumentError, "dst_fold"),
+    ("max_late that is no duration", lambda c, now: c.add(Request(Content("x"), After(60), max_late="soon")),
+     tocsin.InvalidArgumentError, "max_late"),
+    ("until in the past", lambda c, now: c.add(Request(Content("x"), After(60, repeats=True,
+                                                                          until=now - timedelta(days=1)))),
+     tocsin.InvalidTriggerError, "every"),
+    ("until before the first firing", lambda c, now: c.add(Request(Content("x"), After(60, repeats=True, until="+30s"))),
+     tocsin.InvalidTriggerError, "every"),
+    ("reminders closer than min_period", lambda c, now: c.add(Request(Content("x"), RemindBefore("+1d", ["1h", "3600.5s"]))),
+     tocsin.InvalidArgumentError, "remind_before"),
+    ("no reminder offsets", lambda c, now: c.add(Request(Content("x"), RemindBefore("+1d", []))),
+     tocsin.InvalidArgumentError, "remind_before"),
+    ("65 reminder offsets", lambda c, now: c.add(Request(Content("x"), RemindBefore("+100d", [f"{i}h" for i in range(65)]))),
+     tocsin.InvalidArgumentError, "remind_before"),
+    ("every reminder past", lambda c, now: c.add(Request(Content("x"), RemindBefore("+1h", ["2h"]))),
+     tocsin.InvalidTriggerError, "remind_before"),
+    ("an unknown time zone", lambda c, now: c.add(Request(Content("x"), Calendar("*-*-* 07:00", timezone="Mars/Base"))),
+     tocsin.InvalidTriggerError, "timezone"),
+    ("a weekday range that runs backwards", lambda c, now: c.add(Request(Content("x"), Calendar("Fri..Mon 09:00"))),
+     tocsin.InvalidArgumentError, "on_calendar"),
+    ("Calendar.every with a weekday range that runs backwards",
+     lambda c, now: c.add(Request(Content("x"), Calendar.every(weekday="Fri..Mon", hour=9))),
+     tocsin.InvalidArgumentError, "on_calendar"),
+    ("an interval past year 9999", lambda c, now: c.add(Request(Content("x"), After("292000y"))),
+     tocsin.InvalidArgumentError, "after"),
+    ("a reminder offset past year 9999", lambda c, now: c.add(Request(Content("x"), RemindBefore("+1d", ["292000y"]))),
+     tocsin.InvalidArgumentError, "remind_before"),
+    ("history since a naive datetime", lambda c, now: c.history(since=datetime(2020, 1, 1)),
+     tocsin.InvalidArgumentError, "since"),
+    ("history since a string", lambda c, now: c.history(since="2020-01-01"),
+     tocsin.InvalidArgumentError, "since"),
+    ("a negative page size", lambda c, now: c.pending(-1), tocsin.InvalidArgumentError, "page_size"),
+    ("quiet for and until", lambda c, now: c.quiet_on("1h", "07:00"), tocsin.InvalidArgumentError, "for"),
+    ("quiet until the past", lambda c, now: c.quiet_on(until=now - timedelta(days=1)),
+     tocsin.InvalidArgumentError, "until"),
+    ("quiet for past year 9999", lambda c, now: c.quiet_on("292000y"), tocsin.InvalidArgumentError, "for"),
+    ("a snooze past year 9999", lambda c, now: c.snooze("nobody", "292000y"), tocsin.InvalidArgumentError, "duration"),
+], ids=lambda row: row[0])
+def test_the_fake_refuses_what_the_daemon_refuses(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
+    name, call, error, field = row
+
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events(all_keys=True)
+        with pytest.raises(tocsin.TocsinError) as info:
+            await call(c, h.now())
+        assert type(info.value) is error and info.value.field == field, \
+            f"{name}: {type(info.value).__name__} naming {info.value.field!r}: {info.value}"
+        assert await c.pending() == [] and not (await c.quiet_status()).active, f"{name}: nothing changed"
+        assert events.pending_events() == [], f"{name}: nothing was signalled"
+    harness.run(body)
+
+
+def test_quiet_until_a_written_time_ends_then(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        soon = await c.quiet_on(until="+2h")
+        assert soon.until is not None and abs((soon.until - (h.now() + timedelta(hours=2))).total_seconds()) < 5, soon
+        await c.quiet_off()
+        seven = await c.quiet_on(until="07:00")
+        assert seven.until is not None and seven.until.time() == datetime(2000, 1, 1, 7).time(), seven
+        assert timedelta(0) < seven.until - h.now() <= timedelta(days=1), seven
+        await c.quiet_off()
+    harness.run(body)
+

@@ -17,9 +17,10 @@ from ._errors import DaemonNotRunningError, TocsinError, client_error, from_dbus
 from ._events import Event, from_signal, unwrap
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream, within
-from ._time import Duration, Instant, duration, from_usec, instant, to_usec
+from ._time import Duration, Instant, aware, duration, from_usec, instant, to_usec
 from ._triggers import SpecValue
 from ._validate import history_limit, text
+from ._validate import page_size as checked_page_size
 
 BUS_NAME = "io.github.tocsin.Gateway"
 OBJECT_PATH = "/io/github/tocsin/Gateway"
@@ -192,11 +193,10 @@ class NotificationCenter:
 
     async def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
         """Every pending notification, in key order, one `ListPage` at a time (at most 10000)."""
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or not 0 <= page_size <= 10000:
-            raise client_error("limit", f"'page_size' must be an integer from 0 to 10000, got {page_size!r}")
+        size = checked_page_size(page_size)
         after = ""
         while True:
-            notifications, after = await self._call("ListPage", "su", [after, page_size])
+            notifications, after = await self._call("ListPage", "su", [after, size])
             for d in notifications:
                 yield PendingNotification.from_wire(unwrap(d))
             if not after:
@@ -233,8 +233,7 @@ class NotificationCenter:
         if key is not None:
             f["key"] = Variant("s", text("key", key))
         if since is not None:
-            instant("since", since)
-            f["since"] = Variant("x", to_usec(since))
+            f["since"] = Variant("x", to_usec(aware("since", since)))
         if limit is not None:
             f["limit"] = Variant("u", history_limit(limit))
         events = (await self._call("History", "a{sv}", [f]))[0]

@@ -104,6 +104,9 @@ def from_dbus(name: str, message: str) -> TocsinError:
         # The limit is named as the config writes it ("[daemon] max_pending_per_client"), unquoted.
         limit = re.search(r"\b(max_pending_per_client|max_pending)\b", message)
         return cls(name, message, limit.group(1) if limit else None)
+    if message.startswith("action '"):
+        # "action 'a' has an id of 1 and a label of 4097 bytes": an entry of 'actions', unquoted.
+        return cls(name, message, "actions")
     return cls(name, message)
 
 

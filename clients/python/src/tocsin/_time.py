@@ -94,3 +94,12 @@ def instant(field: str, value: Instant) -> str:
     if utc.microsecond:
         return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def aware(field: str, value: object) -> datetime:
+    """`value` if it is an aware datetime (a naive one's zone would be a guess)."""
+    if not isinstance(value, datetime):
+        raise client_error(field, f"'{field}' must be an aware datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise client_error(field, f"'{field}' must be an aware datetime (give it a tzinfo)")
+    return value

@@ -49,6 +49,9 @@ class After:
         if self.count is not None:
             if isinstance(self.count, bool) or not isinstance(self.count, int):
                 raise client_error("count", f"'count' must be an integer, got {type(self.count).__name__}")
+            if not 1 <= self.count <= 4294967295:
+                # The daemon's bounds (a larger number would not even fit the message's int64).
+                raise client_error("count", f"'count' must be between 1 and 4294967295, found {self.count}")
             out["count"] = self.count
         if self.until is not None:
             out["until"] = instant("until", self.until)
@@ -132,9 +135,14 @@ def _weekdays(value: object) -> str:
     if not parts:
         raise client_error("on_calendar", "'weekday' must not be empty")
     for p in parts:
-        for end in p.split(".."):
-            if end[:3].capitalize() not in _WEEKDAYS or len(p.split("..")) > 2:
+        ends = p.split("..")
+        for end in ends:
+            if end[:3].capitalize() not in _WEEKDAYS or len(ends) > 2:
                 raise client_error("on_calendar", f"'weekday' has '{p}'; expected names such as Mon or Mon..Fri")
+        if _WEEKDAYS.index(ends[0][:3].capitalize()) > _WEEKDAYS.index(ends[-1][:3].capitalize()):
+            # The daemon (as systemd) refuses a range that would wrap around the week.
+            raise client_error("on_calendar", f"'weekday' has '{p}', a range that runs backwards; "
+                                              "write it as two ranges (Fri..Sun,Mon)")
     return ",".join(parts)
 
 

@@ -50,3 +50,10 @@ def history_limit(limit: object) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= 10000:
         raise client_error("limit", f"'limit' must be an integer from 0 to 10000 (the most History returns per call), got {limit!r}")
     return limit
+
+
+def page_size(value: object) -> int:
+    """`pending`'s `page_size`: 0 (the daemon's 1000) to 10000 entries per `ListPage`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10000:
+        raise client_error("page_size", f"'page_size' must be an integer from 0 to 10000, got {value!r}")
+    return value

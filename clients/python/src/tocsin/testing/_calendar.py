@@ -7,8 +7,9 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+
+from ._checks import invalid, zone
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
@@ -40,7 +41,10 @@ def _weekdays(part: str) -> set[int]:
         if not all(e in _DAYS for e in ends) or len(ends) > 2:
             raise Unsupported(f"weekday '{item}'")
         a, b = _DAYS.index(ends[0]), _DAYS.index(ends[-1])
-        out.update(range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)])
+        if a > b:
+            # As the daemon (and systemd): a range does not wrap around the week.
+            raise invalid("on_calendar", f"invalid 'on_calendar': weekday range runs backwards ('{item}')")
+        out.update(range(a, b + 1))
     return out
 
 
@@ -51,7 +55,7 @@ class CalendarRule:
     months: list[int] | None
     days: list[int] | None
     times: list[time]
-    zone: timezone | ZoneInfo
+    zone: tzinfo
 
     @classmethod
     def parse(cls, expression: str, zone_name: str | None) -> CalendarRule:
@@ -70,8 +74,7 @@ class CalendarRule:
         times = [time(h, m, s) for h, m, s in itertools.product(
             hours if hours is not None else range(24), minutes if minutes is not None else range(60),
             seconds if seconds is not None else range(60))]
-        zone: timezone | ZoneInfo = timezone.utc if zone_name in (None, "UTC") else ZoneInfo(str(zone_name))
-        return cls(weekdays, years, months, days, sorted(times), zone)
+        return cls(weekdays, years, months, days, sorted(times), zone(zone_name or "UTC"))
 
     def _day_matches(self, d: date) -> bool:
         return ((self.weekdays is None or d.weekday() in self.weekdays)

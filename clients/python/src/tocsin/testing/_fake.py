@@ -14,12 +14,14 @@ from .._events import (Acknowledged, ActionInvoked, Cancelled, CancelledAll, Eve
                        Snoozed, Unanswered)
 from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from .._stream import EventStream
-from .._time import Duration, Instant, duration, duration_seconds, instant
+from .._time import Duration, Instant, aware, duration, duration_seconds, instant
 from .._triggers import SpecValue
 from .._validate import history_limit, text
+from .._validate import page_size as checked_page_size
 from ._calendar import Unsupported
+from ._checks import check_fields, invalid, seconds
 from ._clock import VirtualClock
-from ._schedule import Schedule, _zone, schedule_for
+from ._schedule import Schedule, _instant, _zone, schedule_for
 
 
 @dataclass(frozen=True)
@@ -57,17 +59,18 @@ class _Entry:
         )
 
 
-def _positive_seconds(field: str, value: Duration) -> float:
-    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument)."""
+def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
+    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument):
+    malformed, zero, or ending past the latest instant Tocsin schedules."""
     text_ = duration(field, value)
     try:
-        seconds = duration_seconds(text_)
+        span = duration_seconds(text_)
     except ValueError as e:
-        raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs", f"argument '{field}': {e}", field) from None
-    if seconds <= 0:
-        raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
-                                     f"argument '{field}': the interval must be longer than zero", field)
-    return seconds
+        raise invalid(field, f"argument '{field}': {e}") from None
+    if span <= 0:
+        raise invalid(field, f"argument '{field}': the interval must be longer than zero")
+    seconds(field, text_, now)
+    return span
 
 
 def _map(v: SpecValue | None) -> dict[str, str]:
@@ -94,6 +97,7 @@ class FakeNotificationCenter:
         self._ring_every = timedelta(seconds=duration_seconds(ring_every))
         self._max_rings = max_rings
         self._min_period = duration_seconds(min_period)
+        _zone(timezone_name)
         self._zone = timezone_name
         self._entries: dict[str, _Entry] = {}
         self._content: dict[str, dict[str, SpecValue]] = {}
@@ -128,7 +132,7 @@ class FakeNotificationCenter:
         fields = request.fields()
         key = str(fields.setdefault("key", f"py-{uuid.uuid4().hex}"))
         self._check_key(key)
-        self._check_content(fields)
+        check_fields(fields)
         backends = self._routing(fields)
         try:
             schedule = schedule_for(fields, self.clock.now(), self._min_period, self._zone)
@@ -149,10 +153,13 @@ class FakeNotificationCenter:
     async def post(self, content: Content, key: str | None = None) -> str:
         """As NotificationCenter.post, on the virtual clock."""
         self._record("post", content, key)
+        if not isinstance(content, Content):
+            raise E.client_error("content", f"post() takes a Content, got {type(content).__name__}")
         fields = content.fields()
         fields["key"] = text("key", key) if key is not None else f"py-{uuid.uuid4().hex}"
         k = str(fields["key"])
         self._check_key(k)
+        check_fields(fields)
         backends = self._routing(fields)
         self._keys.add(k)
         self._content[k] = fields
@@ -163,6 +170,7 @@ class FakeNotificationCenter:
 
     async def pending(self, page_size: int = 1000) -> list[PendingNotification]:
         self._record("pending", page_size)
+        checked_page_size(page_size)
         items = [e.pending() for e in self._entries.values()]
         items.sort(key=lambda n: (n.next_fire is not None, n.next_fire or datetime.min.replace(tzinfo=timezone.utc), n.key))
         return items
@@ -200,10 +208,11 @@ class FakeNotificationCenter:
     async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
         """As NotificationCenter.snooze, on the virtual clock."""
         self._record("snooze", key, duration_)
-        if text("key", key) not in self._entries:
+        text("key", key)
+        span = 300.0 if duration_ is None else _positive_seconds("duration", duration_, self.clock.now())
+        if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
-        span = 300.0 if duration_ is None else _positive_seconds("duration", duration_)
         if e.occurrence == 0:
             raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
                                          f"field 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
@@ -216,6 +225,8 @@ class FakeNotificationCenter:
     async def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
         """As NotificationCenter.history, on the virtual clock."""
         self._record("history", key, since, limit)
+        if since is not None:
+            aware("since", since)
         if limit is not None:
             history_limit(limit)
         out = [h for h in reversed(self._history) if (key is None or h.key == key) and (since is None or h.time >= since)]
@@ -232,12 +243,19 @@ class FakeNotificationCenter:
     async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
         """As NotificationCenter.quiet_on, on the virtual clock."""
         self._record("quiet_on", for_, until)
+        now = self.clock.now()
         end: datetime | None = None
+        if for_ is not None and until is not None:
+            raise invalid("for", "field 'for': give 'for' or 'until', not both")
         if for_ is not None:
-            end = self.clock.now() + timedelta(seconds=_positive_seconds("for", for_))
-        elif isinstance(until, datetime):
-            instant("until", until)
-            end = until
+            end = now + timedelta(seconds=_positive_seconds("for", for_, now))
+        elif until is not None:
+            written = instant("until", until)
+            end = until if isinstance(until, datetime) else _instant("until", written, now, self._zone)
+            if end <= now and written[2:3] == ":" and written[:2].isdigit():
+                end = _instant("until", written, now + timedelta(days=1), self._zone)  # a time of day: the next one
+            if end <= now:
+                raise invalid("until", f"field 'until': invalid 'until': {_rfc3339(end, self._zone)} is not in the future")
         return self._set_quiet(QuietState(True, "manual", 0, end))
 
     async def quiet_off(self) -> QuietState:
@@ -318,19 +336,6 @@ class FakeNotificationCenter:
         return event
 
     # Machinery
-
-    @staticmethod
-    def _check_content(fields: dict[str, SpecValue]) -> None:
-        """The daemon's refusals of empty texts (NotificationFields.decode)."""
-        def refuse(field: str, message: str) -> None:
-            raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs", f"field '{field}': {message}", field)
-        if fields.get("title") == "":
-            refuse("title", "'title' must not be empty")
-        actions, user_info = fields.get("actions"), fields.get("user_info")
-        if isinstance(actions, dict) and "" in actions:
-            refuse("actions", "an action id in 'actions' must not be empty")
-        if isinstance(user_info, dict) and "" in user_info:
-            refuse("user_info", "a key in 'user_info' must not be empty")
 
     def _check_key(self, key: str) -> None:
         if not key or len(key.encode()) > 255:

@@ -4,25 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo
 
 from .. import _errors as E
 from .._time import parse_systemd_duration
 from .._triggers import SpecValue
 from ._calendar import CalendarRule
-
-_INVALID = "org.freedesktop.DBus.Error.InvalidArgs"
+from ._checks import INVALID as _INVALID
+from ._checks import invalid_trigger, positive_seconds, seconds, within_horizon, zone
 
 
 def _invalid(name: str, message: str) -> E.InvalidArgumentError:
     return E.InvalidArgumentError(_INVALID, f"invalid '{name}': {message}", name)
 
 
-def _seconds(name: str, value: SpecValue) -> float:
-    try:
-        return parse_systemd_duration(str(value))
-    except ValueError as e:
-        raise _invalid(name, str(e)) from None
+def _seconds(name: str, value: SpecValue, now: datetime | None = None) -> float:
+    return seconds(name, value, now)
 
 
 _DAYS = {"today": 0, "tomorrow": 1, "yesterday": -1}
@@ -30,7 +26,7 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 
 
 def _zone(name: str) -> tzinfo:
-    return timezone.utc if name == "UTC" else ZoneInfo(name)
+    return zone(name)
 
 
 def _instant(name: str, value: SpecValue, now: datetime, zone: str = "UTC") -> datetime:
@@ -40,9 +36,13 @@ def _instant(name: str, value: SpecValue, now: datetime, zone: str = "UTC") -> d
     tz = _zone(zone)
     try:
         if s.startswith("@"):
-            return datetime.fromtimestamp(float(s[1:]), timezone.utc)
+            try:
+                return within_horizon(name, datetime.fromtimestamp(float(s[1:]), timezone.utc), s)
+            except (OverflowError, OSError):
+                raise E.InvalidArgumentError(_INVALID, f"'{name}' {s} reaches past 9999-12-31T23:59:59Z, "
+                                                       "the latest instant Tocsin schedules", name) from None
         if s.startswith("+"):
-            return now + timedelta(seconds=parse_systemd_duration(s[1:]))
+            return now + timedelta(seconds=seconds(name, s[1:], now))
         if s in _DAYS:
             day = now.astimezone(tz).date() + timedelta(days=_DAYS[s])
             return datetime(day.year, day.month, day.day, tzinfo=tz)
@@ -65,7 +65,7 @@ def _instant(name: str, value: SpecValue, now: datetime, zone: str = "UTC") -> d
                              f"not a {_WEEKDAYS[weekday].capitalize()}")
     if t.tzinfo is None:
         t = t.replace(tzinfo=timezone.utc if utc else tz)
-    return t
+    return within_horizon(name, t, value)
 
 
 @dataclass
@@ -114,6 +114,7 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         raise E.InvalidArgumentError(_INVALID, f"a notification needs exactly one trigger, got {kinds or 'none'}", "at")
     kind = kinds[0]
     zone_of = str(fields["timezone"]) if fields.get("timezone") else zone
+    _zone(zone_of)
     if kind == "at":
         at = _instant("at", fields["at"], now, zone_of)
         if at <= now:
@@ -121,31 +122,44 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
                                         "field 'at': 'at' is in the past; a past time is never delivered", "at")
         return Schedule(f"at {at.isoformat()}", once=at)
     if kind == "after":
-        s = _seconds("after", fields["after"])
-        if s <= 0:
-            raise _invalid("after", "the interval must be longer than zero")
+        s = positive_seconds("after", fields["after"], now)
         return Schedule(f"at {(now + timedelta(seconds=s)).isoformat()}", once=now + timedelta(seconds=s))
     if kind == "every":
-        p = _seconds("every", fields["every"])
-        if p <= 0:
-            raise _invalid("every", "the interval must be longer than zero")
+        p = positive_seconds("every", fields["every"], now)
         if p < min_period:
             raise E.InvalidArgumentError(_INVALID, f"'every' is {p}s, closer than [daemon] min_period ({min_period}s)", "every")
         period = timedelta(seconds=p)
         starting = _instant("starting", fields["starting"], now, zone_of) if "starting" in fields else now + period
         count = fields.get("count")
         until = _instant("until", fields["until"], now, zone_of) if "until" in fields else None
+        if until is not None and until < (starting if starting > now else now):
+            raise invalid_trigger("every", "field 'every': 'every' never fires: 'until' is before the next firing")
         return Schedule(f"every {fields['every']}", period=period, starting=starting,
                         count=int(count) if isinstance(count, int) else None, until=until)
     if kind == "remind_before":
         event = _instant("at", fields["at"], now, zone_of)
         offsets = fields["remind_before"]
         assert isinstance(offsets, list)
-        times = sorted({event - timedelta(seconds=_seconds("remind_before", o)) for o in offsets})
+        if not offsets:
+            raise E.InvalidArgumentError(_INVALID, "'remind_before' must list at least one offset", "remind_before")
+        if len(offsets) > 64:
+            raise E.InvalidArgumentError(_INVALID, f"'remind_before' has {len(offsets)} offsets; the limit is 64",
+                                         "remind_before")
+        spans = [_seconds("remind_before", o) for o in offsets]
+        # Neighbours (the same offset twice is one reminder) at least min_period apart.
+        ordered = sorted(set(spans))
+        for a, b in zip(ordered, ordered[1:]):
+            if b - a < min_period:
+                i, j = spans.index(a) + 1, spans.index(b) + 1
+                raise E.InvalidArgumentError(
+                    _INVALID, f"offsets {min(i, j)} and {max(i, j)} of 'remind_before' ({offsets[i - 1]} and "
+                              f"{offsets[j - 1]}) are {b - a:g}s apart, closer than [daemon] min_period "
+                              f"({min_period:g}s)", "remind_before")
+        times = sorted({event - timedelta(seconds=s) for s in spans if s <= (event - datetime.min.replace(
+            tzinfo=timezone.utc)).total_seconds()})
         future = [t for t in times if t > now]
         if not future:
-            raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger",
-                                        "field 'at': every reminder is in the past", "at")
+            raise invalid_trigger("remind_before", "field 'remind_before': every reminder of 'remind_before' is in the past")
         return Schedule(f"at {event.isoformat()} remind_before", reminders=future, event=event)
     tz = fields.get("timezone")
     rule = CalendarRule.parse(str(fields["on_calendar"]), str(tz) if tz else zone)
