@@ -478,3 +478,14 @@ def test_quiet_until_a_written_time_ends_then(harness: Harness) -> None:
         await c.quiet_off()
     harness.run(body)
 
+
+
+def test_the_same_key_twice_is_removed_once(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("x"), After("1h"), key="dup"))
+        assert await c.remove(["dup", "dup"]) == ["dup"]
+        assert await events.next(h.timeout) == tocsin.Cancelled("dup")
+        assert await c.pending() == []
+        assert [e.event for e in await c.history(key="dup")] == ["cancelled"]
+    harness.run(body)

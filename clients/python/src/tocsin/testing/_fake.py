@@ -179,7 +179,8 @@ class FakeNotificationCenter:
         """As NotificationCenter.remove, on the virtual clock."""
         wanted = [text("key", keys)] if isinstance(keys, str) else [text("key", k) for k in keys]
         self._record("remove", wanted)
-        removed = [k for k in wanted if k in self._entries]
+        # As the daemon: a key listed twice is cancelled, and returned, once.
+        removed = [k for k in dict.fromkeys(wanted) if k in self._entries]
         for k in removed:
             self._cancel(k)
         return removed
