@@ -280,3 +280,16 @@ def test_deadlines_raise_the_builtin_timeout_error(bus: PrivateBus) -> None:
             pass
         else:
             raise AssertionError("next() returned with nothing to return")
+
+
+def test_the_blocking_facade_walks_pages_and_waits_for_the_daemon(daemon: Daemon) -> None:
+    with tocsin.SyncNotificationCenter(daemon.bus.address) as c:
+        c.wait_for_daemon(15)
+        for k in ("b", "a", "c"):
+            c.add(Request(Content(k), After("1h"), key=k))
+        assert [p.key for p in c.iter_pending(page_size=2)] == ["a", "b", "c"]
+        with pytest.raises(tocsin.InvalidArgumentError) as info:
+            list(c.iter_pending(page_size=-1))
+        assert info.value.field == "page_size"
+        with pytest.raises(tocsin.NotFoundError):
+            c.snooze("nobody", duration=60)

@@ -489,3 +489,23 @@ def test_the_same_key_twice_is_removed_once(harness: Harness) -> None:
         assert await c.pending() == []
         assert [e.event for e in await c.history(key="dup")] == ["cancelled"]
     harness.run(body)
+
+
+def test_iter_pending_wait_for_daemon_async_with_and_the_snooze_keyword(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        for k in ("b", "a"):
+            await c.add(Request(Content(k), After(f"{2 if k == 'a' else 1}h"), key=k))
+        assert [p.key async for p in c.iter_pending(page_size=1)] == ["a", "b"], "key order, page by page"
+        await c.wait_for_daemon(h.timeout)
+        await c.add(Request(Content("Wake up", backends=["alarm", "events"]), After(1), key="wake"))
+        h.elapse(1)
+        assert isinstance(await events.next(h.timeout), tocsin.Fired)
+        until = await c.snooze("wake", duration=60)
+        assert abs((until - (h.now() + timedelta(seconds=60))).total_seconds()) < 5
+        with pytest.warns(DeprecationWarning, match="duration_"):
+            again = await c.snooze("wake", duration_=120)
+        assert abs((again - (h.now() + timedelta(seconds=120))).total_seconds()) < 5
+        async with await h.other_center() as other:
+            assert {p.key for p in await other.pending()} == {"a", "b", "wake"}
+    harness.run(body)

@@ -79,3 +79,16 @@ def test_quiet_hours_end_by_themselves_on_the_virtual_clock() -> None:
         assert (await events.next(0)) == tocsin.QuietChanged(False, "none", 0, None)
         assert not (await center.quiet_status()).active
     asyncio.run(main())
+
+
+def test_the_fake_and_the_blocking_facade_have_the_real_centers_methods() -> None:
+    import inspect
+
+    def public(cls: type) -> set[str]:
+        return {n for n, _ in inspect.getmembers(cls, callable) if not n.startswith("_")}
+    real = public(tocsin.NotificationCenter) - {"connect"}
+    assert real - public(FakeNotificationCenter) == set()
+    assert real - public(tocsin.SyncNotificationCenter) == set()
+    assert real - {n for n in dir(tocsin.Center) if not n.startswith("_")} == set()
+    for cls in (tocsin.NotificationCenter, FakeNotificationCenter, tocsin.SyncNotificationCenter, tocsin.Center):
+        assert list(inspect.signature(cls.snooze).parameters)[:3] == ["self", "key", "duration"], cls

@@ -17,7 +17,8 @@ from ._errors import DaemonNotRunningError, TocsinError, client_error, from_dbus
 from ._events import Event, from_signal, unwrap
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream, within
-from ._time import Duration, Instant, aware, duration, from_usec, instant, to_usec
+from ._time import Duration, Instant, aware, from_usec, instant, snooze_duration, to_usec
+from ._time import duration as duration_text
 from ._triggers import SpecValue
 from ._validate import history_limit, text
 from ._validate import page_size as checked_page_size
@@ -222,9 +223,11 @@ class NotificationCenter:
         """Stops a ringing or snoozed notification; False if it was neither."""
         return bool((await self._call("Acknowledge", "s", [text("key", key)]))[0])
 
-    async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
-        """Silences it and delivers it again after `duration_` (default: the daemon's 5 min)."""
-        d = "" if duration_ is None else duration("duration", duration_)
+    async def snooze(self, key: str, duration: Duration | None = None, *, duration_: Duration | None = None) -> datetime:
+        """Silences it and delivers it again after `duration` (default: the daemon's 5 min).
+        `duration_` is the keyword's former spelling, deprecated."""
+        duration = snooze_duration(duration, duration_)
+        d = "" if duration is None else duration_text("duration", duration)
         return from_usec(int((await self._call("Snooze", "ss", [text("key", key), d]))[0]))
 
     async def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
@@ -245,7 +248,7 @@ class NotificationCenter:
 
     async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
         """Quiet hours on now: for a duration, or until an instant (or `07:00`); neither: until off."""
-        f = "" if for_ is None else duration("for", for_)
+        f = "" if for_ is None else duration_text("for", for_)
         u = "" if until is None else instant("until", until)
         return QuietState.from_wire(unwrap((await self._call("QuietOn", "ss", [f, u]))[0]))
 

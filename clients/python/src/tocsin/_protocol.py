@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, TypeVar
 
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream
 from ._time import Duration, Instant
+
+
+C = TypeVar("C", bound="Center")
 
 
 class Center(Protocol):
@@ -19,6 +23,9 @@ class Center(Protocol):
 
     async def post(self, content: Content, key: str | None = None) -> str:
         """Delivers content now; returns its key."""
+
+    def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
+        """Every pending notification, in key order, a page at a time."""
 
     async def pending(self, page_size: int = 1000) -> list[PendingNotification]:
         """Every pending notification, soonest first."""
@@ -32,8 +39,9 @@ class Center(Protocol):
     async def acknowledge(self, key: str) -> bool:
         """Stops a ringing or snoozed notification; False if it was neither."""
 
-    async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
-        """Silences a fired notification until the returned instant."""
+    async def snooze(self, key: str, duration: Duration | None = None, *, duration_: Duration | None = None) -> datetime:
+        """Silences a fired notification until the returned instant (`duration_`: the former
+        spelling of `duration`, deprecated)."""
 
     async def history(self, key: str | None = None, since: datetime | None = None,
                       limit: int | None = None) -> list[HistoryEntry]:
@@ -54,6 +62,9 @@ class Center(Protocol):
     async def reload(self) -> None:
         """Reloads the daemon's config."""
 
+    async def wait_for_daemon(self, timeout: float) -> None:
+        """Returns once the daemon is there; TimeoutError after `timeout` seconds."""
+
     def track(self, keys: Iterable[str]) -> None:
         """Adds keys the filtered event streams follow."""
 
@@ -62,3 +73,10 @@ class Center(Protocol):
 
     async def close(self) -> None:
         """Ends every stream and lets go of the connection."""
+
+    async def __aenter__(self: C) -> C:
+        """`async with center:` closes it at the end."""
+
+    async def __aexit__(self, t: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        """Closes the center."""

@@ -13,7 +13,8 @@ from ._center import NotificationCenter
 from ._events import Event
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream
-from ._time import Duration, Instant
+from ._time import Duration, Instant, snooze_duration
+from ._validate import page_size as checked_page_size
 from ._validate import text
 
 T = TypeVar("T")
@@ -95,6 +96,24 @@ class SyncNotificationCenter:
         """As NotificationCenter.post, blocking: delivers content now; returns its key."""
         return self._run(self._center.post(content, key))
 
+    def iter_pending(self, page_size: int = 1000) -> Iterator[PendingNotification]:
+        """As NotificationCenter.iter_pending, blocking: every pending notification, in key order,
+        one page at a time."""
+        pages = self._center.iter_pending(checked_page_size(page_size)).__aiter__()
+
+        async def step() -> PendingNotification:
+            return await pages.__anext__()
+        while True:
+            try:
+                yield self._run(step())
+            except StopAsyncIteration:
+                return
+
+    def wait_for_daemon(self, timeout: float) -> None:
+        """As NotificationCenter.wait_for_daemon, blocking: returns once the daemon is on the bus;
+        TimeoutError after `timeout` seconds."""
+        self._run(self._center.wait_for_daemon(timeout))
+
     def pending(self, page_size: int = 1000) -> list[PendingNotification]:
         """As NotificationCenter.pending, blocking: every pending notification, soonest first."""
         return self._run(self._center.pending(page_size))
@@ -111,9 +130,10 @@ class SyncNotificationCenter:
         """As NotificationCenter.acknowledge, blocking: stops a ringing or snoozed notification; False if it was neither."""
         return self._run(self._center.acknowledge(key))
 
-    def snooze(self, key: str, duration: Duration | None = None) -> datetime:
-        """As NotificationCenter.snooze, blocking: silences a fired notification until the returned instant."""
-        return self._run(self._center.snooze(key, duration))
+    def snooze(self, key: str, duration: Duration | None = None, *, duration_: Duration | None = None) -> datetime:
+        """As NotificationCenter.snooze, blocking: silences a fired notification until the returned instant
+        (`duration_` is the keyword's former spelling in the asyncio center, deprecated)."""
+        return self._run(self._center.snooze(key, snooze_duration(duration, duration_)))
 
     def history(self, key: str | None = None, since: datetime | None = None, limit: int | None = None) -> list[HistoryEntry]:
         """As NotificationCenter.history, blocking: recorded events, newest first."""

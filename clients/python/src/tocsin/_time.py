@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime, timedelta, timezone
 
 from ._errors import client_error
@@ -103,3 +104,13 @@ def aware(field: str, value: object) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise client_error(field, f"'{field}' must be an aware datetime (give it a tzinfo)")
     return value
+
+
+def snooze_duration(duration: Duration | None, duration_: Duration | None) -> Duration | None:
+    """`snooze`'s duration, given as `duration` or by its deprecated spelling `duration_`."""
+    if duration_ is None:
+        return duration
+    if duration is not None:
+        raise client_error("duration", "give 'duration' once ('duration_' is its former spelling)")
+    warnings.warn("snooze(duration_=...) is deprecated; use snooze(duration=...)", DeprecationWarning, stacklevel=3)
+    return duration_

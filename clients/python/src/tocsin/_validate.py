@@ -57,3 +57,4 @@ def page_size(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10000:
         raise client_error("page_size", f"'page_size' must be an integer from 0 to 10000, got {value!r}")
     return value
+

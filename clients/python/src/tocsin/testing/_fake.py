@@ -4,7 +4,7 @@ one, checked the same way, on a virtual clock that a test moves; every call is r
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -14,7 +14,7 @@ from .._events import (Acknowledged, ActionInvoked, Cancelled, CancelledAll, Eve
                        Snoozed, Unanswered)
 from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from .._stream import EventStream
-from .._time import Duration, Instant, aware, duration, duration_seconds, instant
+from .._time import Duration, Instant, aware, duration, duration_seconds, instant, snooze_duration
 from .._triggers import SpecValue
 from .._validate import history_limit, text
 from .._validate import page_size as checked_page_size
@@ -168,6 +168,18 @@ class FakeNotificationCenter:
         self._deliver(k, fields, backends, due=now, occurrence=1, reason="post-now", before=None)
         return k
 
+    async def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
+        """As NotificationCenter.iter_pending, on the virtual clock: every pending notification, in key order."""
+        self._record("iter_pending", page_size)
+        checked_page_size(page_size)
+        for key in sorted(self._entries):
+            if key in self._entries:
+                yield self._entries[key].pending()
+
+    async def wait_for_daemon(self, timeout: float) -> None:
+        """As NotificationCenter.wait_for_daemon: the fake daemon is always running."""
+        self._record("wait_for_daemon", timeout)
+
     async def pending(self, page_size: int = 1000) -> list[PendingNotification]:
         self._record("pending", page_size)
         checked_page_size(page_size)
@@ -206,11 +218,12 @@ class FakeNotificationCenter:
         self._settle(e)
         return True
 
-    async def snooze(self, key: str, duration_: Duration | None = None) -> datetime:
+    async def snooze(self, key: str, duration: Duration | None = None, *, duration_: Duration | None = None) -> datetime:
         """As NotificationCenter.snooze, on the virtual clock."""
-        self._record("snooze", key, duration_)
+        self._record("snooze", key, duration if duration_ is None else duration_)
+        duration = snooze_duration(duration, duration_)
         text("key", key)
-        span = 300.0 if duration_ is None else _positive_seconds("duration", duration_, self.clock.now())
+        span = 300.0 if duration is None else _positive_seconds("duration", duration, self.clock.now())
         if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
