@@ -7,8 +7,9 @@ public import TocsinModel
 // backends and their factories; which file declared them, and where, is config business.
 extension BackendRegistry {
     /// Reads and checks every declared backend table into its factory's options, or reports
-    /// every problem with its position. Constructs nothing.
-    public func plan(for config: TocsinConfiguration, file: String,
+    /// every problem with its position. Constructs nothing. `source`: the file's bytes, for the
+    /// position of a mistake inside a string value (`TableReader.source`).
+    public func plan(for config: TocsinConfiguration, file: String, source: [UInt8]? = nil,
                      environment: BackendEnvironment) -> Result<BackendPlan, DiagnosticError> {
         var environment = environment
         environment.fleetBackend = config.fleet?.backend
@@ -19,7 +20,7 @@ extension BackendRegistry {
                 diags.append(Diagnostic(file: file, location: decl.typeLocation, message: unknownType(decl.type, in: decl.name)))
                 continue
             }
-            var reader = TableReader(decl.table, context: "[backend.\(decl.name)]")
+            var reader = TableReader(decl.table, context: "[backend.\(decl.name)]", source: source)
             reader.accept("type")
             let options = BackendRegistry.options(of: factory, reading: &reader, environment: environment)
             reader.finish(known: ["type"] + factory.optionKeys)

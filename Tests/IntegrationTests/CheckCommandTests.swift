@@ -269,6 +269,31 @@ struct CheckCommandTests {
         #expect(out.stderrText == expected)
     }
 
+    @Test("a mistake inside a string with an escape is placed where it is written: a zone word, a backend's duration")
+    func escapesBeforeTheMistake() async throws {
+        let dir = TemporaryDirectory()
+        // `\u0020` is one space written as six characters: the column of what follows it in the
+        // decoded text is five less than in the file.
+        let path = try dir.write("escapes.toml", #"""
+            [daemon]
+            timezone = "Europe/Berlin"
+
+            [backend.hook]
+            type = "exec"
+            command = ["true"]
+            timeout = "1\u0020parsec"
+
+            [[notification]]
+            key = "n1"
+            title = "x"
+            on_calendar = "Mon\u002007:30 Mars"
+            """#)
+        let out = try await TestProcess.run(Products.executable("tocsin"), ["check", path])
+        #expect(out.status == .exited(1))
+        #expect(out.stderrText.contains("\(path):7:19: error: invalid 'timeout': unknown time unit 'parsec'"), "\(out.stderrText)")
+        #expect(out.stderrText.contains("\(path):12:31: error: invalid 'on_calendar': unknown time zone 'Mars'"), "\(out.stderrText)")
+    }
+
     @Test("a notification that can never fire is a warning at its trigger's value, naming the key; the check passes")
     func neverFiringIsAWarning() async throws {
         let dir = TemporaryDirectory()

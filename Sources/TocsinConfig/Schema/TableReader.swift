@@ -143,8 +143,7 @@ public struct TableReader: FieldReader, Sendable {
         } catch {
             var loc = valueLocation(of: key)
             if case .string = table[key]?.value {
-                loc = source.flatMap { TOMLStringPositions.location(ofCharacter: error.column, inStringAt: loc, source: $0) }
-                    ?? SourceLocation(line: loc.line, column: loc.column + error.column)  // opening quote + offset
+                loc = TOMLStringPositions.place(ofCharacter: error.column, inStringAt: loc, source: source)
             }
             var issue = FieldIssue(field: key, location: loc, message: "invalid '\(key)': \(error.message)")
             // A non-positive interval is wrong as a whole; a column would point nowhere useful.

@@ -1,4 +1,4 @@
-import TocsinModel
+public import TocsinModel
 
 /// Where a character of a string value's decoded text is written in the source.
 ///
@@ -7,7 +7,7 @@ import TocsinModel
 /// string without escapes. An escape (`\u0031` is one character written as six), a line-ending
 /// backslash and a multi-line string's line breaks move it. Found on the error path only, by
 /// scanning the value again, so the parser keeps no positions for the characters of every string.
-enum TOMLStringPositions {
+public enum TOMLStringPositions: Sendable {
     typealias ASCII = TOMLParser.ASCII
 
     /// The position of character `column` (1-based, in Unicode scalars) of the decoded text of the
@@ -16,6 +16,15 @@ enum TOMLStringPositions {
     static func location(ofCharacter column: Int, inStringAt open: SourceLocation,
                                 source: [UInt8]) -> SourceLocation? {
         source.withUnsafeBufferPointer { location(ofCharacter: column, inStringAt: open, source: $0) }
+    }
+
+    /// `location(ofCharacter:inStringAt:source:)` when the document is at hand and `open` is a
+    /// string's opening quote in it; else the opening quote plus `column` (exact for a one-line
+    /// string without escapes). `column` 0 or less: the value itself.
+    public static func place(ofCharacter column: Int, inStringAt open: SourceLocation, source: [UInt8]?) -> SourceLocation {
+        guard column > 0 else { return open }
+        return source.flatMap { location(ofCharacter: column, inStringAt: open, source: $0) }
+            ?? SourceLocation(line: open.line, column: open.column + column)
     }
 
     private static func location(ofCharacter column: Int, inStringAt open: SourceLocation,

@@ -154,12 +154,13 @@ public struct ConfigPlan: Sendable {
         // Validation logs nothing: its findings are the diagnostics.
         let silent = Logger(label: "tocsin.check") { _ in SwiftLogNoOpLogHandler() }
         let backends: BackendPlan?
-        switch registry.plan(for: loaded.configuration, file: loaded.file,
+        let source = Array(loaded.source.utf8)
+        switch registry.plan(for: loaded.configuration, file: loaded.file, source: source,
                              environment: BackendEnvironment(logger: silent, environment: environment)) {
         case .success(let plan): backends = plan
         case .failure(let e): backends = nil; diags += e.diagnostics
         }
-        diags += ZoneCheck(file: loaded.file, environment: environment).diagnostics(for: loaded.configuration)
+        diags += ZoneCheck(file: loaded.file, source: source, environment: environment).diagnostics(for: loaded.configuration)
         let warnings = now.map { skipped(loaded, at: $0) } ?? []
         if diags.isEmpty, let backends {
             var validated = ValidatedConfig(loaded: loaded, backends: backends)
@@ -195,6 +196,7 @@ public struct ConfigPlan: Sendable {
 /// Every name is looked up through `ZoneCache`, the one home of zone-name rules.
 private struct ZoneCheck {
     let file: String
+    let source: [UInt8]
     let environment: [String: String]
     let zones = ZoneCache()
 
@@ -219,7 +221,7 @@ private struct ZoneCheck {
             if case .onCalendar(let c) = n.trigger {
                 do { _ = try c.resolvingZone(local: local(n.timezone), rules: zones.rules) } catch {
                     // Worded and placed as a zone word the parser refuses: at the word, in the string.
-                    diags.append(Diagnostic(file: file, location: Self.inString(n.triggerValueLocation, column: error.column),
+                    diags.append(Diagnostic(file: file, location: inString(n.triggerValueLocation, column: error.column),
                                             message: "invalid 'on_calendar': \(error.message)"))
                 }
             }
@@ -227,7 +229,7 @@ private struct ZoneCheck {
         for (i, w) in config.quiet.windows.enumerated() {
             guard known(w.timezone, in: "[[quiet.window]] #\(i + 1) 'timezone'", at: w.timezoneLocation) else { continue }
             do { _ = try w.onCalendar.resolvingZone(local: local(w.timezone), rules: zones.rules) } catch {
-                diags.append(Diagnostic(file: file, location: Self.inString(w.calendarLocation, column: error.column),
+                diags.append(Diagnostic(file: file, location: inString(w.calendarLocation, column: error.column),
                                         message: "\(error.message) in [[quiet.window]] #\(i + 1) 'on_calendar'"))
             }
         }
@@ -235,9 +237,8 @@ private struct ZoneCheck {
     }
 
     /// The position of `column` (1-based, in the value's text) of a string value starting at
-    /// `value`, its opening quote; exact when the string has no escapes, as `TableReader.parse` is.
-    static func inString(_ value: SourceLocation, column: Int) -> SourceLocation {
-        guard column > 0 else { return value }
-        return SourceLocation(line: value.line, column: value.column + column)
+    /// `value`, its opening quote, as `TableReader.parse` places it.
+    func inString(_ value: SourceLocation, column: Int) -> SourceLocation {
+        TOMLStringPositions.place(ofCharacter: column, inStringAt: value, source: source)
     }
 }
