@@ -144,8 +144,9 @@ struct QuietBatchTests {
         await c.tick()
         await c.waitForDeliveries()
         #expect(await c.heldFirings.map(\.firing.key) == ["older", "newer"])
-        // The older key's queue is busy (its withdraw waits) when quiet ends.
-        try await c.cancel("older")
+        // The older key's queue is busy (its withdraw waits) when quiet ends: a snooze withdraws
+        // and keeps what is held (a cancel would drop it).
+        _ = try await c.snooze("older", for: .minutes(5))
         try await signals.withdrawing.wait("the withdraw to start", timeout: .seconds(10)) { $0 }
         try await c.quietOff()
         signals.gate.update { $0 = true }
