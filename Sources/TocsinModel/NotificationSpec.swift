@@ -265,8 +265,10 @@ public enum NotificationFields: Sendable {
         // ASCII first: keys are almost always ASCII, and a scalar's general category is a table lookup.
         let ascii = key.utf8.allSatisfy { $0 < 0x80 }
         if ascii {
-            if key.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) { return "'key' must not contain spaces or control characters" }
-            return nil
+            guard let at = key.utf8.firstIndex(where: { $0 < 0x21 || $0 == 0x7F }) else { return nil }
+            let byte = key.utf8[at]
+            return keyRefusal(UInt32(byte), at: key.utf8.distance(from: key.utf8.startIndex, to: at),
+                              kind: byte == 0x20 ? "a space" : "a control character")
         }
         // Printable means visible: a key that looks like another (a zero-width space, a no-break
         // space, a right-to-left override turning `lla` into `all` on screen) is refused, with the
@@ -286,12 +288,15 @@ public enum NotificationFields: Sendable {
                 default: kind = nil
                 }
             }
-            if let kind {
-                let hex = String(c.value, radix: 16, uppercase: true)
-                return "'key' must not contain spaces or control characters: U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) at character \(i + 1) is \(kind)"
-            }
+            if let kind { return keyRefusal(c.value, at: i, kind: kind) }
         }
         return nil
+    }
+
+    /// Names the character and where it is, so the caller can find it (a tab looks like spaces).
+    private static func keyRefusal(_ scalar: UInt32, at index: Int, kind: String) -> String {
+        let hex = String(scalar, radix: 16, uppercase: true)
+        return "'key' must not contain spaces or control characters: U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) at character \(index + 1) is \(kind)"
     }
 
     /// What every decode compares against, built once: a `Schedule` call decodes one spec, and
