@@ -63,7 +63,7 @@ struct ScheduleCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Fire once at this time.") var at: String?
     @Option(parsing: .unconditional, help: "Fire once after this duration (e.g. 15min).") var after: String?
     @Option(parsing: .unconditional, help: "Fire repeatedly with this period.") var every: String?
-    @Option(help: "With --every: how many times.") var count: UInt32?
+    @Option(parsing: .unconditional, help: "With --every: how many times.") var count: UInt32?
     @Option(parsing: .unconditional, help: "With --every: the first firing.") var starting: String?
     @Option(parsing: .unconditional, help: "With --every: no firing after this time.") var until: String?
     @Option(name: .customLong("on-calendar"), help: "A systemd calendar expression.") var onCalendar: String?

@@ -13,7 +13,7 @@ struct HistoryCommand: AsyncParsableCommand {
         discussion: "Every firing, acknowledge, snooze, cancel, missed and unanswered event is kept in the state database, up to [daemon] history_max_entries and history_max_age.")
     @Option(help: "Only this notification's events.") var key: String?
     @Option(help: "Only events at or after this time: '2026-11-29 08:00' or 08:00 (local), RFC 3339 or @<unix seconds>.") var since: String?
-    @Option(help: "At most this many events (default 100, at most 10000).") var limit: UInt32 = 100
+    @Option(parsing: .unconditional, help: "At most this many events (default 100, at most 10000).") var limit: UInt32 = 100
     @Flag(help: "One JSON array; times in unix microseconds.") var json = false
     @Flag(help: "Show times in UTC instead of the local zone.") var utc = false
     @OptionGroup var bus: ClientOptions

@@ -20,7 +20,7 @@ struct NextCommand: ParsableCommand {
     @Option(help: "Base time: '2026-12-24 18:00' (in --timezone, else the local zone), RFC 3339 or @<unix seconds> (default: now). Elapses are strictly after it.")
     var from: String?
 
-    @Option(help: "Number of elapses to show.")
+    @Option(parsing: .unconditional, help: "Number of elapses to show.")
     var count: Int = 1
 
     @Option(help: "IANA time zone to evaluate and display in (default: $TZ, else the system zone).")

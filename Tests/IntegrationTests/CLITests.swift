@@ -132,6 +132,27 @@ struct CLITests {
         }
     }
 
+    struct NegativeRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var arguments: [String]
+        var message: String
+        var testDescription: String { name }
+    }
+
+    @Test("a negative count or limit is refused as that value, not as a missing one (regression: '-1' was read as an option)", arguments: [
+        NegativeRow(name: "schedule --count", arguments: ["schedule", "--title", "x", "--every", "1h", "--count", "-1"],
+                    message: "Error: The value '-1' is invalid for '--count <count>'"),
+        NegativeRow(name: "history --limit", arguments: ["history", "--limit", "-1"],
+                    message: "Error: The value '-1' is invalid for '--limit <limit>'"),
+        NegativeRow(name: "next --count", arguments: ["next", "daily", "--count", "-2"], message: "Error: --count must be at least 1"),
+    ])
+    func negativeNumbers(_ row: NegativeRow) async throws {
+        // Refused before any bus is reached: this address has no bus.
+        let out = try await TestProcess.run(Products.executable("tocsin"), row.arguments + (row.arguments[0] == "next" ? [] : ["--bus", "unix:path=/nonexistent"]))
+        #expect(out.status == .exited(64), "\(row.name): \(out.stderrText)")
+        #expect(out.stderrText.hasPrefix(row.message + "\n"), "\(row.name): \(out.stderrText)")
+    }
+
     @Test("no daemon: says so and how to start it")
     func noDaemon() async throws {
         let bus = try await PrivateBus.start()
