@@ -509,3 +509,24 @@ def test_iter_pending_wait_for_daemon_async_with_and_the_snooze_keyword(harness:
         async with await h.other_center() as other:
             assert {p.key for p in await other.pending()} == {"a", "b", "wake"}
     harness.run(body)
+
+
+def test_events_and_pending_entries_are_hashable_values(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Later", user_info={"cup": "2"}), After("1h"), key="later"))
+        key = await c.post(Content("Now", user_info={"cup": "2"}))
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and fired.key == key, fired
+        twin = tocsin.Fired(**{f: getattr(fired, f) for f in fired.__dataclass_fields__ if f != "user_info"},
+                            user_info={"cup": "2"})
+        assert twin == fired and hash(twin) == hash(fired)
+        assert {fired, twin, tocsin.Cancelled(key)} == {fired, tocsin.Cancelled(key)}
+        assert fired.user_info == {"cup": "2"} and dict(fired.user_info) == {"cup": "2"}
+        with pytest.raises(TypeError):
+            fired.user_info["cup"] = "3"  # type: ignore[index]
+        pending = await c.pending()
+        assert len({*pending, *await c.pending()}) == 1 and pending[0].user_info == {"cup": "2"}
+        status = await c.status()
+        assert hash(status) == hash(status) and set(status.backends) == {"log", "events", "alarm"}
+    harness.run(body)

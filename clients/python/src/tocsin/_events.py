@@ -1,4 +1,5 @@
-"""Events the daemon signals, as values. Every event has the notification's `key`."""
+"""Events the daemon signals, as values. Every event has the notification's `key`. Events are
+hashable and equal by value: `user_info` is a read-only mapping (a FrozenMap)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from dbus_fast import Variant
 
+from ._frozen import FrozenMap, frozen
 from ._time import from_usec
 
 
@@ -26,9 +28,12 @@ class Fired:
     late: bool
     reason: str
     urgency: str
-    user_info: Mapping[str, str] = field(default_factory=dict)
+    user_info: Mapping[str, str] = field(default_factory=FrozenMap)
     backends: tuple[str, ...] = ()
     before: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        frozen(self, "user_info")
 
     @classmethod
     def from_wire(cls, key: str, info: Mapping[str, Any]) -> Fired:
@@ -40,7 +45,7 @@ class Fired:
             fired=from_usec(int(fired)) if fired is not None else None,
             occurrence=int(info.get("occurrence", 0)), late=bool(info.get("late", False)),
             reason=str(info.get("reason", "")), urgency=str(info.get("urgency", "normal")),
-            user_info=dict(info.get("user_info", {})), backends=tuple(info.get("backends", ())),
+            user_info=FrozenMap(info.get("user_info", {})), backends=tuple(info.get("backends", ())),
             before=timedelta(microseconds=int(before)) if before is not None else None,
         )
 
@@ -51,7 +56,10 @@ class ActionInvoked:
 
     key: str
     action: str
-    user_info: Mapping[str, str] = field(default_factory=dict)
+    user_info: Mapping[str, str] = field(default_factory=FrozenMap)
+
+    def __post_init__(self) -> None:
+        frozen(self, "user_info")
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,7 @@ def from_signal(member: str, body: list[Any]) -> Event | None:
     if member == "Fired":
         return Fired.from_wire(body[0], unwrap(body[1]))
     if member == "ActionInvoked":
-        return ActionInvoked(body[0], body[1], dict(body[2]))
+        return ActionInvoked(body[0], body[1], FrozenMap(body[2]))
     if member == "Acknowledged":
         return Acknowledged(body[0])
     if member == "Snoozed":

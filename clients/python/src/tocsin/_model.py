@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from ._errors import client_error
+from ._frozen import FrozenMap, frozen
 from ._time import Duration, duration, from_usec
 from ._triggers import SpecValue, Trigger
 from ._validate import text, text_list, text_map
@@ -128,8 +129,11 @@ class PendingNotification:
     rings: int | None = None
     urgency: str = "normal"
     backends: tuple[str, ...] = ()
-    user_info: Mapping[str, str] = field(default_factory=dict)
+    user_info: Mapping[str, str] = field(default_factory=FrozenMap)
     wake: bool = False
+
+    def __post_init__(self) -> None:
+        frozen(self, "user_info")
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> PendingNotification:
@@ -141,7 +145,7 @@ class PendingNotification:
             next_fire=from_usec(int(next_fire)) if next_fire else None,
             last_fire=_time(d, "last_fire"), snoozed_until=_time(d, "snoozed_until"),
             rings=int(d["rings"]) if "rings" in d else None, urgency=str(d.get("urgency", "normal")),
-            backends=tuple(d.get("backends", ())), user_info=dict(d.get("user_info", {})),
+            backends=tuple(d.get("backends", ())), user_info=FrozenMap(d.get("user_info", {})),
             wake=bool(d.get("wake", False)),
         )
 
@@ -193,12 +197,15 @@ class Status:
     wake_armed: datetime | None = None
     sleep: str = ""
 
+    def __post_init__(self) -> None:
+        frozen(self, "backends")
+
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> Status:
         """From the daemon\'s a{sv}, Variants already unwrapped."""
         return cls(
             version=str(d.get("version", "")), pid=int(d.get("pid", 0)), pending=int(d.get("pending", 0)),
-            backends=dict(d.get("backends", {})), started=_time(d, "started"), config=str(d.get("config", "")),
+            backends=FrozenMap(d.get("backends", {})), started=_time(d, "started"), config=str(d.get("config", "")),
             state_directory=str(d.get("state_directory", "")),
             next_key=str(d["next_key"]) if "next_key" in d else None, next_fire=_time(d, "next_fire"),
             wake=str(d.get("wake", "")), wake_next_key=str(d["wake_next_key"]) if "wake_next_key" in d else None,
