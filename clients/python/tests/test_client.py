@@ -293,3 +293,118 @@ def test_the_blocking_facade_walks_pages_and_waits_for_the_daemon(daemon: Daemon
         assert info.value.field == "page_size"
         with pytest.raises(tocsin.NotFoundError):
             c.snooze("nobody", duration=60)
+
+
+def test_a_bus_that_is_not_there_or_refuses_is_a_tocsin_error_naming_its_address(tmp_path: Path) -> None:
+    import socket
+    refusing = str(tmp_path / "refusing")
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(refusing)  # bound, never listening: a connection is refused
+    s.close()
+    missing = f"unix:path={tmp_path / 'missing'}"
+
+    async def main() -> None:
+        for address in (missing, f"unix:path={refusing}"):
+            with pytest.raises(tocsin.TocsinError) as info:
+                await asyncio.wait_for(tocsin.NotificationCenter.connect(address, timeout=5), 10)
+            assert info.value.name == "org.freedesktop.DBus.Error.NoServer"
+            assert f"cannot connect to the bus at {address}: " in str(info.value), str(info.value)
+            assert not isinstance(info.value, OSError)
+        with pytest.raises(tocsin.InvalidArgumentError) as bad:
+            await tocsin.NotificationCenter.connect("garbage-address")
+        assert bad.value.field == "address" and "'garbage-address'" in bad.value.message, str(bad.value)
+    run(main())
+    with pytest.raises(tocsin.TocsinError) as info:
+        tocsin.SyncNotificationCenter(missing)
+    assert missing in str(info.value)
+
+
+class LoopErrors:
+    """What the loop reports to its exception handler ("Future exception was never retrieved")."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(
+            lambda loop, context: self.messages.append(f"{context.get('message')}: {context.get('exception')!r}"))
+
+    def collected(self) -> list[str]:
+        """Once the connection is let go of: a future nobody retrieved reports itself when collected."""
+        import gc
+        gc.collect()
+        return self.messages
+
+
+def test_a_call_after_close_is_a_tocsin_error_and_a_stream_opened_after_has_ended(bus: PrivateBus) -> None:
+    async def main() -> None:
+        errors = LoopErrors()
+        c = await tocsin.NotificationCenter.connect(bus.address, timeout=10)
+        await c.close()
+        started = time.monotonic()
+        with pytest.raises(tocsin.TocsinError) as info:
+            await c.status()
+        assert time.monotonic() - started < 5, "the call waited for a reply on a closed connection"
+        assert info.value.name == "org.freedesktop.DBus.Error.Disconnected"
+        assert f"Status: the connection to the bus at {bus.address} was closed" in str(info.value), str(info.value)
+        with pytest.raises(StopAsyncIteration):
+            await c.events().next(5)
+        del c, info  # dbus-fast keeps its last write's future as long as the connection
+        assert errors.collected() == []
+    run(main())
+
+
+def test_losing_the_bus_makes_calls_tocsin_errors_and_ends_streams_opened_after(bus: PrivateBus) -> None:
+    async def main() -> None:
+        errors = LoopErrors()
+        c = await tocsin.NotificationCenter.connect(bus.address, timeout=10)
+        before = c.events()
+        bus.close()
+        with pytest.raises(StopAsyncIteration):
+            await before.next(15)  # the client has seen the bus go
+        with pytest.raises(tocsin.TocsinError) as info:
+            await c.add(Request(Content("x"), After(5)))
+        assert info.value.name == "org.freedesktop.DBus.Error.Disconnected"
+        assert f"Schedule: the connection to the bus at {bus.address} was lost" in str(info.value), str(info.value)
+        with pytest.raises(StopAsyncIteration):
+            await c.events(all_keys=True).next(5)
+        await c.close()
+        del c, before, info  # dbus-fast keeps its last write's future as long as the connection
+        assert errors.collected() == []
+    run(main())
+
+
+def test_a_call_as_the_bus_goes_is_a_tocsin_error(bus: PrivateBus) -> None:
+    # Before the client has read the end of the connection: the call itself meets it.
+    async def main() -> None:
+        c = await tocsin.NotificationCenter.connect(bus.address, timeout=10)
+        bus.close()
+        with pytest.raises(tocsin.TocsinError) as info:
+            await c.status()
+        assert info.value.name == "org.freedesktop.DBus.Error.Disconnected", str(info.value)
+        assert bus.address in str(info.value)
+        await c.close()
+    run(main())
+
+
+def test_the_blocking_facade_after_close_raises_a_tocsin_error_and_its_streams_end(daemon: Daemon) -> None:
+    import gc
+    import warnings
+    c = tocsin.SyncNotificationCenter(daemon.bus.address)
+    events = c.events()
+    key = c.post(Content("Before close"))
+    assert events.next(15).key == key
+    c.close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for call in (c.status, c.pending, lambda: c.add(Request(Content("x"), After(5))), lambda: c.track(["x"]),
+                     lambda: list(c.iter_pending()), c.events):
+            with pytest.raises(tocsin.TocsinError) as info:
+                call()
+            assert info.value.name == "org.freedesktop.DBus.Error.Disconnected"
+            assert f"the connection to the bus at {daemon.bus.address} was closed" in str(info.value), str(info.value)
+        with pytest.raises(StopAsyncIteration):
+            events.next(5)
+        assert list(events) == []
+        gc.collect()  # a coroutine never awaited warns when it is collected
+    assert [str(w.message) for w in caught] == []
+    c.close()
+

@@ -10,7 +10,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from dbus_fast import BusType, Message, MessageType, Variant
+from dbus_fast import BusType, InvalidAddressError, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
 from ._errors import DaemonNotRunningError, TocsinError, client_error, from_dbus
@@ -51,15 +51,38 @@ def spec(fields: dict[str, SpecValue]) -> dict[str, Variant]:
     return {k: variant(k, v) for k, v in fields.items()}
 
 
+DISCONNECTED = "org.freedesktop.DBus.Error.Disconnected"
+NO_SERVER = "org.freedesktop.DBus.Error.NoServer"
+
+
+def disconnected(where: str, closed: bool, what: str) -> TocsinError:
+    """The error of a call (or a facade) whose connection is gone: closed by the app, or lost."""
+    how = "was closed (close() was called)" if closed else "was lost (the bus stopped or dropped it)"
+    return TocsinError(DISCONNECTED, f"{what}: the connection to the bus at {where} {how}")
+
+
+def _bus(address: str | None, where: str) -> MessageBus:
+    """The (not yet connected) bus for `address`; an address dbus-fast cannot read is refused."""
+    try:
+        return MessageBus(bus_address=text("address", address)) if address else MessageBus(bus_type=BusType.SESSION)
+    except InvalidAddressError as e:
+        if address:
+            raise client_error("address", f"'address' {address!r} is not a D-Bus address: {e}") from e
+        raise TocsinError("org.freedesktop.DBus.Error.BadAddress", f"no session bus to connect to at {where}: {e}") from e
+
+
 class NotificationCenter:
     """The daemon as an app's notification center. `await NotificationCenter.connect()` (the
     session bus, or a bus address), then `add`, `pending`, `remove`, `events()` ...; `close()` or
     `async with` when done. Every string is checked before it is sent; a refusal raises a
     TocsinError carrying the daemon's error name, the field and its message."""
 
-    def __init__(self, bus: MessageBus, timeout: float) -> None:
+    def __init__(self, bus: MessageBus, timeout: float, where: str = "the session bus") -> None:
         self._bus = bus
         self.timeout = timeout
+        #: The bus as the errors name it: its address.
+        self.where = where
+        self._closed = False
         self._keys: set[str] = set()
         self._streams: set[EventStream] = set()
         #: The gateway's current unique name ("" while it is not on the bus).
@@ -70,15 +93,16 @@ class NotificationCenter:
     @classmethod
     async def connect(cls, address: str | None = None, *, timeout: float = 60.0) -> NotificationCenter:
         """Connects to the session bus (or `address`) and subscribes to the gateway's signals. The
-        daemon need not be running: its signals arrive once it starts. A bus that accepts the
-        connection and never answers is given up after `timeout` seconds, with a `TocsinError`
-        naming it."""
-        bus = MessageBus(bus_address=text("address", address)) if address else MessageBus(bus_type=BusType.SESSION)
+        daemon need not be running: its signals arrive once it starts. A bus that is not there,
+        refuses the connection, or accepts it and never answers (given up after `timeout` seconds)
+        raises a `TocsinError` naming its address; an address that is not one raises
+        `InvalidArgumentError` for the field `address`."""
         where = address or os.environ.get("DBUS_SESSION_BUS_ADDRESS") or "the session bus"
+        bus = _bus(address, where)
 
         async def handshake() -> NotificationCenter:
             await bus.connect()
-            center = cls(bus, timeout)
+            center = cls(bus, timeout, where)
             bus.add_message_handler(center._on_message)
             for rule in (MATCH_RULE, OWNER_RULE):
                 await center._bus_call("AddMatch", "s", [rule])
@@ -97,6 +121,14 @@ class NotificationCenter:
             raise TocsinError("org.freedesktop.DBus.Error.Timeout",
                               f"the bus at {where} accepted the connection but did not answer within {timeout} s "
                               "(it is stopped, wedged, or not a D-Bus bus)") from None
+        except TocsinError:
+            bus.disconnect()
+            raise
+        except Exception as e:
+            # No socket there, nobody listening, authentication refused, the bus hanging up: the
+            # app learns which bus, in the package's own error.
+            bus.disconnect()
+            raise TocsinError(NO_SERVER, f"cannot connect to the bus at {where}: {str(e) or type(e).__name__}") from e
         except BaseException:
             bus.disconnect()
             raise
@@ -114,7 +146,9 @@ class NotificationCenter:
             s.end()
 
     async def close(self) -> None:
-        """Ends every stream and lets go of the connection."""
+        """Ends every stream and lets go of the connection. A call made after raises a
+        `TocsinError` (`org.freedesktop.DBus.Error.Disconnected`); a stream opened after is ended."""
+        self._closed = True
         self._bus.disconnect()
         if self._watch is not None:
             await self._watch
@@ -128,10 +162,23 @@ class NotificationCenter:
 
     # Calls
 
+    async def _send(self, member: str, msg: Message) -> Message | None:
+        """`msg` sent and its reply. A connection closed or lost, before or while it is sent, is a
+        TocsinError naming the bus: dbus-fast would raise OSError (EBADF, EPIPE) or, in older
+        versions, wait for a reply that never comes."""
+        if not self._bus.connected:
+            raise disconnected(self.where, self._closed, member)
+        try:
+            return await self._bus.call(msg)
+        except Exception as e:
+            if not self._bus.connected:
+                raise disconnected(self.where, self._closed, member) from e
+            raise
+
     async def _bus_call(self, member: str, signature: str, body: list[Any]) -> list[Any]:
-        reply = await self._bus.call(Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
-                                             interface="org.freedesktop.DBus", member=member,
-                                             signature=signature, body=body))
+        reply = await self._send(member, Message(destination="org.freedesktop.DBus", path="/org/freedesktop/DBus",
+                                                 interface="org.freedesktop.DBus", member=member,
+                                                 signature=signature, body=body))
         if reply is None:
             raise TocsinError("org.freedesktop.DBus.Error.NoReply", f"{member}: no reply from the bus")
         if reply.message_type == MessageType.ERROR:
@@ -142,7 +189,7 @@ class NotificationCenter:
         msg = Message(destination=BUS_NAME, path=OBJECT_PATH, interface=INTERFACE, member=member,
                       signature=signature, body=list(body))
         try:
-            reply = await asyncio.wait_for(self._bus.call(msg), self.timeout)
+            reply = await asyncio.wait_for(self._send(member, msg), self.timeout)
         except asyncio.TimeoutError:
             raise TocsinError("org.freedesktop.DBus.Error.NoReply",
                               f"{member}: no reply from the daemon within {self.timeout} s") from None
@@ -268,9 +315,13 @@ class NotificationCenter:
 
     def events(self, all_keys: bool = False) -> EventStream:
         """A stream of the daemon's events for the keys this client scheduled or tracks (all keys,
-        and QuietChanged, with `all_keys`). It survives a restart of the daemon."""
+        and QuietChanged, with `all_keys`). It survives a restart of the daemon; it is ended
+        already when the connection is closed or lost, as every stream is then."""
         stream = EventStream(lambda k: k in self._keys, all_keys, self._streams.discard)
-        self._streams.add(stream)
+        if self._bus.connected:
+            self._streams.add(stream)
+        else:
+            stream.end()
         return stream
 
     async def wait_for_daemon(self, timeout: float) -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ._center import NotificationCenter
+from ._center import NotificationCenter, disconnected
 from ._events import Event
 from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
 from ._stream import EventStream
@@ -26,9 +28,19 @@ class SyncEventStream:
     def __init__(self, center: SyncNotificationCenter, stream: EventStream) -> None:
         self._center = center
         self._stream = stream
+        #: Events taken from the stream and not yet handed to the caller.
+        self._taken: deque[Event] = deque()
 
     def next(self, timeout: float | None = None) -> Event:
         """The next event; TimeoutError after timeout seconds, StopAsyncIteration once closed."""
+        if self._taken:
+            return self._taken.popleft()
+        if self._center._loop.is_closed():
+            # The facade is closed, and so is every stream: what they hold, then their end.
+            self._taken.extend(self._stream.pending_events())
+            if self._taken:
+                return self._taken.popleft()
+            raise StopAsyncIteration
         return self._center._run(self._stream.next(timeout))
 
     def __iter__(self) -> Iterator[Event]:
@@ -39,8 +51,9 @@ class SyncEventStream:
                 return
 
     def close(self) -> None:
-        """As NotificationCenter.close, blocking: ends every stream and lets go of the connection."""
-        self._center._loop.call_soon_threadsafe(self._stream.close)
+        """As EventStream.close: iteration ends once the events queued before are taken."""
+        if not self._center._loop.is_closed():
+            self._center._loop.call_soon_threadsafe(self._stream.close)
 
     def __enter__(self) -> SyncEventStream:
         return self
@@ -54,6 +67,7 @@ class SyncNotificationCenter:
     NotificationCenter, blocking."""
 
     def __init__(self, address: str | None = None, *, timeout: float = 60.0) -> None:
+        self._where = address or os.environ.get("DBUS_SESSION_BUS_ADDRESS") or "the session bus"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tocsin-client", daemon=True)
         self._thread.start()
@@ -64,6 +78,10 @@ class SyncNotificationCenter:
             raise
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """`coro` run on the facade's loop, its result or exception here."""
+        if self._loop.is_closed():
+            coro.close()
+            raise disconnected(self._where, True, "SyncNotificationCenter")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def _stop_loop(self) -> None:
@@ -162,6 +180,8 @@ class SyncNotificationCenter:
     def track(self, keys: Iterable[str]) -> None:
         """As NotificationCenter.track, blocking: adds keys the filtered event streams follow."""
         checked = [text("key", k) for k in keys]
+        if self._loop.is_closed():
+            raise disconnected(self._where, True, "SyncNotificationCenter")
         self._loop.call_soon_threadsafe(self._center.track, checked)
 
     def events(self, all_keys: bool = False) -> SyncEventStream:
