@@ -408,3 +408,36 @@ def test_the_blocking_facade_after_close_raises_a_tocsin_error_and_its_streams_e
     assert [str(w.message) for w in caught] == []
     c.close()
 
+
+def test_ctrl_c_in_a_blocking_wait_for_an_event_keeps_the_event(daemon: Daemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import threading
+    from tocsin._stream import EventStream
+
+    waiting = threading.Event()
+    original = EventStream.__anext__
+
+    async def anext_noting_the_wait(self: EventStream) -> tocsin.Event:
+        waiting.set()
+        return await original(self)
+    monkeypatch.setattr(EventStream, "__anext__", anext_noting_the_wait)
+
+    def press_ctrl_c() -> None:
+        if waiting.wait(15):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with tocsin.SyncNotificationCenter(daemon.bus.address) as c:
+            events = c.events()
+            presser = threading.Thread(target=press_ctrl_c)
+            presser.start()
+            with pytest.raises(KeyboardInterrupt):
+                events.next(15)  # the deadline only bounds a failure: Ctrl-C comes first
+            presser.join()
+            assert waiting.is_set()
+            key = c.post(Content("After Ctrl-C"))
+            fired = events.next(15)
+            assert isinstance(fired, tocsin.Fired) and fired.key == key, fired
+    finally:
+        signal.signal(signal.SIGINT, previous)

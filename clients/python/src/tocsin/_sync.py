@@ -28,11 +28,15 @@ class SyncEventStream:
     def __init__(self, center: SyncNotificationCenter, stream: EventStream) -> None:
         self._center = center
         self._stream = stream
-        #: Events taken from the stream and not yet handed to the caller.
+        #: Events taken from the stream on the facade's loop and not yet handed to the caller.
+        #: The loop puts each event here, never in a return value alone, so a wait that is
+        #: interrupted (Ctrl-C) after the loop took its event loses nothing: the next call has it.
         self._taken: deque[Event] = deque()
 
     def next(self, timeout: float | None = None) -> Event:
-        """The next event; TimeoutError after timeout seconds, StopAsyncIteration once closed."""
+        """The next event; TimeoutError after timeout seconds, StopAsyncIteration once closed.
+        A wait interrupted by KeyboardInterrupt is cancelled: the event it waited for stays for
+        the next call."""
         if self._taken:
             return self._taken.popleft()
         if self._center._loop.is_closed():
@@ -41,7 +45,11 @@ class SyncEventStream:
             if self._taken:
                 return self._taken.popleft()
             raise StopAsyncIteration
-        return self._center._run(self._stream.next(timeout))
+        self._center._run(self._take(timeout))
+        return self._taken.popleft()
+
+    async def _take(self, timeout: float | None) -> None:
+        self._taken.append(await self._stream.next(timeout))
 
     def __iter__(self) -> Iterator[Event]:
         while True:
@@ -78,11 +86,17 @@ class SyncNotificationCenter:
             raise
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """`coro` run on the facade's loop, its result or exception here."""
+        """`coro` run on the facade's loop, its result or exception here. Interrupted while
+        waiting (KeyboardInterrupt), it is cancelled, not left running for nobody."""
         if self._loop.is_closed():
             coro.close()
             raise disconnected(self._where, True, "SyncNotificationCenter")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
 
     def _stop_loop(self) -> None:
         self._loop.call_soon_threadsafe(self._loop.stop)
