@@ -530,3 +530,54 @@ def test_events_and_pending_entries_are_hashable_values(harness: Harness) -> Non
         status = await c.status()
         assert hash(status) == hash(status) and set(status.backends) == {"log", "events", "alarm"}
     harness.run(body)
+
+
+def test_pending_describes_triggers_as_the_daemon_does(harness: Harness) -> None:
+    def utc(t: datetime | None) -> str:
+        assert t is not None
+        t = t.astimezone(timezone.utc)
+        return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{t.microsecond:06d}".rstrip("0") if t.microsecond else "") + "Z"
+
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        event = datetime(2035, 6, 1, 12, 0, tzinfo=timezone.utc)
+        written = {
+            "at": (At(event), "at 2035-06-01T12:00:00Z"),
+            "at-fraction": (At(event + timedelta(microseconds=500000)), "at 2035-06-01T12:00:00.5Z"),
+            "every-from": (After("1d", repeats=True, starting=event, count=3, until=event + timedelta(days=30)),
+                           "every 1d from 2035-06-01T12:00:00Z, 3 times, until 2035-07-01T12:00:00Z"),
+            "every-once": (After(90, repeats=True, starting=event, count=1), "every 1min 30s from 2035-06-01T12:00:00Z, once"),
+            "calendar": (Calendar("07:30"), "*-*-* 07:30:00 UTC"),
+            "calendar-zone": (Calendar("Fri,Mon,Tue,Wed 7:05", "Europe/Berlin", dst_gap="shift"),
+                              "Mon..Wed,Fri *-*-* 07:05:00 Europe/Berlin, dst_gap=shift"),
+            "components": (Calendar.every(weekday="Sat,Sun", hour=[9, 7], minute=range(0, 3)),
+                           "Sat,Sun *-*-* 07,09:00..02:00 UTC"),
+            "remind": (RemindBefore(event, ["24h", "90s", 0, timedelta(hours=1, seconds=1.5)]),
+                       "1d, 1min 30s, 0, 1h 1.500000s before 2035-06-01T12:00:00Z"),
+        }
+        for key, (trigger, _) in written.items():
+            await c.add(Request(Content(key), trigger, key=key))
+        await c.add(Request(Content("x"), After("2h"), key="after"))
+        await c.add(Request(Content("x"), After(3725, repeats=True, count=2), key="every"))
+        pending = {p.key: p for p in await c.pending()}
+        assert {k: pending[k].trigger for k in written} == {k: d for k, (_, d) in written.items()}
+        assert pending["after"].trigger == f"at {utc(pending['after'].next_fire)}"
+        assert pending["every"].trigger == f"every 1h 2min 5s from {utc(pending['every'].next_fire)}, 2 times"
+    harness.run(body)
+
+
+def test_status_names_the_next_firing_that_wakes_the_machine(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        assert (await c.status()).wake_next_key is None
+        await c.add(Request(Content("Sooner, no wake"), After("1h"), key="sooner"))
+        await c.add(Request(Content("Wake for it"), After("2h"), key="wake", wake=True))
+        await c.add(Request(Content("Later wake"), After("3h"), key="later", wake=True))
+        s = await c.status()
+        wake_next = next(p.next_fire for p in await c.pending() if p.key == "wake")
+        assert (s.next_key, s.wake_next_key, s.wake_next) == ("sooner", "wake", wake_next)
+        assert s.wake == "available" or s.wake.startswith(("off ", "unavailable: ")), s.wake
+        # Armed 30 s ahead where the machine can wake (the daemon's timer keeps it to a microsecond).
+        assert wake_next is not None
+        if s.wake == "available":
+            assert s.wake_armed is not None and abs(s.wake_armed - (wake_next - timedelta(seconds=30))) < timedelta(milliseconds=1), s
+        assert s.sleep.startswith(("watching logind", "off: ")), s.sleep
+    harness.run(body)

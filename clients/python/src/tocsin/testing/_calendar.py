@@ -93,3 +93,58 @@ class CalendarRule:
                         return candidate.astimezone(timezone.utc)
             day += timedelta(days=1)
         return None
+
+
+def _normalized_values(part: str, width: int) -> str:
+    """A component as the daemon (and systemd) writes it back: values and ranges zero-padded,
+    sorted by their start, each once."""
+    if part == "*":
+        return "*"
+    items: set[tuple[int, int | None]] = set()
+    for item in part.split(","):
+        a, _, b = item.partition("..")
+        items.add((int(a), int(b) if b else None))
+    return ",".join(f"{a:0{width}d}" + (f"..{b:0{width}d}" if b is not None else "")
+                    for a, b in sorted(items, key=lambda i: (i[0], -1 if i[1] is None else i[1])))
+
+
+def _normalized_weekdays(days: set[int]) -> str:
+    """systemd's rendering: a run of three days or more as `Mon..Wed`, shorter ones listed."""
+    if len(days) == 7:
+        return ""
+    names = [d.capitalize() for d in _DAYS]
+    runs: list[str] = []
+    day = 0
+    while day < 7:
+        if day not in days:
+            day += 1
+            continue
+        end = day
+        while end + 1 in days:
+            end += 1
+        runs.append(names[day] if end == day else f"{names[day]}{'..' if end > day + 1 else ','}{names[end]}")
+        day = end + 1
+    return ",".join(runs)
+
+
+def normalized(expression: str, zone_name: str, dst_gap: str | None = None, dst_fold: str | None = None) -> str:
+    """The expression as the daemon's `pending()` describes it: systemd's normalized form, the
+    zone named, and the DST policies that differ from systemd's (`*-*-* 07:00:00 UTC`)."""
+    words = expression.split()
+    out = []
+    if words and re.match(r"[A-Za-z]", words[0]):
+        weekdays = _normalized_weekdays(_weekdays(words.pop(0)))
+        if weekdays:
+            out.append(weekdays)
+    date_part = words.pop(0) if len(words) > 1 else "*-*-*"
+    y, mo, d = (date_part.split("-") + ["*", "*"])[:3]
+    out.append(f"{_normalized_values(y, 4)}-{_normalized_values(mo, 2)}-{_normalized_values(d, 2)}")
+    hms = (words[0].split(":") + ["00"])[:3]
+    out.append(":".join(_normalized_values(v, 2) for v in hms))
+    text = f"{' '.join(out)} {zone_name}"
+    if dst_gap not in (None, "skip"):
+        text += f", dst_gap={dst_gap}"
+    if dst_fold not in (None, "first"):
+        text += f", dst_fold={dst_fold}"
+    return text
+

@@ -24,6 +24,10 @@ from ._clock import VirtualClock
 from ._schedule import Schedule, _instant, _zone, schedule_for
 
 
+#: How long before a firing that asks to wake the machine the daemon's wake alarm goes off.
+WAKE_AHEAD = timedelta(seconds=30)
+
+
 @dataclass(frozen=True)
 class Call:
     """One call the app made: the method's name and its arguments."""
@@ -249,10 +253,19 @@ class FakeNotificationCenter:
     async def status(self) -> Status:
         """As NotificationCenter.status, on the virtual clock."""
         self._record("status")
-        nxt = min((e for e in self._entries.values() if e.next_fire), key=lambda e: e.next_fire or self.clock.now(), default=None)
+        now = self.clock.now()
+        nxt = min((e for e in self._entries.values() if e.next_fire), key=lambda e: e.next_fire or now, default=None)
+        # A machine that can always wake: the daemon with CAP_WAKE_ALARM, arming the alarm 30 s
+        # before the earliest firing that asks to wake it, until those 30 s begin.
+        wake = min((e for e in self._entries.values() if e.next_fire and e.fields.get("wake")),
+                   key=lambda e: e.next_fire or now, default=None)
+        wake_next = wake.next_fire if wake else None
+        armed = wake_next - WAKE_AHEAD if wake_next is not None and now < wake_next - WAKE_AHEAD else None
         return Status(version="fake", pid=0, pending=len(self._entries),
                       backends={b: "ok" for b in (*self._backends, *self._alarm)},
-                      next_key=nxt.key if nxt else None, next_fire=nxt.next_fire if nxt else None)
+                      next_key=nxt.key if nxt else None, next_fire=nxt.next_fire if nxt else None,
+                      wake="available", wake_next_key=wake.key if wake else None, wake_next=wake_next,
+                      wake_armed=armed, sleep="off: a fake center does not watch logind")
 
     async def quiet_on(self, for_: Duration | None = None, until: Instant | None = None) -> QuietState:
         """As NotificationCenter.quiet_on, on the virtual clock."""

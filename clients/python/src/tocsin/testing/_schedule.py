@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from .. import _errors as E
 from .._time import parse_systemd_duration
 from .._triggers import SpecValue
-from ._calendar import CalendarRule
+from ._calendar import CalendarRule, normalized
 from ._checks import INVALID as _INVALID
 from ._checks import invalid_trigger, positive_seconds, seconds, within_horizon, zone
 
@@ -27,6 +27,42 @@ _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
 
 def _zone(name: str) -> tzinfo:
     return zone(name)
+
+
+def utc(t: datetime) -> str:
+    """An instant as the daemon describes one: RFC 3339 in UTC, `Z`, and a fraction only when
+    there is one, without trailing zeros."""
+    t = t.astimezone(timezone.utc)
+    out = t.strftime("%Y-%m-%dT%H:%M:%S")
+    if t.microsecond:
+        out += "." + f"{t.microsecond:06d}".rstrip("0")
+    return out + "Z"
+
+
+_SPAN_UNITS = (("y", 31_557_600_000_000), ("month", 2_629_800_000_000), ("w", 604_800_000_000),
+               ("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000), ("s", 1_000_000),
+               ("ms", 1_000), ("us", 1))
+
+
+def span(seconds: float) -> str:
+    """A duration as the daemon (and systemd) writes it: `1h 30min`, `1d`, `1.500000s`, `0`."""
+    t = round(seconds * 1_000_000)
+    if t == 0:
+        return "0"
+    parts: list[str] = []
+    for suffix, unit in _SPAN_UNITS:
+        if t <= 0:
+            break
+        if t < unit:
+            continue
+        a, b = divmod(t, unit)
+        if t < 60_000_000 and b > 0 and unit > 1:
+            # Below a minute, a remainder is a decimal fraction of the unit.
+            parts.append(f"{a}.{b:0{len(str(unit)) - 1}d}{suffix}")
+            break
+        parts.append(f"{a}{suffix}")
+        t = b
+    return " ".join(parts)
 
 
 def _instant(name: str, value: SpecValue, now: datetime, zone: str = "UTC") -> datetime:
@@ -120,10 +156,10 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         if at <= now:
             raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger",
                                         "field 'at': 'at' is in the past; a past time is never delivered", "at")
-        return Schedule(f"at {at.isoformat()}", once=at)
+        return Schedule(f"at {utc(at)}", once=at)
     if kind == "after":
         s = positive_seconds("after", fields["after"], now)
-        return Schedule(f"at {(now + timedelta(seconds=s)).isoformat()}", once=now + timedelta(seconds=s))
+        return Schedule(f"at {utc(now + timedelta(seconds=s))}", once=now + timedelta(seconds=s))
     if kind == "every":
         p = positive_seconds("every", fields["every"], now)
         if p < min_period:
@@ -134,7 +170,12 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         until = _instant("until", fields["until"], now, zone_of) if "until" in fields else None
         if until is not None and until < (starting if starting > now else now):
             raise invalid_trigger("every", "field 'every': 'every' never fires: 'until' is before the next firing")
-        return Schedule(f"every {fields['every']}", period=period, starting=starting,
+        description = f"every {span(p)} from {utc(starting)}"
+        if isinstance(count, int):
+            description += ", once" if count == 1 else f", {count} times"
+        if until is not None:
+            description += f", until {utc(until)}"
+        return Schedule(description, period=period, starting=starting,
                         count=int(count) if isinstance(count, int) else None, until=until)
     if kind == "remind_before":
         event = _instant("at", fields["at"], now, zone_of)
@@ -160,9 +201,12 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         future = [t for t in times if t > now]
         if not future:
             raise invalid_trigger("remind_before", "field 'remind_before': every reminder of 'remind_before' is in the past")
-        return Schedule(f"at {event.isoformat()} remind_before", reminders=future, event=event)
+        return Schedule(f"{', '.join(span(s) for s in spans)} before {utc(event)}", reminders=future, event=event)
     tz = fields.get("timezone")
     rule = CalendarRule.parse(str(fields["on_calendar"]), str(tz) if tz else zone)
     if rule.next_after(now) is None:
         raise E.InvalidTriggerError("io.github.tocsin.Error.InvalidTrigger", "field 'on_calendar': it never elapses", "on_calendar")
-    return Schedule(str(fields["on_calendar"]), calendar=rule)
+    gap, fold = fields.get("dst_gap"), fields.get("dst_fold")
+    return Schedule(normalized(str(fields["on_calendar"]), str(tz) if tz else zone,
+                               str(gap) if gap is not None else None, str(fold) if fold is not None else None),
+                    calendar=rule)
