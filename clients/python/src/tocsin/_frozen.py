@@ -1,51 +1,47 @@
-"""A read-only mapping that hashes by value, for the mappings the frozen values hold."""
+"""A read-only dict that hashes by value, for the mappings the frozen values hold."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NoReturn
 
 
-class FrozenMap(Mapping[str, str]):
-    """`user_info` and the like as a frozen value holds them: read-only, equal to any mapping
-    with the same items (a dict too), and hashable, so the value that holds it is. `dict(m)` is
-    a dict of it."""
+class FrozenMap(dict[str, str]):
+    """`user_info` and the like as a frozen value holds them: still a `dict` (so `json.dumps`,
+    `isinstance(m, dict)` and `==` with a dict work as before), but read-only and hashable by its
+    items, so the value that holds it is hashable. `dict(m)` is a copy to change."""
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_hash",)
 
     def __init__(self, items: Mapping[str, str] | None = None) -> None:
-        self._items: dict[str, str] = dict(items) if items is not None else {}
+        super().__init__(items if items is not None else {})
         self._hash: int | None = None
 
-    def __getitem__(self, key: str) -> str:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, FrozenMap):
-            return self._items == other._items
-        if isinstance(other, Mapping):
-            return self._items == dict(other.items())
-        return NotImplemented
-
-    def __hash__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         if self._hash is None:
-            self._hash = hash(frozenset(self._items.items()))
+            self._hash = hash(frozenset(self.items()))
         return self._hash
 
-    def __repr__(self) -> str:
-        return repr(self._items)
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("this mapping is part of a frozen value and cannot change; copy it with dict() to change it")
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (FrozenMap, (self._items,))
+        return (FrozenMap, (dict(self),))
+
+    def __copy__(self) -> FrozenMap:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenMap:
+        return self
 
 
 def frozen(obj: object, name: str) -> None:
