@@ -18,6 +18,7 @@ public struct TocsinClientError: Error, Sendable, Hashable, CustomStringConverti
             case daemonUnavailable = "daemon-unavailable"
             case unexpectedReply = "unexpected-reply"
             case bus = "bus"
+            case cancelled = "cancelled"
         }
 
         private let code: _Code
@@ -48,6 +49,11 @@ public struct TocsinClientError: Error, Sendable, Hashable, CustomStringConverti
         public static let unexpectedReply = Code(.unexpectedReply)
         /// Any other D-Bus failure (access denied, a bus that could not be reached).
         public static let bus = Code(.bus)
+        /// The calling task was cancelled while it waited. The methods throw only
+        /// `TocsinClientError` (typed throws), so this code stands where `CancellationError`
+        /// would: an app that stops quietly on cancellation checks for it, and reports every
+        /// other code. Whether the daemon acted on a call it had already received is unknown.
+        public static let cancelled = Code(.cancelled)
     }
 
     /// What kind of failure, to branch on.
@@ -94,6 +100,7 @@ extension TocsinClientError {
              "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.NoServer",
              "io.github.tocsin.Error.Stopping":
             code = .daemonUnavailable
+        case "org.tocsin.DBus.Error.Cancelled": return TocsinClientError(.cancelled, message)
         default: code = .bus
         }
         // These two name what was asked for, not a field, so the field is known from the code.

@@ -213,6 +213,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
             return c
         } catch {
             if self.opening == opening { self.opening = nil }
+            if Task.isCancelled { throw TocsinClientError(.cancelled, "cancelled while connecting to the bus") }
             throw TocsinClientError(.bus, "cannot connect to the bus: \(error)")
         }
     }
@@ -225,6 +226,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         } catch let e as DBusError {
             throw TocsinClientError.fromDaemon(name: e.name, message: e.message)
         } catch {
+            if error is CancellationError || Task.isCancelled { throw TocsinClientError(.cancelled, "\(member): cancelled") }
             throw TocsinClientError(.bus, "\(member): \(error)")
         }
     }

@@ -99,6 +99,12 @@ struct ClientUnitTests {
         ("org.freedesktop.DBus.Error.AccessDenied", .bus),
     ]
 
+    @Test("a reply cut short by the task's cancellation is the cancelled code, not a bus failure")
+    func cancelledName() {
+        let error = TocsinClientError.fromDaemon(name: "org.tocsin.DBus.Error.Cancelled", message: "call cancelled")
+        #expect(error.code == .cancelled && error.name == nil, "\(error)")
+    }
+
     /// A daemon that is stopping refuses calls and changes nothing: to an app that is the daemon
     /// going away, which it already handles, not a disk fault.
     @Test("the daemon's error names map onto codes", arguments: nameRows.map(\.name))

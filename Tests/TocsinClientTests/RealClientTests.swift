@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TocsinClient
 import TocsinTesting
@@ -175,6 +176,36 @@ struct RealClientTests {
             }
             #expect(refused.count == 20 && refused.allSatisfy { $0 == .quotaExceeded }, "\(refused)")
         } catch {
+            await h.stop()
+            throw error
+        }
+        await h.stop()
+    }
+
+    /// Typed throws leave no room for `CancellationError`: the `cancelled` code stands for it,
+    /// so an app can tell a task it cancelled from a bus failure.
+    @Test("a call whose task is cancelled while the daemon does not answer throws the cancelled code, at once")
+    func cancelledCall() async throws {
+        let h = try await DaemonHarness.start()
+        let daemon = h.daemon.withLock { $0 }
+        do {
+            _ = try await h.center.status()
+            daemon.signal(SIGSTOP)
+            let center = h.center
+            let call = Task { () -> TocsinClientError? in
+                do throws(TocsinClientError) {
+                    _ = try await center.status()
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            call.cancel()
+            let error = try await withTimeout(.seconds(10), "the cancelled call to return") { await call.value }
+            daemon.signal(SIGCONT)
+            #expect(error?.code == .cancelled && error?.name == nil, "\(String(describing: error))")
+        } catch {
+            daemon.signal(SIGCONT)
             await h.stop()
             throw error
         }
