@@ -90,9 +90,49 @@ public struct FiredNotification: Sendable, Hashable {
 /// One recorded event, newest first in `history(...)`.
 public struct HistoryEntry: Sendable, Hashable {
     /// The recorded kinds, as the daemon's history names them.
-    public enum Kind: String, Sendable, Hashable {
+    ///
+    /// `other` keeps an entry of a kind this client does not know (a newer daemon's) instead of
+    /// dropping it or failing the whole call: a "recent activity" view still lists it, under the
+    /// daemon's word, and the other entries still arrive.
+    public enum Kind: Sendable, Hashable, RawRepresentable {
+        /// A firing was claimed for delivery.
+        case fired
+        /// Someone stopped it.
+        case acknowledged
+        /// Silenced until `until`.
+        case snoozed
+        /// Removed before its time.
+        case cancelled
+        /// Firings fell due while the daemon was not running (`count` of them, from `due`).
+        case missed
+        /// An alarm rang `count` times without an answer.
+        case unanswered
+        /// The daemon stopped while delivering a firing to `backends`: it may not have arrived.
+        case interrupted
+        /// A kind this client does not know, with the daemon's spelling.
+        case other(String)
+
+        static let known: [Kind] = [.fired, .acknowledged, .snoozed, .cancelled, .missed, .unanswered, .interrupted]
+
+        /// Never nil: a word that names no known kind is `other(word)`, so the same word always
+        /// makes the same value.
+        public init?(rawValue: String) {
+            self = Self.known.first { $0.rawValue == rawValue } ?? .other(rawValue)
+        }
+
         /// The daemon's spelling.
-        case fired, acknowledged, snoozed, cancelled, missed, unanswered
+        public var rawValue: String {
+            switch self {
+            case .fired: "fired"
+            case .acknowledged: "acknowledged"
+            case .snoozed: "snoozed"
+            case .cancelled: "cancelled"
+            case .missed: "missed"
+            case .unanswered: "unanswered"
+            case .interrupted: "interrupted"
+            case .other(let word): word
+            }
+        }
     }
     /// When it was recorded.
     public var time: Date
@@ -102,15 +142,23 @@ public struct HistoryEntry: Sendable, Hashable {
     public var key: String
     /// Its title then.
     public var title: String
-    /// Fired: the occurrence's due time; missed: the first missed one.
+    /// Fired and interrupted: the occurrence's due time; missed: the first missed one.
     public var due: Date?
     /// Snoozed: until when.
     public var until: Date?
-    /// Fired: which occurrence.
+    /// Fired and interrupted: which occurrence.
     public var occurrence: Int?
+    /// Missed: how many firings; unanswered: how many rings.
+    public var count: Int?
+    /// Fired: whether it went out later than due.
+    public var late: Bool?
+    /// Fired: the backends it went to; interrupted: those whose delivery was never confirmed.
+    /// Empty for the kinds that concern no delivery.
+    public var backends: [String]
 
     /// For the double and for apps' own fakes.
-    public init(time: Date, kind: Kind, key: String, title: String, due: Date? = nil, until: Date? = nil, occurrence: Int? = nil) {
+    public init(time: Date, kind: Kind, key: String, title: String, due: Date? = nil, until: Date? = nil, occurrence: Int? = nil,
+                count: Int? = nil, late: Bool? = nil, backends: [String] = []) {
         self.time = time
         self.kind = kind
         self.key = key
@@ -118,6 +166,9 @@ public struct HistoryEntry: Sendable, Hashable {
         self.due = due
         self.until = until
         self.occurrence = occurrence
+        self.count = count
+        self.late = late
+        self.backends = backends
     }
 }
 

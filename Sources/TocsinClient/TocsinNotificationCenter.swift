@@ -141,7 +141,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         let reply = try await call("History", [.vardict(filter)])
         guard case .array(_, let items)? = reply.first else { throw TocsinClientError(.unexpectedReply, "History answered \(reply.map(\.type))") }
         var out: [HistoryEntry] = []
-        for item in items { if let e = try Wire.history(item) { out.append(e) } }
+        for item in items { out.append(try Wire.history(item)) }
         return out
     }
 

@@ -97,11 +97,16 @@ enum Wire {
             wakesDevice: f.bool("wake") ?? false)
     }
 
-    static func history(_ v: DBusValue) throws(TocsinClientError) -> HistoryEntry? {
+    /// An entry without its kind or time is a reply this client cannot read, not one to skip:
+    /// a history with holes in it would look complete.
+    static func history(_ v: DBusValue) throws(TocsinClientError) -> HistoryEntry {
         let f = try Fields(v)
-        guard let kind = f.string("event").flatMap(HistoryEntry.Kind.init(rawValue:)), let time = f.date("time") else { return nil }
+        guard let word = f.string("event"), let kind = HistoryEntry.Kind(rawValue: word), let time = f.date("time") else {
+            throw TocsinClientError(.unexpectedReply, "History answered an entry without 'event' s and 'time' x: \(f.values.keys.sorted())")
+        }
         return HistoryEntry(time: time, kind: kind, key: f.string("key") ?? "", title: f.string("title") ?? "",
-                            due: f.date("due"), until: f.date("until"), occurrence: f.uint32("occurrence"))
+                            due: f.date("due"), until: f.date("until"), occurrence: f.uint32("occurrence"),
+                            count: f.uint32("count"), late: f.bool("late"), backends: f.strings("backends"))
     }
 
     static func status(_ v: DBusValue) throws(TocsinClientError) -> DaemonStatus {

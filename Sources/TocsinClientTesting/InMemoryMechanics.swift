@@ -29,7 +29,7 @@ extension InMemoryNotificationCenter {
         case .acknowledged: "was acknowledged at \(when) and is done"
         case .unanswered: "rang unanswered until \(when) and is done"
         case .missed: "was missed at \(when) (the daemon was not running) and is done"
-        case .fired, .snoozed: "fired at \(when) and is done"
+        case .fired, .snoozed, .interrupted, .other: "fired at \(when) and is done"
         }
         let shown = key.unicodeScalars.count > 64 ? String(String.UnicodeScalarView(key.unicodeScalars.prefix(64))) + "…" : key
         return TocsinClientError(.notFound, "notification '\(shown)' \(what): only a pending or ringing one can be snoozed; to be reminded again, schedule it again",
@@ -111,7 +111,8 @@ extension InMemoryNotificationCenter {
 
     func deliver(_ key: String, _ content: NotificationContent, due: Instant, occurrence: Occurrence) {
         lastContent[key] = content
-        append(.fired, key, title: content.title, due: date(due), occurrence: Int(occurrence.number))
+        append(.fired, key, title: content.title, due: date(due), occurrence: Int(occurrence.number), late: instant(now) > due,
+               backends: content.backends ?? backends.map { $0.sorted() } ?? [])
         let fired = FiredNotification(
             key: key, title: content.title, body: content.body, due: date(due), fired: now, occurrence: Int(occurrence.number),
             late: instant(now) > due, userInfo: content.userInfo,
@@ -150,9 +151,10 @@ extension InMemoryNotificationCenter {
     }
 
     func append(_ kind: HistoryEntry.Kind, _ key: String, title: String? = nil, due: Date? = nil, until: Date? = nil,
-                occurrence: Int? = nil) {
+                occurrence: Int? = nil, late: Bool? = nil, backends: [String] = []) {
         let title = title ?? entries[key]?.request.content.title ?? lastContent[key]?.title ?? ""
-        log.append(HistoryEntry(time: now, kind: kind, key: key, title: title, due: due, until: until, occurrence: occurrence))
+        log.append(HistoryEntry(time: now, kind: kind, key: key, title: title, due: due, until: until, occurrence: occurrence,
+                                late: late, backends: backends))
     }
 
     func dropStream(_ id: Int) { streams[id] = nil }

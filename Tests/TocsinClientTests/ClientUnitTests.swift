@@ -184,3 +184,52 @@ struct SignalDecodingTests {
         #expect(Wire.event(signal) == row.event, "row \(row)")
     }
 }
+
+/// History entries as the daemon sends them, built by hand: the kinds and fields of DBUS-API.md,
+/// and a kind this client does not know, which is kept rather than dropped.
+@Suite("TocsinClient history decoding")
+struct HistoryDecodingTests {
+    struct Row: Sendable, CustomStringConvertible {
+        let name: String
+        let fields: [(String, DBusValue)]
+        let entry: HistoryEntry?
+        var description: String { name }
+    }
+
+    static let t = Date(timeIntervalSince1970: 1_800_000_000.5)
+    static let base: [(String, DBusValue)] = [("time", .int64(1_800_000_000_500_000)), ("key", .string("k")), ("title", .string("T"))]
+    static let rows: [Row] = [
+        Row(name: "fired", fields: base + [("event", .string("fired")), ("due", .int64(1_800_000_000_500_000)), ("occurrence", .uint32(2)),
+                                           ("late", .boolean(true)), ("backends", .array(.string, [.string("events"), .string("log")]))],
+            entry: HistoryEntry(time: t, kind: .fired, key: "k", title: "T", due: t, occurrence: 2, late: true, backends: ["events", "log"])),
+        Row(name: "interrupted", fields: base + [("event", .string("interrupted")), ("due", .int64(1_800_000_000_500_000)),
+                                                 ("occurrence", .uint32(1)), ("backends", .array(.string, [.string("hook")]))],
+            entry: HistoryEntry(time: t, kind: .interrupted, key: "k", title: "T", due: t, occurrence: 1, backends: ["hook"])),
+        Row(name: "missed", fields: base + [("event", .string("missed")), ("due", .int64(1_800_000_000_500_000)), ("count", .uint32(3)),
+                                            ("backends", .array(.string, []))],
+            entry: HistoryEntry(time: t, kind: .missed, key: "k", title: "T", due: t, count: 3)),
+        Row(name: "unanswered", fields: base + [("event", .string("unanswered")), ("count", .uint32(10))],
+            entry: HistoryEntry(time: t, kind: .unanswered, key: "k", title: "T", count: 10)),
+        Row(name: "a newer daemon's kind", fields: base + [("event", .string("escalated"))],
+            entry: HistoryEntry(time: t, kind: .other("escalated"), key: "k", title: "T")),
+        Row(name: "no time", fields: [("event", .string("fired")), ("key", .string("k"))], entry: nil),
+        Row(name: "no event", fields: base, entry: nil),
+    ]
+
+    @Test("a History entry decodes with its kind and fields; one without its kind or time is an unexpected reply", arguments: rows)
+    func decode(_ row: Row) {
+        do throws(TocsinClientError) {
+            let entry = try Wire.history(.vardict(row.fields))
+            #expect(entry == row.entry, "row \(row.name)")
+        } catch {
+            #expect(row.entry == nil && error.code == .unexpectedReply, "row \(row.name): \(error)")
+        }
+    }
+
+    @Test("a kind's word makes the same value whichever way it is built")
+    func kindWords() {
+        #expect(HistoryEntry.Kind(rawValue: "interrupted") == .interrupted)
+        #expect(HistoryEntry.Kind(rawValue: "escalated") == .other("escalated"))
+        #expect(HistoryEntry.Kind.other("escalated").rawValue == "escalated")
+    }
+}

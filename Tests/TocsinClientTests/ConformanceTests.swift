@@ -55,6 +55,7 @@ struct ConformanceTests {
             #expect(try await h.center.pending().isEmpty, "a one-shot is done once fired")
             let history = try await h.center.history(HistoryQuery(key: "kettle"))
             #expect(history.first?.kind == .fired && history.first?.key == "kettle" && history.first?.occurrence == 1, "\(history)")
+            #expect(history.first?.backends == ["events"] && history.first?.late == false && history.first?.count == nil, "\(history)")
         }
     }
 

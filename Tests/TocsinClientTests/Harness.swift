@@ -129,6 +129,15 @@ final class DaemonHarness: Harness {
         daemon.withLock { $0 = new }
     }
 
+    /// Kills the daemon with SIGKILL, as a crash would, and starts it again on the same state.
+    func crashDaemon() async throws {
+        let old = daemon.withLock { $0 }
+        old.signal(SIGKILL)
+        _ = try await old.waitForExit(timeout: .seconds(20))
+        let new = try await Self.startDaemon(bus: bus, dir: dir)
+        daemon.withLock { $0 = new }
+    }
+
     func otherCenter() -> any TocsinNotifying { TocsinNotificationCenter(bus: .address(bus.address)) }
     func now() async -> Date { Date() }
     func pass(_ duration: Duration) async {}

@@ -182,6 +182,43 @@ struct RealClientTests {
         await h.stop()
     }
 
+    /// A real `interrupted` entry: the daemon is killed (SIGKILL) while an exec backend's
+    /// delivery runs, and reports it when it starts again. The hook writes its pid (the shell
+    /// execs `sleep`, keeping it) so the test knows the delivery is running and can end it.
+    @Test("history keeps an interrupted delivery with its backends, and the firing before it with its backends and lateness")
+    func interruptedInHistory() async throws {
+        let work = TemporaryDirectory(prefix: "tocsin-client-hook")
+        let pidFile = work.path + "/hook.pid"
+        let h = try await DaemonHarness.start(config: DaemonHarness.config + """
+
+
+            [backend.hook]
+            type = "exec"
+            timeout = "120s"
+            command = ["/bin/sh", "-c", "echo $$ > '\(pidFile).tmp' && mv '\(pidFile).tmp' '\(pidFile)' && exec sleep 100"]
+            """)
+        do {
+            let log = EventLog(try await h.center.events())
+            try await h.center.add(NotificationRequest(key: "job", content: NotificationContent(title: "Job", backends: ["hook"]),
+                                                       trigger: .after(.seconds(1))))
+            try await waitUntil("the hook running", timeout: .seconds(30)) { FileManager.default.fileExists(atPath: pidFile) }
+            let hook = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            try await h.crashDaemon()
+            kill(hook, SIGKILL)
+            try await log.wait("Interrupted job") { if case .interrupted("job", _, 1, ["hook"]) = $0 { true } else { false } }
+            let history = try await h.center.history(HistoryQuery(key: "job"))
+            #expect(history.map(\.kind) == [.interrupted, .fired], "\(history)")
+            let interrupted = try #require(history.first)
+            #expect(interrupted.backends == ["hook"] && interrupted.occurrence == 1 && interrupted.due != nil, "\(interrupted)")
+            let fired = try #require(history.last)
+            #expect(fired.backends == ["hook"] && fired.late == false && fired.due == interrupted.due, "\(fired)")
+        } catch {
+            await h.stop()
+            throw error
+        }
+        await h.stop()
+    }
+
     /// Typed throws leave no room for `CancellationError`: the `cancelled` code stands for it,
     /// so an app can tell a task it cancelled from a bus failure.
     @Test("a call whose task is cancelled while the daemon does not answer throws the cancelled code, at once")
