@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// How insistently a notification asks for attention; popups and sounds honour it.
 public enum NotificationUrgency: String, Sendable, Hashable, CaseIterable {
     /// `critical` popups stay until dismissed on most servers.
@@ -94,9 +96,35 @@ public struct NotificationRequest: Sendable, Hashable {
 }
 
 extension NotificationRequest {
-    /// The key rules alone (non-empty, at most 255 bytes, no spaces or control characters), for
+    /// The key rules alone (non-empty, at most 255 bytes, nothing invisible or space-like), for
     /// keys that come from elsewhere: `remove`, `acknowledge` and `snooze` check them before calling.
     public static func validate(key: String) throws(TocsinClientError) { try RequestRules.key(key) }
+
+    /// What `snooze` checks before calling: the key, and a duration of at least a microsecond
+    /// (the daemon's resolution; less would reach it as zero) within the daemon's horizon.
+    public static func validate(key: String, snoozeDuration: Duration?) throws(TocsinClientError) {
+        try RequestRules.key(key)
+        if let snoozeDuration { try RequestRules.span("duration", snoozeDuration) }
+    }
+}
+
+extension QuietDuration {
+    /// What `quietOn` checks before calling: a `for` of at least a microsecond (less would
+    /// reach the daemon as zero) within its horizon. An `until` already past is the daemon's to
+    /// refuse, against its own clock.
+    public func validate() throws(TocsinClientError) {
+        if case .duration(let d) = self { try RequestRules.span("for", d) }
+    }
+}
+
+extension HistoryQuery {
+    /// What `history` checks before calling: the key's rules and a `limit` the daemon takes.
+    public func validate() throws(TocsinClientError) {
+        if let key { try RequestRules.key(key) }
+        if !(1...10_000).contains(limit) {
+            throw RequestRules.invalid("limit", "'limit' must be from 1 to 10000 (the most History returns per call), got \(limit)")
+        }
+    }
 }
 
 /// The limits both sides agree on (docs/CONFIG.md, "[[notification]]"); the daemon checks them again.
@@ -105,12 +133,57 @@ enum RequestRules {
         TocsinClientError(.invalidRequest, message, field: field)
     }
 
+    /// The daemon's rule and words (`NotificationFields.validateKey`), kept here because an app
+    /// links no daemon module: a key that looks like another on screen (a no-break space, a
+    /// zero-width space, a right-to-left override) is refused naming the character and where it
+    /// is, so the caller can find it. The joiners (U+200C, U+200D) stay allowed for emoji and
+    /// scripts that need them.
     static func key(_ key: String) throws(TocsinClientError) {
         if key.isEmpty { throw invalid("key", "'key' must not be empty") }
         if key.utf8.count > 255 { throw invalid("key", "'key' is \(key.utf8.count) bytes; the limit is 255") }
-        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == " " || $0 == "\u{7F}" }) {
-            throw invalid("key", "'key' must not contain spaces or control characters")
+        for (i, c) in key.unicodeScalars.enumerated() {
+            let kind: String?
+            switch c.value {
+            case 0x20: kind = "a space"
+            case 0..<0x20, 0x7F: kind = "a control character"
+            case 0x21..<0x7F: kind = nil
+            case 0x200B, 0x2060, 0xFEFF: kind = "an invisible character (zero-width space, word joiner or byte-order mark)"
+            case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: kind = "a bidi control"
+            case 0xE0000...0xE007F: kind = "an invisible tag character"
+            default:
+                switch c.properties.generalCategory {
+                case .control: kind = "a control character"
+                case .spaceSeparator, .lineSeparator, .paragraphSeparator: kind = "a space or separator"
+                default: kind = nil
+                }
+            }
+            if let kind {
+                let hex = String(c.value, radix: 16, uppercase: true)
+                throw invalid("key", "'key' must not contain spaces or control characters: U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex) at character \(i + 1) is \(kind)")
+            }
         }
+    }
+
+    /// The most any duration may be: from 1970 to 9999-12-31T23:59:59Z, the latest instant the
+    /// daemon schedules, so that no `now + span` can pass it unnoticed.
+    static let longestMicroseconds: Int64 = 253_402_300_799_000_000
+    static let latestMicroseconds: Int64 = 253_402_300_799_000_000
+
+    /// The daemon's words for a value past its horizon (TocsinTime's `TimeLimit.pastLatest`).
+    static func pastLatest(_ field: String, _ value: String) -> TocsinClientError {
+        invalid(field, "'\(field)' \(value) reaches past 9999-12-31T23:59:59Z, the latest instant Tocsin schedules")
+    }
+
+    /// An interval the daemon reads as a span: at least its resolution (less reaches it as
+    /// zero) and at most the horizon.
+    static func span(_ field: String, _ d: Duration) throws(TocsinClientError) {
+        let us = d.microseconds
+        if us < 1 { throw invalid(field, "'\(field)' must be at least 1 microsecond, got \(d)") }
+        if us > longestMicroseconds { throw pastLatest(field, d.systemdText) }
+    }
+
+    static func instant(_ field: String, _ d: Date) throws(TocsinClientError) {
+        if d.unixMicroseconds > latestMicroseconds { throw pastLatest(field, Wire.instant(d)) }
     }
 
     static func text(_ field: String, _ value: String, max: Int) throws(TocsinClientError) {
@@ -141,6 +214,8 @@ enum RequestRules {
             for name in b { try text("backends", name, max: 255) }
         }
         if c.userInfo.count > 64 { throw invalid("user_info", "'user_info' has \(c.userInfo.count) entries; the limit is 64") }
+        // The key is what an app looks its record up by: an empty one is a mistake, not a name.
+        if c.userInfo.keys.contains("") { throw invalid("user_info", "a key in 'user_info' must not be empty") }
         var bytes = 0
         for (k, v) in c.userInfo {
             try text("user_info", k, max: 65536)

@@ -62,11 +62,9 @@ public struct NotificationTrigger: Sendable, Hashable {
     /// The checks that need no daemon: positive intervals, sane counts, a non-empty expression.
     public func validate() throws(TocsinClientError) {
         switch kind {
-        case .date: break
+        case .date(let date): try RequestRules.instant("at", date)
         case let .interval(interval, repeats, count, until):
-            let field = repeats ? "every" : "after"
-            // The daemon counts in microseconds: less would reach it as zero.
-            if interval.microseconds < 1 { throw RequestRules.invalid(field, "'\(field)' must be at least 1 microsecond, got \(interval)") }
+            try RequestRules.span(repeats ? "every" : "after", interval)
             if !repeats, count != nil || until != nil {
                 throw RequestRules.invalid(count != nil ? "count" : "until", "'count' and 'until' apply only to a repeating interval")
             }
@@ -82,11 +80,15 @@ public struct NotificationTrigger: Sendable, Hashable {
                 if timeZone.isEmpty { throw RequestRules.invalid("timezone", "'timezone' must not be empty") }
                 try RequestRules.text("timezone", timeZone, max: 255)
             }
-        case let .reminders(offsets, _):
+        case let .reminders(offsets, event):
+            try RequestRules.instant("at", event)
             if offsets.isEmpty { throw RequestRules.invalid("remind_before", "'remind_before' needs at least one offset") }
             if offsets.count > 64 { throw RequestRules.invalid("remind_before", "'remind_before' has \(offsets.count) offsets; the limit is 64") }
             if offsets.contains(where: { $0 < .zero }) {
                 throw RequestRules.invalid("remind_before", "'remind_before' offsets must not be negative")
+            }
+            for offset in offsets where offset.microseconds > RequestRules.longestMicroseconds {
+                throw RequestRules.pastLatest("remind_before", offset.systemdText)
             }
         }
     }
@@ -203,6 +205,12 @@ extension Duration {
 
 extension Date {
     /// Unix microseconds, as the daemon's times travel.
-    var unixMicroseconds: Int64 { Int64((timeIntervalSince1970 * 1_000_000).rounded()) }
+    /// Saturating: a date past Int64's microseconds (year 294,247) still compares as later than
+    /// the horizon instead of trapping.
+    var unixMicroseconds: Int64 {
+        let us = (timeIntervalSince1970 * 1_000_000).rounded()
+        if us.isNaN { return 0 }
+        return us >= 9.2e18 ? .max : us <= -9.2e18 ? .min : Int64(us)
+    }
     init(unixMicroseconds us: Int64) { self.init(timeIntervalSince1970: Double(us) / 1_000_000) }
 }

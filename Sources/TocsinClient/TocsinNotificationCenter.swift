@@ -115,10 +115,7 @@ public actor TocsinNotificationCenter: TocsinNotifying {
     /// `Snooze`; nil uses the daemon's default.
     @discardableResult
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
-        try RequestRules.key(key)
-        if let duration, duration <= .zero {
-            throw TocsinClientError(.invalidRequest, "'duration' must be positive, got \(duration)", field: "duration")
-        }
+        try NotificationRequest.validate(key: key, snoozeDuration: duration)
         let reply = try await call("Snooze", [.string(key), .string(duration?.systemdText ?? "")])
         guard case .int64(let us)? = reply.first else { throw TocsinClientError(.unexpectedReply, "Snooze answered \(reply.map(\.type))") }
         return Date(unixMicroseconds: us)
@@ -128,15 +125,10 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     /// `History`; the daemon answers at most what fits one message.
     public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
+        try query.validate()
         var filter: [(String, DBusValue)] = []
-        if let key = query.key {
-            try RequestRules.key(key)
-            filter.append(("key", .string(key)))
-        }
+        if let key = query.key { filter.append(("key", .string(key))) }
         if let since = query.since { filter.append(("since", .int64(since.unixMicroseconds))) }
-        if !(1...10_000).contains(query.limit) {
-            throw TocsinClientError(.invalidRequest, "'limit' must be from 1 to 10000 (the most History returns per call), got \(query.limit)", field: "limit")
-        }
         filter.append(("limit", .uint32(UInt32(clamping: query.limit))))
         let reply = try await call("History", [.vardict(filter)])
         guard case .array(_, let items)? = reply.first else { throw TocsinClientError(.unexpectedReply, "History answered \(reply.map(\.type))") }
@@ -154,12 +146,11 @@ public actor TocsinNotificationCenter: TocsinNotifying {
 
     /// `QuietOn`; answers once the state is durable.
     public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
+        try duration.validate()
         let args: (String, String)
         switch duration {
         case .indefinitely: args = ("", "")
-        case .duration(let d):
-            if d <= .zero { throw TocsinClientError(.invalidRequest, "'for' must be positive, got \(d)", field: "for") }
-            args = (d.systemdText, "")
+        case .duration(let d): args = (d.systemdText, "")
         case .until(let date): args = ("", Wire.instant(date))
         }
         return try Wire.quiet(try Self.first(await call("QuietOn", [.string(args.0), .string(args.1)]), "QuietOn"))

@@ -50,15 +50,57 @@ extension InMemoryNotificationCenter {
         }
     }
 
-    /// The request's trigger as the daemon resolves it: `after` becomes an instant from now.
+    static func invalidArgs(_ field: String, _ message: String) -> TocsinClientError {
+        TocsinClientError(.invalidRequest, message, field: field, name: "org.freedesktop.DBus.Error.InvalidArgs")
+    }
+
+    static func invalidTrigger(_ field: String, _ message: String) -> TocsinClientError {
+        TocsinClientError(.invalidTrigger, "field '\(field)': \(message)", field: field, name: "io.github.tocsin.Error.InvalidTrigger")
+    }
+
+    /// `@seconds.micro`, the text the client sends for an instant, which the daemon quotes back.
+    static func written(_ i: Instant) -> String {
+        let us = i.microseconds
+        let s = us >= 0 ? us / 1_000_000 : -((-us + 999_999) / 1_000_000)
+        let digits = String(us - s * 1_000_000)
+        return "@\(s)." + String(repeating: "0", count: 6 - digits.count) + digits
+    }
+
+    /// `[daemon] min_period`, checked as the daemon checks it when it decodes a request (so
+    /// before the backends and the first firing), with its words.
+    func checkFloor(_ t: NotificationTrigger) throws(TocsinClientError) {
+        let floor = TimeSpan(microseconds: Self.us(minPeriod))
+        guard floor > .zero else { return }
+        let rule = "closer than [daemon] min_period (\(floor)); a notification may fire at most once per min_period"
+        switch t.kind {
+        case .date: break
+        case let .interval(d, repeats, _, _):
+            let period = TimeSpan(microseconds: Self.us(d))
+            if repeats, period < floor { throw Self.invalidArgs("every", "'every' is \(period), \(rule)") }
+        case .calendar(let expression, _):
+            guard let spec = try? CalendarSpec.parse(expression), let d = spec.closestElapses(below: floor) else { return }
+            throw Self.invalidArgs("on_calendar", "'on_calendar' expression '\(spec.normalized)' can elapse \(d) after the elapse before, \(rule)")
+        case .reminders(let before, _):
+            let offsets = before.map { TimeSpan(microseconds: Self.us($0)) }
+            guard let pair = RepeatFloor.closestOffsets(offsets, below: floor) else { return }
+            throw Self.invalidArgs("remind_before", "offsets \(pair.first) and \(pair.second) of 'remind_before' (\(offsets[pair.first - 1]) and \(offsets[pair.second - 1])) are \(pair.distance) apart, \(rule)")
+        }
+    }
+
+    /// The request's trigger as the daemon resolves it: `after` becomes an instant from now,
+    /// which must fall within the daemon's horizon as every instant must.
     func resolve(_ t: NotificationTrigger) throws(TocsinClientError) -> Trigger {
         let now = instant(self.now)
         switch t.kind {
         case .date(let d): return .at(instant(d))
         case let .interval(d, repeats, count, until):
             let span = TimeSpan(microseconds: Self.us(d))
-            guard repeats else { return .at(now + span) }
-            return .every(period: span, starting: now + span, count: count.map { UInt32($0) }, until: until.map(instant))
+            let field = repeats ? "every" : "after"
+            guard let first = TimeLimit.adding(span, to: now) else {
+                throw Self.invalidArgs(field, TimeLimit.pastLatest(field: field, value: "\(span.microseconds)us"))
+            }
+            guard repeats else { return .at(first) }
+            return .every(period: span, starting: first, count: count.map { UInt32($0) }, until: until.map(instant))
         case let .calendar(expression, timeZone):
             let directory = ZoneInfoDirectory()
             var local = zone
@@ -77,6 +119,18 @@ extension InMemoryNotificationCenter {
             }
         case let .reminders(offsets, event):
             return .remindBefore(event: instant(event), offsets: offsets.map { TimeSpan(microseconds: Self.us($0)) })
+        }
+    }
+
+    /// Why a trigger has no firing after now, naming its own field as the daemon does.
+    func neverFires(_ trigger: Trigger) -> TocsinClientError {
+        switch trigger {
+        case .at: return Self.invalidTrigger("at", "'at' is in the past; a past time is never delivered")
+        case .remindBefore: return Self.invalidTrigger("remind_before", "every reminder of 'remind_before' is in the past")
+        case let .every(_, _, _, until):
+            return Self.invalidTrigger("every", until != nil ? "'every' never fires: 'until' is before the next firing"
+                                                               : "'every' never fires: the next firing would be after the latest instant Tocsin schedules")
+        case .calendar(let spec, _): return Self.invalidTrigger("on_calendar", "'on_calendar' expression '\(spec.normalized)' never elapses again")
         }
     }
 

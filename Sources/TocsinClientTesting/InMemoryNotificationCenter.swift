@@ -53,6 +53,8 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public internal(set) var calls: [Call] = []
     /// The backends a request may name; nil accepts any name, as a daemon configured with all.
     public let backends: Set<String>?
+    /// The daemon's `[daemon] min_period`: a trigger that could fire twice within less is refused.
+    public let minPeriod: Duration
     let zone: TimeZoneRules
     var entries: [String: Entry] = [:]
     var keysHere: Set<String> = []
@@ -65,9 +67,11 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
 
     /// `timeZone`: the zone calendar expressions without one run in (an IANA name; the daemon's
     /// `[daemon] timezone`).
-    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), timeZone: String = "UTC", backends: Set<String>? = nil) {
+    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), timeZone: String = "UTC", backends: Set<String>? = nil,
+                minPeriod: Duration = .seconds(1)) {
         self.now = now
         self.backends = backends
+        self.minPeriod = minPeriod
         zone = (try? ZoneInfoDirectory().rules(named: timeZone)) ?? .utc
     }
 
@@ -120,17 +124,11 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public func add(_ request: NotificationRequest) async throws(TocsinClientError) {
         try record(.add(request))
         try request.validate()
+        try checkFloor(request.trigger)
         try checkBackends(request.content)
         if !request.replacesExisting, entries[request.key] != nil { return }
         let trigger = try resolve(request.trigger)
-        guard let first = trigger.next(after: instant(now), previous: nil) else {
-            if case .remindBefore = trigger {
-                throw TocsinClientError(.invalidTrigger, "every reminder of 'remind_before' is in the past", field: "remind_before",
-                                        name: "io.github.tocsin.Error.InvalidTrigger")
-            }
-            throw TocsinClientError(.invalidTrigger, "'at' is in the past; a past time is never delivered", field: "at",
-                                    name: "io.github.tocsin.Error.InvalidTrigger")
-        }
+        guard let first = trigger.next(after: instant(now), previous: nil) else { throw neverFires(trigger) }
         keysHere.insert(request.key)
         entries[request.key] = Entry(request: request, trigger: trigger, next: first)
     }
@@ -199,10 +197,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// Only after a firing, as the daemon; the default is its 5 minutes.
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try record(.snooze(key: key, duration: duration))
-        try NotificationRequest.validate(key: key)
-        if let duration, duration <= .zero {
-            throw TocsinClientError(.invalidRequest, "'duration' must be positive, got \(duration)", field: "duration")
-        }
+        try NotificationRequest.validate(key: key, snoozeDuration: duration)
         guard let e = entries[key] else { throw gone(key) }
         guard e.last != nil else {
             throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",
@@ -219,12 +214,11 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// What happened in the double, newest first.
     public func history(_ query: HistoryQuery) async throws(TocsinClientError) -> [HistoryEntry] {
         try record(.history(query))
-        if let key = query.key { try NotificationRequest.validate(key: key) }
-        if query.limit < 1 { throw TocsinClientError(.invalidRequest, "'limit' must be at least 1, got \(query.limit)", field: "limit") }
+        try query.validate()
         let matching = log.reversed().filter { e in
             (query.key.map { $0 == e.key } ?? true) && (query.since.map { e.time >= $0 } ?? true)
         }
-        return Array(matching.prefix(min(query.limit, 10_000)))
+        return Array(matching.prefix(query.limit))
     }
 
     /// `version` is `in-memory`; each configured backend is `ok`. It has no wake-alarm timer:
@@ -244,12 +238,16 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     /// Holds `fired` events until `quietOff`.
     public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
         try record(.quietOn(duration))
+        try duration.validate()
         switch duration {
         case .indefinitely: quiet = QuietState(active: true, source: .manual, held: held.count)
         case .duration(let d):
-            if d <= .zero { throw TocsinClientError(.invalidRequest, "'for' must be positive, got \(d)", field: "for") }
             quiet = QuietState(active: true, source: .manual, held: held.count, until: date(instant(now) + TimeSpan(microseconds: Self.us(d))))
-        case .until(let u): quiet = QuietState(active: true, source: .manual, held: held.count, until: u)
+        case .until(let u):
+            guard instant(u) > instant(now) else {
+                throw Self.invalidArgs("until", "field 'until': invalid 'until': \(Self.written(instant(u))) is not in the future")
+            }
+            quiet = QuietState(active: true, source: .manual, held: held.count, until: u)
         }
         return quiet
     }

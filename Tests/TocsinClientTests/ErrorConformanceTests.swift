@@ -14,6 +14,9 @@ struct ErrorConformanceTests {
         let field: String?
         /// Refused by the client itself: no daemon error name.
         let local: Bool
+        /// Words the message holds, as the daemon writes them, where the double or the client's
+        /// own check must reproduce them.
+        var says: String? = nil
         let run: @Sendable (any TocsinNotifying, Date) async throws(TocsinClientError) -> Void
         var description: String { name }
     }
@@ -73,6 +76,61 @@ struct ErrorConformanceTests {
         Row(name: "snooze for zero", code: .invalidRequest, field: "duration", local: true) { c, _ throws(TocsinClientError) in
             _ = try await c.snooze(key: "k", for: .zero)
         },
+        Row(name: "key with a no-break space (U+00A0)", code: .invalidRequest, field: "key", local: true, says: "'key' must not contain spaces or control characters: U+00A0 at character 2 is a space or separator") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60)), key: "a\u{00A0}b"))
+        },
+        Row(name: "key with a line separator (U+2028)", code: .invalidRequest, field: "key", local: true, says: "U+2028 at character 2 is a space or separator") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60)), key: "a\u{2028}b"))
+        },
+        Row(name: "key with a zero-width space (U+200B)", code: .invalidRequest, field: "key", local: true, says: "U+200B at character 2 is an invisible character (zero-width space, word joiner or byte-order mark)") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60)), key: "a\u{200B}b"))
+        },
+        Row(name: "key with a right-to-left override (U+202E)", code: .invalidRequest, field: "key", local: true, says: "U+202E at character 2 is a bidi control") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(60)), key: "a\u{202E}b"))
+        },
+        Row(name: "acknowledge a key with a zero-width space", code: .invalidRequest, field: "key", local: true) { c, _ throws(TocsinClientError) in
+            _ = try await c.acknowledge(key: "\u{200B}k")
+        },
+        Row(name: "an empty user_info key", code: .invalidRequest, field: "user_info", local: true, says: "a key in 'user_info' must not be empty") { c, _ throws(TocsinClientError) in
+            try await c.add(NotificationRequest(key: "k", content: NotificationContent(title: "T", backends: Backends.events, userInfo: ["": "x"]),
+                                                trigger: .after(.seconds(60))))
+        },
+        Row(name: "an at past 9999-12-31", code: .invalidRequest, field: "at", local: true, says: "'at' @253402387200.000000 reaches past 9999-12-31T23:59:59Z, the latest instant Tocsin schedules") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.at(Date(timeIntervalSince1970: 253_402_387_200))))
+        },
+        Row(name: "an after reaching past 9999-12-31", code: .invalidRequest, field: "after", local: true, says: "'after' 9223372036854775807us reaches past 9999-12-31T23:59:59Z, the latest instant Tocsin schedules") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.after(.seconds(300_000 * 365 * 86_400))))
+        },
+        Row(name: "history limit over 10000", code: .invalidRequest, field: "limit", local: true) { c, _ throws(TocsinClientError) in
+            _ = try await c.history(HistoryQuery(limit: 20_000))
+        },
+        Row(name: "snooze for a nanosecond", code: .invalidRequest, field: "duration", local: true) { c, _ throws(TocsinClientError) in
+            _ = try await c.snooze(key: "k", for: .nanoseconds(1))
+        },
+        Row(name: "quiet on for a nanosecond", code: .invalidRequest, field: "for", local: true) { c, _ throws(TocsinClientError) in
+            _ = try await c.quietOn(.duration(.nanoseconds(1)))
+        },
+        Row(name: "every below min_period", code: .invalidRequest, field: "every", local: false, says: "'every' is 500ms, closer than [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.every(.milliseconds(500))))
+        },
+        Row(name: "reminders closer than min_period", code: .invalidRequest, field: "remind_before", local: false, says: "are 500ms apart, closer than [daemon] min_period (1s)") { c, now throws(TocsinClientError) in
+            try await c.add(request(.reminders(before: [.milliseconds(500), .zero], event: now + 3600)))
+        },
+        Row(name: "calendar elapsing closer than min_period", code: .invalidRequest, field: "on_calendar", local: false, says: "can elapse 500ms after the elapse before, closer than [daemon] min_period (1s)") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.calendar("*:*:00/0.5")))
+        },
+        Row(name: "quiet on until a time past", code: .invalidRequest, field: "until", local: false, says: "is not in the future") { c, now throws(TocsinClientError) in
+            _ = try await c.quietOn(.until(now - 60))
+        },
+        Row(name: "calendar that never elapses again", code: .invalidTrigger, field: "on_calendar", local: false, says: "field 'on_calendar': 'on_calendar' expression '2020-01-01 00:00:00' never elapses again") { c, _ throws(TocsinClientError) in
+            try await c.add(request(.calendar("2020-01-01 00:00:00")))
+        },
+        Row(name: "every with until before its first firing", code: .invalidTrigger, field: "every", local: false, says: "field 'every': 'every' never fires: 'until' is before the next firing") { c, now throws(TocsinClientError) in
+            try await c.add(request(.every(.seconds(60), until: now + 30)))
+        },
+        Row(name: "every with until in the past", code: .invalidTrigger, field: "every", local: false, says: "field 'every': 'every' never fires: 'until' is before the next firing") { c, now throws(TocsinClientError) in
+            try await c.add(request(.every(.seconds(60), until: now - 60)))
+        },
         Row(name: "a date in the past", code: .invalidTrigger, field: "at", local: false) { c, now throws(TocsinClientError) in
             try await c.add(request(.at(now - 60)))
         },
@@ -110,6 +168,7 @@ struct ErrorConformanceTests {
                 #expect(error.field == row.field, "\(row.name): \(error)")
                 #expect((error.name == nil) == row.local, "\(row.name): refused by \(error.name ?? "the client"): \(error)")
                 #expect(!error.message.isEmpty, "\(row.name)")
+                if let says = row.says { #expect(error.message.contains(says), "\(row.name): \(error.message)") }
             }
             // Nothing was left half-done.
             let pending = try await h.center.pending().map(\.key)
