@@ -134,11 +134,12 @@ extension InMemoryNotificationCenter {
         }
     }
 
-    /// The earliest firing or snooze end at or before `limit`.
+    /// The earliest firing or snooze end at or before `limit`: an occurrence due while a snooze
+    /// runs comes first, as the daemon delivers it.
     func nextDue(upTo limit: Instant) -> (String, Instant)? {
         var best: (String, Instant)?
         for (key, e) in entries {
-            guard let t = e.snoozedUntil ?? e.next?.instant, t <= limit else { continue }
+            guard let t = [e.snoozedUntil, e.next?.instant].compactMap({ $0 }).min(), t <= limit else { continue }
             if best.map({ t < $0.1 || (t == $0.1 && key < $0.0) }) ?? true { best = (key, t) }
         }
         return best
@@ -147,7 +148,7 @@ extension InMemoryNotificationCenter {
     func fireDue(_ key: String) {
         guard var e = entries[key] else { return }
         let now = instant(self.now)
-        if let until = e.snoozedUntil {
+        if let until = e.snoozedUntil, e.next.map({ until <= $0.instant }) ?? true {
             // A snooze ends by delivering the last firing again.
             e.snoozedUntil = nil
             entries[key] = e
@@ -156,6 +157,8 @@ extension InMemoryNotificationCenter {
             return
         }
         guard let occurrence = e.next else { return }
+        // A newer occurrence ends the snooze of the one before: it is delivered as usual.
+        e.snoozedUntil = nil
         e.last = occurrence
         e.next = e.trigger.next(after: max(now, occurrence.instant), previous: occurrence)
         entries[key] = e
@@ -163,33 +166,64 @@ extension InMemoryNotificationCenter {
         if e.next == nil { entries[key] = nil }
     }
 
-    func deliver(_ key: String, _ content: NotificationContent, due: Instant, occurrence: Occurrence) {
-        lastContent[key] = content
-        append(.fired, key, title: content.title, due: date(due), occurrence: Int(occurrence.number), late: instant(now) > due,
-               backends: content.backends ?? backends.map { $0.sorted() } ?? [])
-        let fired = FiredNotification(
-            key: key, title: content.title, body: content.body, due: date(due), fired: now, occurrence: Int(occurrence.number),
-            late: instant(now) > due, userInfo: content.userInfo,
-            before: occurrence.offset.map { .microseconds($0.microseconds) })
-        if quiet.active {
-            held.append(.fired(fired))
-            quiet.held = held.count
-        } else {
-            emit(.fired(fired))
-        }
+    func type(of backend: String) -> BackendType { backendTypes[backend] ?? .dbusSignal }
+
+    /// Where a firing goes, as the daemon routes it: the backends named, else every configured
+    /// one but the ringing ones (which only ring when named).
+    func targets(_ content: NotificationContent) -> [String] {
+        content.backends ?? backends.map { $0.filter { type(of: $0) != .sound }.sorted() } ?? []
     }
 
+    /// Quiet hours routed per backend with the daemon's defaults: popups and sounds hold, the
+    /// rest (`dbus-signal` among them) deliver; critical notifications and alarms pass. Only a
+    /// `dbus-signal` backend's delivery is a `fired` event; a double configured without names
+    /// stands for a daemon whose default backends include one.
+    func deliver(_ key: String, _ content: NotificationContent, due: Instant, occurrence: Occurrence) {
+        expireQuiet()
+        lastContent[key] = content
+        let targets = targets(content)
+        let quietNow = quiet.active
+        let passes = !quietNow || content.urgency == .critical || targets.contains { type(of: $0) == .sound }
+        var signalled = backends == nil && content.backends == nil
+        for b in targets {
+            if passes || !type(of: b).holdsDuringQuiet {
+                if type(of: b) == .dbusSignal { signalled = true }
+            } else {
+                heldKeys.insert(key)
+            }
+        }
+        quiet.held = heldKeys.count
+        let late = instant(now) > due
+        append(.fired, key, title: content.title, due: date(due), occurrence: Int(occurrence.number), late: late, backends: targets)
+        guard signalled else { return }
+        emit(.fired(FiredNotification(
+            key: key, title: content.title, body: content.body, due: date(due), fired: now, occurrence: Int(occurrence.number),
+            late: late, userInfo: content.userInfo, before: occurrence.offset.map { .microseconds($0.microseconds) })))
+    }
+
+    /// A quiet period with an end is over once the clock reaches it, as the daemon's is.
+    func expireQuiet() {
+        if quiet.active, let until = quiet.until, now >= until { endQuiet() }
+    }
+
+    /// Cancelling or replacing a notification drops what quiet hours hold of it.
     func cancel(_ key: String, signalled: Bool = true) {
         guard let e = entries.removeValue(forKey: key) else { return }
+        dropHeld(key)
         if signalled { emit(.cancelled(key: key)) }
         append(.cancelled, key, title: e.request.content.title)
     }
 
+    func dropHeld(_ key: String) {
+        heldKeys.remove(key)
+        quiet.held = heldKeys.count
+    }
+
+    /// What was held goes to backends that emit no events (popups, sounds), so ending quiet
+    /// emits none.
     func endQuiet() {
         quiet = QuietState(active: false, source: .none)
-        let out = held
-        held = []
-        for e in out { emit(e) }
+        heldKeys = []
     }
 
     func emit(_ event: NotificationEvent) {

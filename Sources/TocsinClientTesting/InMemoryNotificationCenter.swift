@@ -39,6 +39,17 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         case events(EventScope)
     }
 
+    /// A backend's `type` in the daemon's config: what decides whether its deliveries are
+    /// `fired` events (`dbusSignal` only) and whether it holds them in quiet hours (`libnotify`
+    /// and `sound`; the others deliver). A `sound` backend makes a firing an alarm, which passes
+    /// quiet hours; the double rings nothing.
+    public enum BackendType: String, Sendable, Hashable, CaseIterable {
+        /// The config's spelling.
+        case dbusSignal = "dbus-signal", log, exec, libnotify, sound, dbusService = "dbus-service", mqtt
+
+        var holdsDuringQuiet: Bool { self == .libnotify || self == .sound }
+    }
+
     struct Entry {
         var request: NotificationRequest
         var trigger: Trigger
@@ -53,6 +64,9 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public internal(set) var calls: [Call] = []
     /// The backends a request may name; nil accepts any name, as a daemon configured with all.
     public let backends: Set<String>?
+    /// Each configured backend's type; a name not listed (any name, when `backends` is nil) is
+    /// a `dbus-signal` backend.
+    public let backendTypes: [String: BackendType]
     /// The daemon's `[daemon] min_period`: a trigger that could fire twice within less is refused.
     public let minPeriod: Duration
     let zone: TimeZoneRules
@@ -62,15 +76,31 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     var streams: [Int: (EventScope, AsyncStream<NotificationEvent>.Continuation)] = [:]
     var nextStream = 0
     var quiet = QuietState(active: false, source: .none)
-    var held: [NotificationEvent] = []
+    /// The keys quiet hours hold a firing of, for some backend: a later firing of the same key
+    /// replaces the one held.
+    var heldKeys: Set<String> = []
     var failures: [TocsinClientError] = []
 
     /// `timeZone`: the zone calendar expressions without one run in (an IANA name; the daemon's
     /// `[daemon] timezone`).
+    /// `backends`: names only, each a `dbus-signal` backend (every firing routed to one is a
+    /// `fired` event, and none is held in quiet hours); nil accepts any name.
     public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), timeZone: String = "UTC", backends: Set<String>? = nil,
                 minPeriod: Duration = .seconds(1)) {
         self.now = now
         self.backends = backends
+        backendTypes = Dictionary(uniqueKeysWithValues: (backends ?? []).map { ($0, .dbusSignal) })
+        self.minPeriod = minPeriod
+        zone = (try? ZoneInfoDirectory().rules(named: timeZone)) ?? .utc
+    }
+
+    /// `backends`: the daemon's `[backend.NAME]` tables, name to type, so that `fired` events
+    /// and quiet hours follow each backend as the daemon's do.
+    public init(now: Date = Date(timeIntervalSince1970: 1_800_000_000), timeZone: String = "UTC", backends: [String: BackendType],
+                minPeriod: Duration = .seconds(1)) {
+        self.now = now
+        self.backends = Set(backends.keys)
+        backendTypes = backends
         self.minPeriod = minPeriod
         zone = (try? ZoneInfoDirectory().rules(named: timeZone)) ?? .utc
     }
@@ -86,14 +116,17 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         advance(to: now.addingTimeInterval(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18))
     }
 
-    /// Moves the clock to `date` (never back), firing on the way.
+    /// Moves the clock to `date` (never back), firing on the way. A firing already overdue goes
+    /// out at the current time, late: `fired` times never run backwards.
     public func advance(to date: Date) {
         let target = Instant(microseconds: Self.us(date))
         while let (key, at) = nextDue(upTo: target) {
-            now = Date(timeIntervalSince1970: Double(at.microseconds) / 1e6)
+            let due = Date(timeIntervalSince1970: Double(at.microseconds) / 1e6)
+            if due > now { now = due }
             fireDue(key)
         }
         if date > now { now = date }
+        expireQuiet()
     }
 
     /// Makes `key`'s next firing (or the end of its snooze) happen now, as if it had fallen due:
@@ -130,16 +163,20 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         let trigger = try resolve(request.trigger)
         guard let first = trigger.next(after: instant(now), previous: nil) else { throw neverFires(trigger) }
         keysHere.insert(request.key)
+        dropHeld(request.key)
         entries[request.key] = Entry(request: request, trigger: trigger, next: first)
     }
 
-    /// Delivers at once on the virtual clock.
+    /// Delivers at once on the virtual clock; a pending notification with the key is replaced,
+    /// without a `cancelled` event, as the daemon replaces it.
     public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
         try record(.post(content, key: key))
         let key = key ?? "post-\(UInt64.random(in: 0...UInt64.max))"
         try NotificationRequest(key: key, content: content, trigger: .after(.seconds(1))).validate()
         try checkBackends(content)
         keysHere.insert(key)
+        entries[key] = nil
+        dropHeld(key)
         deliver(key, content, due: instant(now), occurrence: Occurrence(instant: instant(now), number: 1))
         return key
     }
@@ -235,19 +272,19 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
                             sleep: "off: in-memory")
     }
 
-    /// Holds `fired` events until `quietOff`.
+    /// Quiet until `quietOff`, or until the virtual clock reaches its end.
     public func quietOn(_ duration: QuietDuration) async throws(TocsinClientError) -> QuietState {
         try record(.quietOn(duration))
         try duration.validate()
         switch duration {
-        case .indefinitely: quiet = QuietState(active: true, source: .manual, held: held.count)
+        case .indefinitely: quiet = QuietState(active: true, source: .manual, held: heldKeys.count)
         case .duration(let d):
-            quiet = QuietState(active: true, source: .manual, held: held.count, until: date(instant(now) + TimeSpan(microseconds: Self.us(d))))
+            quiet = QuietState(active: true, source: .manual, held: heldKeys.count, until: date(instant(now) + TimeSpan(microseconds: Self.us(d))))
         case .until(let u):
             guard instant(u) > instant(now) else {
                 throw Self.invalidArgs("until", "field 'until': invalid 'until': \(Self.written(instant(u))) is not in the future")
             }
-            quiet = QuietState(active: true, source: .manual, held: held.count, until: u)
+            quiet = QuietState(active: true, source: .manual, held: heldKeys.count, until: u)
         }
         return quiet
     }
@@ -259,9 +296,10 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
         return quiet
     }
 
-    /// As last switched.
+    /// As last switched, or ended by the clock.
     public func quietState() async throws(TocsinClientError) -> QuietState {
         try record(.quietState)
+        expireQuiet()
         return quiet
     }
 

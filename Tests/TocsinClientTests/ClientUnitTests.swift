@@ -233,3 +233,24 @@ struct HistoryDecodingTests {
         #expect(HistoryEntry.Kind.other("escalated").rawValue == "escalated")
     }
 }
+
+/// The double's routing where the daemon needs a desktop or a sound card to show it: popups
+/// are held in quiet hours, signals are not, an alarm passes.
+@Suite("TocsinClient double: quiet hours per backend")
+struct DoubleQuietTests {
+    @Test("a libnotify backend holds a firing in quiet hours, a dbus-signal one delivers it; a replaced one is no longer held")
+    func holdsPerBackend() async throws {
+        let center = InMemoryNotificationCenter(backends: ["desktop": .libnotify, "events": .dbusSignal, "alarm": .sound])
+        let log = EventLog(try await center.events(.all))
+        _ = try await center.quietOn(.indefinitely)
+        try await center.post(NotificationContent(title: "Popup", backends: ["desktop"]), key: "p")
+        try await center.post(NotificationContent(title: "Alarm", backends: ["desktop", "alarm", "events"]), key: "a")
+        try await center.post(NotificationContent(title: "Both", backends: ["desktop", "events"]), key: "b")
+        #expect(try await center.quietState().held == 2, "p and b held for the popup backend; the alarm passes")
+        try await center.post(NotificationContent(title: "Signal", backends: ["events"]), key: "p")
+        #expect(try await center.quietState().held == 1, "a post of p replaces what was held of it")
+        try await log.state.wait("three fired", timeout: .seconds(10)) { $0.filter(\.isFired).count == 3 }
+        #expect(Set(log.events.compactMap(\.key)) == ["a", "b", "p"])
+        #expect(try await center.quietOff().held == 0)
+    }
+}

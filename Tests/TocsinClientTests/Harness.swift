@@ -27,17 +27,20 @@ protocol Harness: Sendable {
     func stop() async
 }
 
-/// Backends both sides know: `events` (the dbus-signal backend, which is what sends `Fired`) and
-/// `bridge` (the example dbus-service backend, which answers each delivery with an action).
+/// Backends both sides know: `events` (the dbus-signal backend, which is what sends `Fired`),
+/// `bridge` (the example dbus-service backend, which answers each delivery with an action) and
+/// `log` (which delivers without any event).
 enum Backends {
     static let events = ["events"]
     static let withBridge = ["events", "bridge"]
+    static let log = ["log"]
+    static let types: [String: InMemoryNotificationCenter.BackendType] = ["events": .dbusSignal, "bridge": .dbusService, "log": .log]
 }
 
 struct InMemoryHarness: Harness {
-    let double = InMemoryNotificationCenter(backends: Set(Backends.withBridge))
+    let double = InMemoryNotificationCenter(backends: Backends.types)
     var center: any TocsinNotifying { double }
-    func otherCenter() -> any TocsinNotifying { InMemoryNotificationCenter(backends: Set(Backends.withBridge)) }
+    func otherCenter() -> any TocsinNotifying { InMemoryNotificationCenter(backends: Backends.types) }
     func now() async -> Date { await double.now }
     func pass(_ duration: Duration) async { await double.advance(by: duration) }
     func click(key: String, action: String) async throws { try await double.invokeAction(key: key, action: action) }
@@ -54,6 +57,9 @@ final class DaemonHarness: Harness {
 
         [backend.events]
         type = "dbus-signal"
+
+        [backend.log]
+        type = "log"
 
         [backend.bridge]
         type = "dbus-service"
