@@ -150,7 +150,7 @@ private func loc(_ line: Int, _ column: Int) -> TocsinModel.SourceLocation { Toc
 
     @Test func deepNestingIsAnErrorNotACrash() {
         let arrays = "a = " + String(repeating: "[", count: 100_000)
-        #expect(diagnostics(arrays) == ["config.toml:1:132: error: values nest deeper than 128 levels"])
+        #expect(diagnostics(arrays) == ["config.toml:1:133: error: values nest deeper than 128 levels"])
         let tables = "a = " + String(repeating: "{b = ", count: 10_000)
         #expect(diagnostics(tables).first?.hasSuffix("error: values nest deeper than 128 levels") == true)
         let keys = Array(repeating: "k", count: 10_000).joined(separator: ".") + " = 1"
@@ -159,6 +159,21 @@ private func loc(_ line: Int, _ column: Int) -> TocsinModel.SourceLocation { Toc
         #expect(diagnostics(header).first?.hasSuffix("error: key nests tables deeper than 128 levels") == true)
         let fine = "a = " + String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
         #expect(diagnostics(fine).isEmpty)
+    }
+
+    /// The documented limit is 128 levels of tables, arrays and inline tables (tomllib takes
+    /// these too); regression: the key holding each inline table counted as a level of its own,
+    /// so 65 nested inline tables were refused.
+    @Test("128 nested arrays, inline tables, or a mix in a [table] parse; one more is refused", arguments: [
+        ("arrays", "a = ", "[", "]", 128),
+        ("inline tables", "a = ", "{b = ", "}", 128),
+        ("inline tables under [t]", "[t]\na = ", "{b = ", "}", 127),
+        ("dotted key into inline tables", "x.y = ", "{b = ", "}", 127),
+    ])
+    func nestingLimit(_ name: String, _ prefix: String, _ open: String, _ close: String, _ levels: Int) {
+        func doc(_ n: Int) -> String { prefix + String(repeating: open, count: n) + "1" + String(repeating: close, count: n) + "\n" }
+        #expect(diagnostics(doc(levels)).isEmpty, "\(name): \(levels) levels")
+        #expect(diagnostics(doc(levels + 1)).first?.hasSuffix("error: values nest deeper than 128 levels") == true, "\(name): \(levels + 1) levels")
     }
 
     @Test func renderingShowsLineAndCaret() {

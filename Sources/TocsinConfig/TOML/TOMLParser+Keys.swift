@@ -84,7 +84,9 @@ extension TOMLParser {
         }
         pos += 1
         skipSpaces()
-        let value = try parseValue(depth: depth + keys.count)
+        // The value nests in the tables its dotted key makes, not in the key itself: with the key
+        // counted too, 65 inline tables or 128 arrays were "deeper than 128 levels".
+        let value = try parseValue(depth: depth + keys.count - 1)
         return (keys, value)
     }
 
