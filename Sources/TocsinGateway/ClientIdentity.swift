@@ -44,7 +44,7 @@ final class ClientIdentities: Sendable {
     /// effect after the `Cancel` sent right behind it, which found nothing, and the notification
     /// fired.
     func inTurn(_ sender: String) async {
-        if cache.withLock({ $0.lanes.isEmpty || $0.lanes[sender] == nil }) { return }
+        guard mustWait(sender) else { return }
         let released = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
             let now = cache.withLock { s in
                 guard s.lanes[sender] != nil else { return true }
@@ -55,6 +55,10 @@ final class ClientIdentities: Sendable {
         }
         if !released.isEmpty { handOver(sender) }
     }
+
+    /// Whether a call of `sender` has to wait its turn (`inTurn`): checked without an `async`
+    /// call on every call, since almost none has to.
+    func mustWait(_ sender: String) -> Bool { cache.withLock { !$0.lanes.isEmpty && $0.lanes[sender] != nil } }
 
     /// The quota owner of `sender`: `uid=U pid=P start=T`, or the unique name itself when the bus
     /// will not say (a bus without credentials support, a peer that is already gone).

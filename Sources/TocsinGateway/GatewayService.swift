@@ -142,26 +142,20 @@ public final class GatewayService: Sendable {
                 return []
             },
         ] + Self.quietMethodTable(center)
-        return DBusInterface(Gateway.interface, methods: methods.map(inSenderOrder).map(waitingForStart), signals: Self.signals,
-                             properties: Self.properties)
+        return DBusInterface(Gateway.interface, methods: methods.map(inTurn), signals: Self.signals, properties: Self.properties)
     }
 
-    /// Every call waits behind the same sender's earlier calls that wait for its owner
-    /// (`ClientIdentities.inTurn`), so that a client's calls take effect in the order it sent them.
-    private func inSenderOrder(_ m: DBusMethod) -> DBusMethod {
+    /// Every call waits, in one wrapper (each is an async frame per call): for start-up to end,
+    /// when the API is served before it; then behind the same sender's earlier calls that wait
+    /// for its owner (`ClientIdentities.inTurn`), so that a client's calls take effect in the
+    /// order it sent them.
+    private func inTurn(_ m: DBusMethod) -> DBusMethod {
         let identities = self.identities
+        let startup = self.startup
         return DBusMethod(m.name, input: m.input, output: m.output, inputNames: m.inputNames, outputNames: m.outputNames,
                           checksSignature: m.checksSignature) { call in
-            if let sender = call.sender { await identities.inTurn(sender.rawValue) }
-            return try await m.body(call)
-        }
-    }
-
-    private func waitingForStart(_ m: DBusMethod) -> DBusMethod {
-        guard let startup else { return m }
-        return DBusMethod(m.name, input: m.input, output: m.output, inputNames: m.inputNames, outputNames: m.outputNames,
-                          checksSignature: m.checksSignature) { call in
-            guard await startup.started() else { throw StartWait.failed }
+            if let startup, startup.gate.ended != true { guard await startup.started() else { throw StartWait.failed } }
+            if let sender = call.sender, identities.mustWait(sender.rawValue) { await identities.inTurn(sender.rawValue) }
             return try await m.body(call)
         }
     }

@@ -16,7 +16,7 @@ final class StartGate<Value: Sendable>: Sendable {
     /// that the wait shows in the log once, not once per call.
     func value(firstWait: () -> Void = {}) async -> Value {
         // Once started, every call passes here: no continuation then.
-        if let done = phase.withLock({ p -> Value? in if case .ended(let v) = p { return v }; return nil }) { return done }
+        if let done = ended { return done }
         return await withCheckedContinuation { (c: CheckedContinuation<Value, Never>) in
             let (now, first): (Value?, Bool) = phase.withLock { p in
                 switch p {
@@ -32,6 +32,10 @@ final class StartGate<Value: Sendable>: Sendable {
             if let now { c.resume(returning: now) } else if first { firstWait() }
         }
     }
+
+    /// The value once start-up has ended, without waiting: every call after start-up takes this
+    /// path, and an `async` call costs a frame from the task allocator even when it returns at once.
+    var ended: Value? { phase.withLock { p -> Value? in if case .ended(let v) = p { return v }; return nil } }
 
     /// Ends start-up once; later calls are ignored.
     func end(_ value: Value) {
