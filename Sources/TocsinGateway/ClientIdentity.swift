@@ -45,15 +45,18 @@ final class ClientIdentities: Sendable {
     /// fired.
     func inTurn(_ sender: String) async {
         guard mustWait(sender) else { return }
-        let released = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
-            let now = cache.withLock { s in
-                guard s.lanes[sender] != nil else { return true }
+        // The owner a queued call is let go with is for `owner(of:)` callers; this one needs only
+        // its turn.
+        var queued = false
+        _ = await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            queued = cache.withLock { s in
+                guard s.lanes[sender] != nil else { return false }
                 s.lanes[sender]!.queue.append(c)
-                return false
+                return true
             }
-            if now { c.resume(returning: "") }
+            if !queued { c.resume(returning: sender) }
         }
-        if !released.isEmpty { handOver(sender) }
+        if queued { handOver(sender) }
     }
 
     /// Whether a call of `sender` has to wait its turn (`inTurn`): checked without an `async`
