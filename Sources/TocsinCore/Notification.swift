@@ -47,7 +47,9 @@ public struct Notification: Hashable, Sendable {
 /// Whether a person still has to react to a notification.
 public enum AlertState: Hashable, Sendable {
     case idle
-    /// Delivered to a backend that waits for acknowledgement (the alarm); `rings` counts deliveries.
+    /// Delivered to a backend that waits for acknowledgement (the alarm); `rings` counts the rings
+    /// that played. Ring n+1 is due `every` × n after `since`: the first ring's instant, moved
+    /// to a late ring's (after a suspend or downtime) so that the cadence goes on from there.
     case ringing(since: Instant, rings: UInt32)
     case snoozed(until: Instant)
     /// Rang `maxRings` times without a reaction; stays listed until acknowledged or fired again.

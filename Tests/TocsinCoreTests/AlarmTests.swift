@@ -123,6 +123,63 @@ struct AlarmTests {
         #expect(await h.center.lookup("wake")?.state == .unanswered(rings: 4))
     }
 
+    /// Regression: rings were counted from the first one by the clock, so a 15 s suspend after
+    /// the first ring left the alarm unanswered at resume without a sound, and a 7 s one played
+    /// two rings 0.7 s apart (the second cut the first) and counted one that never played.
+    @Test("time asleep or down uses no rings: a late ring plays at once and the cadence goes on from it", arguments: [
+        AwayRow(name: "asleep 15 s", away: 15, restart: false, maxLate: nil,
+                rings: [1, 2, 3, 4], fired: [10, 25, 28, 31], due: [10, 13, 28, 31], unansweredAt: 34, rang: 4),
+        AwayRow(name: "asleep 7 s", away: 7, restart: false, maxLate: nil,
+                rings: [1, 2, 3, 4], fired: [10, 17, 20, 23], due: [10, 13, 20, 23], unansweredAt: 26, rang: 4),
+        AwayRow(name: "down 15 s, restarted", away: 15, restart: true, maxLate: nil,
+                rings: [1, 2, 3, 4], fired: [10, 25, 28, 31], due: [10, 13, 28, 31], unansweredAt: 34, rang: 4),
+        AwayRow(name: "asleep 3 days", away: 3 * 86_400, restart: false, maxLate: nil,
+                rings: [1, 2, 3, 4], fired: [10, 259_210, 259_213, 259_216], due: [10, 13, 259_213, 259_216],
+                unansweredAt: 259_219, rang: 4),
+        AwayRow(name: "asleep past max_late", away: 60, restart: false, maxLate: 30,
+                rings: [1], fired: [10], due: [10], unansweredAt: 70, rang: 1),
+        AwayRow(name: "asleep within max_late", away: 20, restart: false, maxLate: 30,
+                rings: [1, 2, 3, 4], fired: [10, 30, 33, 36], due: [10, 13, 33, 36], unansweredAt: 39, rang: 4),
+    ])
+    func awayUsesNoRings(_ row: AwayRow) async throws {
+        let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+        let h = try await Harness(backends: [alarm, RecordingBackend(name: "popup")])
+        try await h.center.schedule(spec("wake", at(10), backends: ["alarm", "popup"],
+                                         maxLate: row.maxLate.map { .seconds($0) }))
+        await h.advance(10)
+        var ringer = alarm
+        if row.restart {
+            ringer = RecordingBackend(name: "alarm", ringPolicy: Self.policy)
+            h.clock.advance(by: .seconds(row.away))
+            try await h.restart(backends: [ringer, RecordingBackend(name: "popup")])
+        } else {
+            await h.advance(row.away)
+        }
+        while h.clock.now() < t0 + .seconds(row.unansweredAt) {
+            _ = try await h.wake()
+        }
+        await h.center.waitForDeliveries()
+        let wake = (ringer === alarm ? alarm.deliveries : alarm.deliveries + ringer.deliveries).filter { $0.key == "wake" }
+        #expect(wake.map(\.ring) == row.rings, "\(row.name)")
+        #expect(wake.map(\.fired) == row.fired.map { t0 + .seconds($0) }, "\(row.name)")
+        #expect(wake.map(\.due) == row.due.map { t0 + .seconds($0) }, "\(row.name)")
+        #expect(h.clock.now() == t0 + .seconds(row.unansweredAt), "\(row.name)")
+        #expect(await h.center.lookup("wake")?.state == .unanswered(rings: row.rang), "\(row.name)")
+    }
+
+    struct AwayRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var away: Int64
+        var restart: Bool
+        var maxLate: Int64?
+        var rings: [UInt32]
+        var fired: [Int64]
+        var due: [Int64]
+        var unansweredAt: Int64
+        var rang: UInt32
+        var testDescription: String { name }
+    }
+
     @Test("ringing is opt-in: a notification without backends goes to every backend except alarms")
     func alarmsAreOptIn() async throws {
         let alarm = RecordingBackend(name: "alarm", ringPolicy: Self.policy)

@@ -37,18 +37,25 @@ extension NotificationMachine {
         }
         if case .ringing(let since, let rings) = e.alert, let ring, let occ = occurrence(e.last, of: e) {
             let every = ring.every.microseconds
-            if since.microseconds &+ every &* Int64(rings) <= now.microseconds {
-                // The ring due now; after downtime that may be several rings on.
-                let dueRing = UInt32(clamping: (now - since).microseconds / every + 1)
-                if dueRing > ring.maxRings {
+            let nextRing = since + TimeSpan(microseconds: every &* Int64(rings))
+            if nextRing <= now {
+                // `max_rings` counts rings that played: time asleep or down uses none (counted
+                // from the first ring by the clock, a 15 s suspend left an alarm that had rung
+                // once unanswered at resume, silent). A late ring plays now and the cadence
+                // starts again from it, unless it is later than the notification's `max_late`.
+                let late = now - nextRing
+                let maxLate: TimeSpan? = e.maxLate == .min ? nil : TimeSpan(microseconds: e.maxLate)
+                let tooLate = late > Self.lateTolerance && maxLate.map { late > $0 } ?? false
+                if rings >= ring.maxRings || tooLate {
                     e.alert = .unanswered(rings: rings)
                     out.append(.emit(.unanswered(key: key, rings: rings)))
                     out.append(.withdraw(key: key, backends: targets(e), reason: .unanswered))
                 } else {
-                    e.alert = .ringing(since: since, rings: dueRing)
-                    var d = PlannedDelivery(key: key, occurrence: occ, due: since + TimeSpan(microseconds: every &* Int64(dueRing - 1)),
-                                            fired: now, reason: .ring, targets: ringers(e), isAlarm: true)
-                    d.ring = dueRing
+                    let base = late > Self.lateTolerance ? now - TimeSpan(microseconds: every &* Int64(rings)) : since
+                    e.alert = .ringing(since: base, rings: rings + 1)
+                    var d = PlannedDelivery(key: key, occurrence: occ, due: nextRing, fired: now, reason: .ring,
+                                            targets: ringers(e), isAlarm: true)
+                    d.ring = rings + 1
                     out.append(.deliver(d))
                 }
             }
