@@ -75,6 +75,24 @@ struct AlarmTests {
         #expect(h.clock.armedAt == nil)
     }
 
+    /// Regression: a one-shot alarm acknowledged twice (a popup's Dismiss and `tocsin ack`) made
+    /// the second fail with NotFound, while a repeating one answered false.
+    @Test("acknowledging again answers false, also once a one-shot is done; a key never known is NotFound")
+    func acknowledgeTwice() async throws {
+        let (h, _, _) = try await harness()
+        #expect(try await h.center.acknowledge("wake"))
+        #expect(await h.center.lookup("wake") == nil, "a one-shot acknowledged is done")
+        #expect(try await h.center.acknowledge("wake") == false)
+        try await h.restart()
+        #expect(try await h.center.acknowledge("wake") == false, "after a restart too (the history is durable)")
+        await #expect(throws: CenterError.self) { try await h.center.acknowledge("never-scheduled") }
+        do {
+            _ = try await h.center.acknowledge("never-scheduled")
+        } catch {
+            #expect(error.code == .notFound)
+        }
+    }
+
     /// Regression: an alarm ringing when a reload removed its sound backend stayed `ringing` for
     /// good: no ring, no `Unanswered`, nothing but an acknowledge ended it.
     @Test("a reload that removes the ringing backend ends the ringing; the notification is then done")

@@ -42,10 +42,18 @@ extension TocsinCenter {
         try await submit(.cancelAll).count
     }
 
-    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge.
+    /// Stops a ringing or snoozed notification. False when there was nothing to acknowledge,
+    /// also for a one-shot that is done: the engine forgets it, but the history knows it, and a
+    /// second acknowledge (a popup's Dismiss racing `tocsin ack`) is not a mistake to report.
+    /// A key the history does not know either stays `notFound` (a typo).
     @discardableResult
     public func acknowledge(_ key: String) async throws(CenterError) -> Bool {
-        try await submit(.acknowledge(key)).bool
+        do throws(CenterError) {
+            return try await submit(.acknowledge(key)).bool
+        } catch {
+            guard error.code == .notFound, (try? await history(HistoryQuery(key: key, limit: 1)).first) != nil else { throw error }
+            return false
+        }
     }
 
     /// Silences a notification now and delivers its last firing again after `duration`.
