@@ -33,6 +33,10 @@ struct MachineTests {
         actions.compactMap { if case .emit(let e) = $0 { return e } else { return nil } }
     }
 
+    func rings(_ actions: [MachineAction]) -> [UInt32] {
+        actions.compactMap { if case .deliver(let d) = $0, d.reason == .ring { return d.ring } else { return nil } }
+    }
+
     func withdrawals(_ actions: [MachineAction]) -> [String] {
         actions.compactMap { if case .withdraw(let k, let b, let r) = $0 { return "\(k)@\(b.joined(separator: ",")):\(r.rawValue)" } else { return nil } }
     }
@@ -164,10 +168,30 @@ struct MachineTests {
         var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
         try schedule(&m, note("wake", .at(t0 + .seconds(10)), backends: ["alarm"]))
         _ = advance(&m, to: t0 + .seconds(10))
+        let second = advance(&m, to: t0 + .seconds(10 + 60))
+        let third = advance(&m, to: t0 + .seconds(10 + 60 * 2))
+        #expect(rings(second) == [2])
+        #expect(rings(third) == [3])
+        #expect(m.summary("wake")?.state == .ringing(since: t0 + .seconds(10), rings: 3))
         let late = advance(&m, to: t0 + .seconds(10 + 60 * 3))
-        #expect(events(late) == [.unanswered(key: "wake", rings: 1)])
+        #expect(events(late) == [.unanswered(key: "wake", rings: 3)])
         #expect(withdrawals(late) == ["wake@alarm:unanswered"])
-        #expect(m.summary("wake")?.state == .unanswered(rings: 1))
+        #expect(m.summary("wake")?.state == .unanswered(rings: 3))
+    }
+
+    /// The machine's side of `AlarmTests/awayUsesNoRings`: rings were counted by the clock from
+    /// the first, so a jump of three minutes left this alarm unanswered having rung once.
+    @Test("a clock jump over several rings plays the next ring once and goes on from it")
+    func ringAfterJump() throws {
+        var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        try schedule(&m, note("wake", .at(t0 + .seconds(10)), backends: ["alarm"]))
+        _ = advance(&m, to: t0 + .seconds(10))
+        let resumed = advance(&m, to: t0 + .seconds(10 + 60 * 3))
+        #expect(rings(resumed) == [2])
+        #expect(events(resumed).isEmpty)
+        #expect(m.summary("wake")?.nextFire == t0 + .seconds(10 + 60 * 4))
+        #expect(rings(advance(&m, to: t0 + .seconds(10 + 60 * 4))) == [3])
+        #expect(events(advance(&m, to: t0 + .seconds(10 + 60 * 5))) == [.unanswered(key: "wake", rings: 3)])
     }
 
     @Test("snooze silences now and re-delivers the last occurrence when it ends")
