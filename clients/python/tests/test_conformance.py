@@ -85,6 +85,28 @@ def test_post_delivers_now(harness: Harness) -> None:
     harness.run(body)
 
 
+def test_post_with_replace_false_keeps_a_pending_notification_and_posts_nothing(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Later"), After("1h"), key="kept"))
+        [before] = await c.pending()
+        assert await c.post(Content("Now"), key="kept", replace=False) == "kept", "the key of the one kept"
+        # With nothing of the key pending it posts as usual.
+        assert await c.post(Content("Fresh"), key="fresh", replace=False) == "fresh"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and fired.key == "fresh", fired
+        [after] = await c.pending()
+        assert (after.key, after.title, after.state, after.last_fire, after.next_fire) == \
+            ("kept", "Later", "scheduled", None, before.next_fire), after
+        assert [e.key for e in await c.history(key="kept")] == [], "nothing was posted under the kept key"
+        assert events.pending_events() == [], "no event for the kept key"
+        assert await c.post(Content("Replaced"), key="kept") == "kept"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and (fired.key, fired.title) == ("kept", "Replaced"), fired
+        assert await c.pending() == [], "replace=True (the default) replaced it"
+    harness.run(body)
+
+
 def test_a_repeating_interval_fires_count_times(harness: Harness) -> None:
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -452,6 +474,8 @@ def test_a_deadline_raises_the_builtin_timeout_error(harness: Harness) -> None:
      tocsin.InvalidArgumentError, "until"),
     ("quiet for past year 9999", lambda c, now: c.quiet_on("292000y"), tocsin.InvalidArgumentError, "for"),
     ("a snooze past year 9999", lambda c, now: c.snooze("nobody", "292000y"), tocsin.InvalidArgumentError, "duration"),
+    ("post with a replace that is not a boolean", lambda c, now: c.post(Content("x"), replace="no"),
+     tocsin.InvalidArgumentError, "replace"),
 ], ids=lambda row: row[0])
 def test_the_fake_refuses_what_the_daemon_refuses(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
     name, call, error, field = row

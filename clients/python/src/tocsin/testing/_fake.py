@@ -12,7 +12,7 @@ from typing import Any
 from .. import _errors as E
 from .._events import (Acknowledged, ActionInvoked, Cancelled, CancelledAll, Event, Fired, QuietChanged,
                        Snoozed, Unanswered)
-from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
+from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status, post_fields
 from .._stream import EventStream
 from .._time import Duration, Instant, aware, duration, duration_seconds, instant, snooze_duration
 from .._triggers import SpecValue
@@ -154,18 +154,19 @@ class FakeNotificationCenter:
                                     backends=backends)
         return key
 
-    async def post(self, content: Content, key: str | None = None) -> str:
-        """As NotificationCenter.post, on the virtual clock."""
-        self._record("post", content, key)
-        if not isinstance(content, Content):
-            raise E.client_error("content", f"post() takes a Content, got {type(content).__name__}")
-        fields = content.fields()
-        fields["key"] = text("key", key) if key is not None else f"py-{uuid.uuid4().hex}"
+    async def post(self, content: Content, key: str | None = None, *, replace: bool = True) -> str:
+        """As NotificationCenter.post, on the virtual clock. With `replace=False` a pending (or
+        ringing) notification of the key is kept and nothing is delivered, after the same checks;
+        the key is returned all the same, as the daemon answers it."""
+        self._record("post", content, key, replace)
+        fields = post_fields(content, key, replace, f"py-{uuid.uuid4().hex}")
         k = str(fields["key"])
         self._check_key(k)
         check_fields(fields)
         backends = self._routing(fields)
         self._keys.add(k)
+        if k in self._entries and fields.get("replace") is False:
+            return k
         self._content[k] = fields
         self._entries.pop(k, None)
         now = self.clock.now()
