@@ -238,6 +238,14 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try record(.snooze(key: key, duration: duration))
         try NotificationRequest.validate(key: key, snoozeDuration: duration)
+        if let duration {
+            // As the daemon, before it looks the key up: a snooze delivers again when it ends, so
+            // it may be no shorter than a trigger's period.
+            let span = TimeSpan(microseconds: Self.us(duration)), floor = TimeSpan(microseconds: Self.us(minPeriod))
+            if span < floor {
+                throw Self.invalidArgs("duration", "'duration' \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
+            }
+        }
         guard let e = entries[key] else { throw gone(key) }
         guard e.last != nil else {
             throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",

@@ -172,6 +172,8 @@ def test_written_times_are_read_in_the_daemons_zone(harness: Harness) -> None:
     ("a time already past", lambda now: Request(Content("x"), At(now - timedelta(seconds=5))),
      tocsin.InvalidTriggerError, "at"),
     ("a zero interval", lambda now: Request(Content("x"), After(0)), tocsin.InvalidArgumentError, "after"),
+    ("an interval of half a microsecond, written", lambda now: Request(Content("x"), After("0.5us")),
+     tocsin.InvalidArgumentError, "after"),
     ("a period under min_period", lambda now: Request(Content("x"), After(0.5, repeats=True)),
      tocsin.InvalidArgumentError, "every"),
     ("an unknown backend", lambda now: Request(Content("x", backends=["nope"]), After(5)),
@@ -373,13 +375,29 @@ def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harnes
     harness.run(body)
 
 
+ZERO = "the interval must be longer than zero"
+
+
 @pytest.mark.parametrize("row", [
-    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration"),
-    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration"),
-    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for"),
+    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration", None),
+    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration", f"argument 'duration': {ZERO} (column 1 of '0s')"),
+    # Under the microsecond the daemon counts in: zero to it, whatever form it is given in.
+    ("snooze for a tenth of a microsecond", lambda c: c.snooze("wake", 1e-7), "duration",
+     f"argument 'duration': {ZERO} (column 1 of '0s')"),
+    ("snooze for half a microsecond, written", lambda c: c.snooze("wake", "0.5us"), "duration",
+     f"argument 'duration': {ZERO} (column 1 of '0.5us')"),
+    ("snooze for a tenth of a microsecond, written in seconds", lambda c: c.snooze("wake", " 0.0000001s"), "duration",
+     f"argument 'duration': {ZERO} (column 2 of ' 0.0000001s')"),
+    ("snooze shorter than min_period", lambda c: c.snooze("wake", "500ms"), "duration", None),
+    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for", None),
+    ("quiet for zero", lambda c: c.quiet_on(0), "for", f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
+    ("quiet for a tenth of a microsecond", lambda c: c.quiet_on(1e-7), "for",
+     f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
+    ("quiet for half a microsecond, written", lambda c: c.quiet_on("0.5us"), "for",
+     f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
 ], ids=lambda row: row[0])
 def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
-    name, call, field = row
+    name, call, field, message = row
 
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -389,8 +407,10 @@ def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) 
         with pytest.raises(tocsin.InvalidArgumentError) as info:
             await call(c)
         assert info.value.field == field, f"{name}: {info.value}"
+        assert message is None or info.value.message == message, f"{name}: {info.value.message}"
         [p] = await c.pending()
         assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
+        assert not (await c.quiet_status()).active, f"{name}: the refused call changed nothing"
     harness.run(body)
 
 

@@ -64,15 +64,20 @@ class _Entry:
 
 
 def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
-    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument):
-    malformed, zero, or ending past the latest instant Tocsin schedules."""
+    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument,
+    in its words): malformed, zero (or less than the microsecond the daemon counts in), or ending
+    past the latest instant Tocsin schedules."""
     text_ = duration(field, value)
+    # Snooze's own argument, and QuietOn's `for` read as a field of the request.
+    prefix = f"argument '{field}': " if field == "duration" else f"field '{field}': invalid '{field}': "
     try:
         span = duration_seconds(text_)
     except ValueError as e:
-        raise invalid(field, f"argument '{field}': {e}") from None
+        raise invalid(field, f"{prefix}{e}") from None
     if span <= 0:
-        raise invalid(field, f"argument '{field}': the interval must be longer than zero")
+        column = len(text_) - len(text_.lstrip(" \t")) + 1
+        where = f"'{text_}'" if field == "duration" else "the value"
+        raise invalid(field, f"{prefix}the interval must be longer than zero (column {column} of {where})")
     seconds(field, text_, now)
     return span
 
@@ -229,6 +234,11 @@ class FakeNotificationCenter:
         duration = snooze_duration(duration, duration_)
         text("key", key)
         span = 300.0 if duration is None else _positive_seconds("duration", duration, self.clock.now())
+        if duration is not None and span < self._min_period:
+            # As the daemon: a snooze delivers again when it ends, so it may be no shorter than
+            # a trigger's period; checked before the key is looked up.
+            raise invalid("duration", f"'duration' {span:g}s is below [daemon] min_period ({self._min_period:g}s); "
+                                      "a notification may fire at most once per min_period")
         if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
