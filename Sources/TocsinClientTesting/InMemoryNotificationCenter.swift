@@ -243,7 +243,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
             // it may be no shorter than a trigger's period.
             let span = TimeSpan(microseconds: Self.us(duration)), floor = TimeSpan(microseconds: Self.us(minPeriod))
             if span < floor {
-                throw Self.invalidArgs("duration", "'duration' \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
+                throw Self.invalidArgs("duration", "field 'duration': 'duration' \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
             }
         }
         guard let e = entries[key] else { throw gone(key) }

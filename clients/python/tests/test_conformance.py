@@ -107,6 +107,24 @@ def test_post_with_replace_false_keeps_a_pending_notification_and_posts_nothing(
     harness.run(body)
 
 
+def test_a_posted_alarm_rings_and_post_with_replace_false_keeps_it(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        assert await c.post(Content("Ring", backends=["alarm", "events"]), key="ring") == "ring"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and (fired.key, fired.title) == ("ring", "Ring"), fired
+        [p] = await c.pending()
+        assert (p.key, p.title, p.state, p.rings) == ("ring", "Ring", "ringing", 1), p
+        assert p.last_fire == fired.fired and p.trigger.startswith("at "), p
+        assert await c.post(Content("Again", backends=["alarm", "events"]), key="ring", replace=False) == "ring"
+        assert [(q.key, q.title, q.state) for q in await c.pending()] == [("ring", "Ring", "ringing")]
+        assert events.pending_events() == [], "nothing posted while it rings"
+        assert await c.acknowledge("ring") is True
+        assert await events.next(h.timeout) == tocsin.Acknowledged("ring")
+        assert await c.pending() == []
+    harness.run(body)
+
+
 def test_a_repeating_interval_fires_count_times(harness: Harness) -> None:
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -388,7 +406,8 @@ ZERO = "the interval must be longer than zero"
      f"argument 'duration': {ZERO} (column 1 of '0.5us')"),
     ("snooze for a tenth of a microsecond, written in seconds", lambda c: c.snooze("wake", " 0.0000001s"), "duration",
      f"argument 'duration': {ZERO} (column 2 of ' 0.0000001s')"),
-    ("snooze shorter than min_period", lambda c: c.snooze("wake", "500ms"), "duration", None),
+    ("snooze shorter than min_period", lambda c: c.snooze("wake", "500ms"), "duration",
+     "field 'duration': 'duration' 500ms is below [daemon] min_period (1s); a notification may fire at most once per min_period"),
     ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for", None),
     ("quiet for zero", lambda c: c.quiet_on(0), "for", f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
     ("quiet for a tenth of a microsecond", lambda c: c.quiet_on(1e-7), "for",

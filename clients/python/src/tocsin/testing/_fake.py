@@ -21,7 +21,8 @@ from .._validate import page_size as checked_page_size
 from ._calendar import Unsupported
 from ._checks import check_fields, invalid, seconds
 from ._clock import VirtualClock
-from ._schedule import Schedule, _instant, _zone, schedule_for
+from ._schedule import Schedule, _instant, _zone, schedule_for, utc
+from ._schedule import span as span_text
 
 
 #: How long before a firing that asks to wake the machine the daemon's wake alarm goes off.
@@ -176,6 +177,12 @@ class FakeNotificationCenter:
         self._entries.pop(k, None)
         now = self.clock.now()
         self._deliver(k, fields, backends, due=now, occurrence=1, reason="post-now", before=None)
+        if any(b in self._alarm for b in backends):
+            # As the daemon: a posted alarm rings until acknowledged (or unanswered), and is
+            # pending meanwhile, with its one occurrence "at" the time it was posted.
+            self._entries[k] = _Entry(k, fields, Schedule(f"at {utc(now)}", once=now), now + self._ring_every,
+                                      occurrence=1, state="ringing", rings=1, last_fire=now, due=now, alarm=True,
+                                      backends=backends)
         return k
 
     async def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
@@ -237,8 +244,8 @@ class FakeNotificationCenter:
         if duration is not None and span < self._min_period:
             # As the daemon: a snooze delivers again when it ends, so it may be no shorter than
             # a trigger's period; checked before the key is looked up.
-            raise invalid("duration", f"'duration' {span:g}s is below [daemon] min_period ({self._min_period:g}s); "
-                                      "a notification may fire at most once per min_period")
+            raise invalid("duration", f"field 'duration': 'duration' {span_text(span)} is below [daemon] min_period "
+                                      f"({span_text(self._min_period)}); a notification may fire at most once per min_period")
         if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
