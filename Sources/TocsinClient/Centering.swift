@@ -5,8 +5,10 @@ public import FoundationEssentials
 public protocol TocsinNotifying: Sendable {
     /// Schedules `request`, replacing a pending one with the same key unless it says not to.
     func add(_ request: NotificationRequest) async throws(TocsinClientError)
-    /// Delivers `content` now; returns the key (the one given, or one made up).
-    func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String
+    /// Delivers `content` now; returns the key (the one given, or one made up). With
+    /// `replacesExisting` false, a pending (or ringing) notification with the key is kept and
+    /// nothing is posted; the key is returned all the same, as `add` keeps one.
+    func post(_ content: NotificationContent, key: String?, replacesExisting: Bool) async throws(TocsinClientError) -> String
     /// Everything pending, in key order; paged under the hood, so no schedule is too large.
     func pending() async throws(TocsinClientError) -> [PendingNotification]
     /// Cancels these keys; returns the ones that were pending.
@@ -28,10 +30,17 @@ public protocol TocsinNotifying: Sendable {
 }
 
 extension TocsinNotifying {
+    /// Delivers `content` now under `key` (nil: one made up), replacing a pending notification
+    /// with that key.
+    @discardableResult
+    public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
+        try await post(content, key: key, replacesExisting: true)
+    }
+
     /// Delivers `content` now under a key made up for it.
     @discardableResult
     public func post(_ content: NotificationContent) async throws(TocsinClientError) -> String {
-        try await post(content, key: nil)
+        try await post(content, key: nil, replacesExisting: true)
     }
 
     /// Snoozes for the daemon's default (5 min).

@@ -57,14 +57,18 @@ public actor TocsinNotificationCenter: TocsinNotifying {
         _ = try await call("Schedule", [Wire.spec(request)])
     }
 
-    /// `PostNow`; a key is made up here when none is given, so its events are known to be this center's.
+    /// `PostNow`; a key is made up here when none is given, so its events are known to be this
+    /// center's. `replacesExisting` false sends `replace: false`: the daemon keeps a pending
+    /// notification with the key, posts nothing, and answers the key.
     @discardableResult
-    public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
+    public func post(_ content: NotificationContent, key: String?, replacesExisting: Bool) async throws(TocsinClientError) -> String {
         let key = key ?? madeUpKey()
         try RequestRules.key(key)
         try RequestRules.content(content)
         keys.insert(key)
-        let reply = try await call("PostNow", [.vardict(Wire.spec(content, key: key))])
+        var spec = Wire.spec(content, key: key)
+        if !replacesExisting { spec.append(("replace", .boolean(false))) }
+        let reply = try await call("PostNow", [.vardict(spec)])
         return try Self.string(reply, or: key)
     }
 

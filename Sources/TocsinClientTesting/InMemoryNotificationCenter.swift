@@ -13,8 +13,8 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public enum Call: Sendable, Hashable {
         /// `add`, with the request as given.
         case add(NotificationRequest)
-        /// `post`, with the key as given (nil when made up).
-        case post(NotificationContent, key: String?)
+        /// `post`, with the key as given (nil when made up) and whether it replaces a pending one.
+        case post(NotificationContent, key: String?, replacesExisting: Bool)
         /// `pending()`.
         case pending
         /// `remove(keys:)`.
@@ -168,12 +168,15 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     }
 
     /// Delivers at once on the virtual clock; a pending notification with the key is replaced,
-    /// without a `cancelled` event, as the daemon replaces it.
-    public func post(_ content: NotificationContent, key: String?) async throws(TocsinClientError) -> String {
-        try record(.post(content, key: key))
+    /// without a `cancelled` event, as the daemon replaces it. With `replacesExisting` false a
+    /// pending one is kept instead and nothing is delivered; the key is returned all the same,
+    /// as the daemon answers it (after the same checks).
+    public func post(_ content: NotificationContent, key: String?, replacesExisting: Bool) async throws(TocsinClientError) -> String {
+        try record(.post(content, key: key, replacesExisting: replacesExisting))
         let key = key ?? "post-\(UInt64.random(in: 0...UInt64.max))"
         try NotificationRequest(key: key, content: content, trigger: .after(.seconds(1))).validate()
         try checkBackends(content)
+        if !replacesExisting, entries[key] != nil { return key }
         keysHere.insert(key)
         entries[key] = nil
         dropHeld(key)
@@ -235,6 +238,14 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public func snooze(key: String, for duration: Duration?) async throws(TocsinClientError) -> Date {
         try record(.snooze(key: key, duration: duration))
         try NotificationRequest.validate(key: key, snoozeDuration: duration)
+        if let duration {
+            // As the daemon, before it looks the key up: a snooze delivers again when it ends, so
+            // it may be no shorter than a trigger's period.
+            let span = TimeSpan(microseconds: Self.us(duration)), floor = TimeSpan(microseconds: Self.us(minPeriod))
+            if span < floor {
+                throw Self.invalidArgs("duration", "field 'duration': 'duration' \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
+            }
+        }
         guard let e = entries[key] else { throw gone(key) }
         guard e.last != nil else {
             throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",

@@ -70,6 +70,30 @@ struct DeliveryConformanceTests {
         }
     }
 
+    @Test("post with replacesExisting false keeps a pending notification of its key and posts nothing; with none pending it posts",
+          arguments: Implementation.allCases)
+    func postKeepsPending(_ implementation: Implementation) async throws {
+        try await withHarness(implementation) { h in
+            let log = EventLog(try await h.center.events())
+            try await h.center.add(NotificationRequest(key: "kept", content: Self.content("Later"), trigger: .after(.seconds(3600))))
+            let before = try #require(try await h.center.pending().first { $0.key == "kept" })
+            #expect(try await h.center.post(Self.content("Now"), key: "kept", replacesExisting: false) == "kept",
+                    "the daemon answers the key of the one it kept")
+            // With no notification of the key pending, it posts as usual.
+            #expect(try await h.center.post(Self.content("Fresh"), key: "fresh", replacesExisting: false) == "fresh")
+            try await log.wait("Fired fresh", timeout: .seconds(15)) { if case .fired(let f) = $0 { f.key == "fresh" } else { false } }
+            let after = try await h.center.pending()
+            #expect(after.map(\.key) == ["kept"], "\(after)")
+            #expect(after.first?.title == "Later" && after.first?.state == .scheduled && after.first?.lastFire == nil, "\(after)")
+            #expect(after.first?.nextFire == before.nextFire, "the kept one's firing is unchanged: \(after)")
+            try await waitUntil("fresh recorded as fired", timeout: .seconds(15)) {
+                (try? await h.center.history(HistoryQuery(key: "fresh")))?.first?.kind == .fired
+            }
+            #expect(try await h.center.history(HistoryQuery(key: "kept")).isEmpty, "nothing was posted under the kept key")
+            #expect(log.fired("kept").isEmpty, "\(log.events)")
+        }
+    }
+
     @Test("fired comes only for notifications routed to a dbus-signal backend", arguments: Implementation.allCases)
     func firedOnlyFromSignalBackends(_ implementation: Implementation) async throws {
         try await withHarness(implementation) { h in

@@ -110,6 +110,9 @@ struct ErrorConformanceTests {
         Row(name: "quiet on for a nanosecond", code: .invalidRequest, field: "for", local: true) { c, _ throws(TocsinClientError) in
             _ = try await c.quietOn(.duration(.nanoseconds(1)))
         },
+        Row(name: "snooze shorter than min_period", code: .invalidRequest, field: "duration", local: false, says: "field 'duration': 'duration' 500ms is below [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
+            _ = try await c.snooze(key: "k", for: .milliseconds(500))
+        },
         Row(name: "every below min_period", code: .invalidRequest, field: "every", local: false, says: "'every' is 500ms, closer than [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
             try await c.add(request(.every(.milliseconds(500))))
         },

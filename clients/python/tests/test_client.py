@@ -83,7 +83,10 @@ def test_the_blocking_facade(daemon: Daemon) -> None:
         assert isinstance(fired, tocsin.Fired) and fired.key == "sync"
         with pytest.raises(tocsin.InvalidTriggerError):
             c.add(Request(Content("x"), tocsin.At("2001-01-01T00:00:00Z")))
-        assert c.remove_all() == 0
+        c.add(Request(Content("Kept"), After("1h"), key="kept"))
+        assert c.post(Content("Not posted"), key="kept", replace=False) == "kept"
+        assert [(p.key, p.title) for p in c.pending()] == [("kept", "Kept")], "replace=False reached the daemon"
+        assert c.remove_all() == 1
 
 
 def test_a_refused_string_never_reaches_the_bus_and_the_connection_stays_usable(daemon: Daemon) -> None:

@@ -85,6 +85,46 @@ def test_post_delivers_now(harness: Harness) -> None:
     harness.run(body)
 
 
+def test_post_with_replace_false_keeps_a_pending_notification_and_posts_nothing(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        await c.add(Request(Content("Later"), After("1h"), key="kept"))
+        [before] = await c.pending()
+        assert await c.post(Content("Now"), key="kept", replace=False) == "kept", "the key of the one kept"
+        # With nothing of the key pending it posts as usual.
+        assert await c.post(Content("Fresh"), key="fresh", replace=False) == "fresh"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and fired.key == "fresh", fired
+        [after] = await c.pending()
+        assert (after.key, after.title, after.state, after.last_fire, after.next_fire) == \
+            ("kept", "Later", "scheduled", None, before.next_fire), after
+        assert [e.key for e in await c.history(key="kept")] == [], "nothing was posted under the kept key"
+        assert events.pending_events() == [], "no event for the kept key"
+        assert await c.post(Content("Replaced"), key="kept") == "kept"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and (fired.key, fired.title) == ("kept", "Replaced"), fired
+        assert await c.pending() == [], "replace=True (the default) replaced it"
+    harness.run(body)
+
+
+def test_a_posted_alarm_rings_and_post_with_replace_false_keeps_it(harness: Harness) -> None:
+    async def body(h: Harness, c: tocsin.Center) -> None:
+        events = c.events()
+        assert await c.post(Content("Ring", backends=["alarm", "events"]), key="ring") == "ring"
+        fired = await events.next(h.timeout)
+        assert isinstance(fired, tocsin.Fired) and (fired.key, fired.title) == ("ring", "Ring"), fired
+        [p] = await c.pending()
+        assert (p.key, p.title, p.state, p.rings) == ("ring", "Ring", "ringing", 1), p
+        assert p.last_fire == fired.fired and p.trigger.startswith("at "), p
+        assert await c.post(Content("Again", backends=["alarm", "events"]), key="ring", replace=False) == "ring"
+        assert [(q.key, q.title, q.state) for q in await c.pending()] == [("ring", "Ring", "ringing")]
+        assert events.pending_events() == [], "nothing posted while it rings"
+        assert await c.acknowledge("ring") is True
+        assert await events.next(h.timeout) == tocsin.Acknowledged("ring")
+        assert await c.pending() == []
+    harness.run(body)
+
+
 def test_a_repeating_interval_fires_count_times(harness: Harness) -> None:
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -150,6 +190,8 @@ def test_written_times_are_read_in_the_daemons_zone(harness: Harness) -> None:
     ("a time already past", lambda now: Request(Content("x"), At(now - timedelta(seconds=5))),
      tocsin.InvalidTriggerError, "at"),
     ("a zero interval", lambda now: Request(Content("x"), After(0)), tocsin.InvalidArgumentError, "after"),
+    ("an interval of half a microsecond, written", lambda now: Request(Content("x"), After("0.5us")),
+     tocsin.InvalidArgumentError, "after"),
     ("a period under min_period", lambda now: Request(Content("x"), After(0.5, repeats=True)),
      tocsin.InvalidArgumentError, "every"),
     ("an unknown backend", lambda now: Request(Content("x", backends=["nope"]), After(5)),
@@ -351,13 +393,30 @@ def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harnes
     harness.run(body)
 
 
+ZERO = "the interval must be longer than zero"
+
+
 @pytest.mark.parametrize("row", [
-    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration"),
-    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration"),
-    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for"),
+    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration", None),
+    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration", f"argument 'duration': {ZERO} (column 1 of '0s')"),
+    # Under the microsecond the daemon counts in: zero to it, whatever form it is given in.
+    ("snooze for a tenth of a microsecond", lambda c: c.snooze("wake", 1e-7), "duration",
+     f"argument 'duration': {ZERO} (column 1 of '0s')"),
+    ("snooze for half a microsecond, written", lambda c: c.snooze("wake", "0.5us"), "duration",
+     f"argument 'duration': {ZERO} (column 1 of '0.5us')"),
+    ("snooze for a tenth of a microsecond, written in seconds", lambda c: c.snooze("wake", " 0.0000001s"), "duration",
+     f"argument 'duration': {ZERO} (column 2 of ' 0.0000001s')"),
+    ("snooze shorter than min_period", lambda c: c.snooze("wake", "500ms"), "duration",
+     "field 'duration': 'duration' 500ms is below [daemon] min_period (1s); a notification may fire at most once per min_period"),
+    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for", None),
+    ("quiet for zero", lambda c: c.quiet_on(0), "for", f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
+    ("quiet for a tenth of a microsecond", lambda c: c.quiet_on(1e-7), "for",
+     f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
+    ("quiet for half a microsecond, written", lambda c: c.quiet_on("0.5us"), "for",
+     f"field 'for': invalid 'for': {ZERO} (column 1 of the value)"),
 ], ids=lambda row: row[0])
 def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
-    name, call, field = row
+    name, call, field, message = row
 
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -367,8 +426,10 @@ def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) 
         with pytest.raises(tocsin.InvalidArgumentError) as info:
             await call(c)
         assert info.value.field == field, f"{name}: {info.value}"
+        assert message is None or info.value.message == message, f"{name}: {info.value.message}"
         [p] = await c.pending()
         assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
+        assert not (await c.quiet_status()).active, f"{name}: the refused call changed nothing"
     harness.run(body)
 
 
@@ -452,6 +513,8 @@ def test_a_deadline_raises_the_builtin_timeout_error(harness: Harness) -> None:
      tocsin.InvalidArgumentError, "until"),
     ("quiet for past year 9999", lambda c, now: c.quiet_on("292000y"), tocsin.InvalidArgumentError, "for"),
     ("a snooze past year 9999", lambda c, now: c.snooze("nobody", "292000y"), tocsin.InvalidArgumentError, "duration"),
+    ("post with a replace that is not a boolean", lambda c, now: c.post(Content("x"), replace="no"),
+     tocsin.InvalidArgumentError, "replace"),
 ], ids=lambda row: row[0])
 def test_the_fake_refuses_what_the_daemon_refuses(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
     name, call, error, field = row

@@ -15,7 +15,7 @@ from dbus_fast.aio import MessageBus
 
 from ._errors import DaemonNotRunningError, TocsinError, client_error, from_dbus
 from ._events import Event, from_signal, unwrap
-from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
+from ._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status, post_fields
 from ._stream import EventStream, within
 from ._time import Duration, Instant, aware, from_usec, instant, snooze_duration, to_usec
 from ._time import duration as duration_text
@@ -215,12 +215,11 @@ class NotificationCenter:
         key = str(fields.setdefault("key", f"py-{uuid.uuid4().hex}"))
         return await self._keyed("Schedule", key, fields)
 
-    async def post(self, content: Content, key: str | None = None) -> str:
-        """Delivers `content` now; returns its key."""
-        if not isinstance(content, Content):
-            raise client_error("content", f"post() takes a Content, got {type(content).__name__}")
-        fields = content.fields()
-        fields["key"] = text("key", key) if key is not None else f"py-{uuid.uuid4().hex}"
+    async def post(self, content: Content, key: str | None = None, *, replace: bool = True) -> str:
+        """Delivers `content` now; returns its key. A pending notification with the key is
+        replaced, unless `replace=False`: then it is kept, nothing is posted, and its key is
+        returned all the same (as `add` keeps one)."""
+        fields = post_fields(content, key, replace, f"py-{uuid.uuid4().hex}")
         return await self._keyed("PostNow", str(fields["key"]), fields)
 
     async def _keyed(self, member: str, key: str, fields: dict[str, SpecValue]) -> str:

@@ -107,6 +107,20 @@ class Request:
         return out
 
 
+def post_fields(content: Content, key: str | None, replace: bool, made_up: str) -> dict[str, SpecValue]:
+    """`post`'s spec fields, each checked as `Request.fields` checks them: the content, the key
+    (`made_up` when None) and `replace` (sent only when False)."""
+    if not isinstance(content, Content):
+        raise client_error("content", f"post() takes a Content, got {type(content).__name__}")
+    fields = content.fields()
+    fields["key"] = text("key", key) if key is not None else made_up
+    if not isinstance(replace, bool):
+        raise client_error("replace", "'replace' must be a boolean")
+    if not replace:
+        fields["replace"] = False
+    return fields
+
+
 def _time(d: Mapping[str, Any], name: str) -> datetime | None:
     v = d.get(name)
     return from_usec(int(v)) if v is not None else None

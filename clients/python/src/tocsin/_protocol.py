@@ -21,8 +21,8 @@ class Center(Protocol):
     async def add(self, request: Request) -> str:
         """Schedules a request; returns its key."""
 
-    async def post(self, content: Content, key: str | None = None) -> str:
-        """Delivers content now; returns its key."""
+    async def post(self, content: Content, key: str | None = None, *, replace: bool = True) -> str:
+        """Delivers content now (unless `replace=False` and the key is pending); returns its key."""
 
     def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
         """Every pending notification, in key order, a page at a time."""

@@ -124,9 +124,10 @@ class SyncNotificationCenter:
         """As NotificationCenter.add, blocking: schedules a request; returns its key."""
         return self._run(self._center.add(request))
 
-    def post(self, content: Content, key: str | None = None) -> str:
-        """As NotificationCenter.post, blocking: delivers content now; returns its key."""
-        return self._run(self._center.post(content, key))
+    def post(self, content: Content, key: str | None = None, *, replace: bool = True) -> str:
+        """As NotificationCenter.post, blocking: delivers content now (unless `replace=False` and
+        the key is pending); returns its key."""
+        return self._run(self._center.post(content, key, replace=replace))
 
     def iter_pending(self, page_size: int = 1000) -> Iterator[PendingNotification]:
         """As NotificationCenter.iter_pending, blocking: every pending notification, in key order,

@@ -54,33 +54,45 @@ def duration_seconds(value: Duration) -> float:
     return parse_systemd_duration(value)
 
 
+#: Microseconds per unit, as the daemon (systemd) counts them.
 _UNITS = {
-    "us": 1e-6, "usec": 1e-6, "µs": 1e-6, "ms": 1e-3, "msec": 1e-3,
-    "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
-    "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
-    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
-    "d": 86400.0, "day": 86400.0, "days": 86400.0,
-    "w": 604800.0, "week": 604800.0, "weeks": 604800.0,
-    "M": 2629800.0, "month": 2629800.0, "months": 2629800.0,
-    "y": 31557600.0, "year": 31557600.0, "years": 31557600.0,
+    "us": 1, "usec": 1, "µs": 1, "μs": 1, "ms": 1_000, "msec": 1_000,
+    "s": 1_000_000, "sec": 1_000_000, "second": 1_000_000, "seconds": 1_000_000,
+    "m": 60_000_000, "min": 60_000_000, "minute": 60_000_000, "minutes": 60_000_000,
+    "h": 3_600_000_000, "hr": 3_600_000_000, "hour": 3_600_000_000, "hours": 3_600_000_000,
+    "d": 86_400_000_000, "day": 86_400_000_000, "days": 86_400_000_000,
+    "w": 604_800_000_000, "week": 604_800_000_000, "weeks": 604_800_000_000,
+    "M": 2_629_800_000_000, "month": 2_629_800_000_000, "months": 2_629_800_000_000,
+    "y": 31_557_600_000_000, "year": 31_557_600_000_000, "years": 31_557_600_000_000,
 }
+_PART = r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-zµμ]*)"
 
 
 def parse_systemd_duration(value: str) -> float:
-    """systemd's duration syntax ("1h 30min", "90", "1.5h") in seconds; ValueError when malformed."""
+    """systemd's duration syntax ("1h 30min", "90", "1.5h") in seconds; ValueError when malformed.
+    Counted in whole microseconds as the daemon counts them: a fraction finer than that is
+    dropped, so "0.5us" is zero, as the daemon reads it."""
     import re
 
     s = value.strip()
     if not s:
         raise ValueError("empty duration")
-    total = 0.0
-    for number, unit in re.findall(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-zµ]*)", s):
+    total = 0
+    for number, unit in re.findall(_PART, s):
+        whole, _, fraction = number.partition(".")
         if unit not in _UNITS and unit != "":
             raise ValueError(f"unknown time unit '{unit}'")
-        total += float(number) * (_UNITS[unit] if unit else 1.0)
-    if re.sub(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*([A-Za-zµ]*)", "", s).strip():
+        per = _UNITS[unit] if unit else 1_000_000
+        total += int(whole or "0") * per
+        k = per // 10
+        for digit in fraction:
+            if k == 0:
+                break
+            total += int(digit) * k
+            k //= 10
+    if re.sub(_PART, "", s).strip():
         raise ValueError(f"invalid duration '{value}'")
-    return total
+    return total / 1_000_000
 
 
 def instant(field: str, value: Instant) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from .. import _errors as E
 from .._events import (Acknowledged, ActionInvoked, Cancelled, CancelledAll, Event, Fired, QuietChanged,
                        Snoozed, Unanswered)
-from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status
+from .._model import Content, HistoryEntry, PendingNotification, QuietState, Request, Status, post_fields
 from .._stream import EventStream
 from .._time import Duration, Instant, aware, duration, duration_seconds, instant, snooze_duration
 from .._triggers import SpecValue
@@ -21,7 +21,8 @@ from .._validate import page_size as checked_page_size
 from ._calendar import Unsupported
 from ._checks import check_fields, invalid, seconds
 from ._clock import VirtualClock
-from ._schedule import Schedule, _instant, _zone, schedule_for
+from ._schedule import Schedule, _instant, _zone, schedule_for, utc
+from ._schedule import span as span_text
 
 
 #: How long before a firing that asks to wake the machine the daemon's wake alarm goes off.
@@ -64,15 +65,20 @@ class _Entry:
 
 
 def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
-    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument):
-    malformed, zero, or ending past the latest instant Tocsin schedules."""
+    """A duration argument, refused as the daemon refuses it (InvalidArgs naming the argument,
+    in its words): malformed, zero (or less than the microsecond the daemon counts in), or ending
+    past the latest instant Tocsin schedules."""
     text_ = duration(field, value)
+    # Snooze's own argument, and QuietOn's `for` read as a field of the request.
+    prefix = f"argument '{field}': " if field == "duration" else f"field '{field}': invalid '{field}': "
     try:
         span = duration_seconds(text_)
     except ValueError as e:
-        raise invalid(field, f"argument '{field}': {e}") from None
+        raise invalid(field, f"{prefix}{e}") from None
     if span <= 0:
-        raise invalid(field, f"argument '{field}': the interval must be longer than zero")
+        column = len(text_) - len(text_.lstrip(" \t")) + 1
+        where = f"'{text_}'" if field == "duration" else "the value"
+        raise invalid(field, f"{prefix}the interval must be longer than zero (column {column} of {where})")
     seconds(field, text_, now)
     return span
 
@@ -154,22 +160,29 @@ class FakeNotificationCenter:
                                     backends=backends)
         return key
 
-    async def post(self, content: Content, key: str | None = None) -> str:
-        """As NotificationCenter.post, on the virtual clock."""
-        self._record("post", content, key)
-        if not isinstance(content, Content):
-            raise E.client_error("content", f"post() takes a Content, got {type(content).__name__}")
-        fields = content.fields()
-        fields["key"] = text("key", key) if key is not None else f"py-{uuid.uuid4().hex}"
+    async def post(self, content: Content, key: str | None = None, *, replace: bool = True) -> str:
+        """As NotificationCenter.post, on the virtual clock. With `replace=False` a pending (or
+        ringing) notification of the key is kept and nothing is delivered, after the same checks;
+        the key is returned all the same, as the daemon answers it."""
+        self._record("post", content, key, replace)
+        fields = post_fields(content, key, replace, f"py-{uuid.uuid4().hex}")
         k = str(fields["key"])
         self._check_key(k)
         check_fields(fields)
         backends = self._routing(fields)
         self._keys.add(k)
+        if k in self._entries and fields.get("replace") is False:
+            return k
         self._content[k] = fields
         self._entries.pop(k, None)
         now = self.clock.now()
         self._deliver(k, fields, backends, due=now, occurrence=1, reason="post-now", before=None)
+        if any(b in self._alarm for b in backends):
+            # As the daemon: a posted alarm rings until acknowledged (or unanswered), and is
+            # pending meanwhile, with its one occurrence "at" the time it was posted.
+            self._entries[k] = _Entry(k, fields, Schedule(f"at {utc(now)}", once=now), now + self._ring_every,
+                                      occurrence=1, state="ringing", rings=1, last_fire=now, due=now, alarm=True,
+                                      backends=backends)
         return k
 
     async def iter_pending(self, page_size: int = 1000) -> AsyncIterator[PendingNotification]:
@@ -228,6 +241,11 @@ class FakeNotificationCenter:
         duration = snooze_duration(duration, duration_)
         text("key", key)
         span = 300.0 if duration is None else _positive_seconds("duration", duration, self.clock.now())
+        if duration is not None and span < self._min_period:
+            # As the daemon: a snooze delivers again when it ends, so it may be no shorter than
+            # a trigger's period; checked before the key is looked up.
+            raise invalid("duration", f"field 'duration': 'duration' {span_text(span)} is below [daemon] min_period "
+                                      f"({span_text(self._min_period)}); a notification may fire at most once per min_period")
         if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
