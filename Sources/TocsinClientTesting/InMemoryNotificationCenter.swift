@@ -225,7 +225,11 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
     public func acknowledge(key: String) async throws(TocsinClientError) -> Bool {
         try record(.acknowledge(key: key))
         try NotificationRequest.validate(key: key)
-        guard let e = entries[key] else { throw Self.notFound(key) }
+        guard let e = entries[key] else {
+            // As the daemon: a key its history knows (done, cancelled) has nothing to acknowledge.
+            if log.contains(where: { $0.key == key }) { return false }
+            throw Self.notFound(key)
+        }
         guard e.snoozedUntil != nil else { return false }
         entries[key]?.snoozedUntil = nil
         emit(.acknowledged(key: key))

@@ -154,6 +154,16 @@ struct ConformanceTests {
             } catch {
                 #expect(error.code == .notFound && error.message == "no notification with key 'never'", "\(error.message)")
             }
+            // Acknowledging what is done has nothing to do (a Dismiss racing another surface's
+            // acknowledge); only a key never known is an error.
+            #expect(try await h.center.acknowledge(key: "tea") == false)
+            #expect(try await h.center.acknowledge(key: "gone") == false)
+            do throws(TocsinClientError) {
+                _ = try await h.center.acknowledge(key: "never")
+                Issue.record("an acknowledge of an unknown key succeeded")
+            } catch {
+                #expect(error.code == .notFound, "\(error.message)")
+            }
         }
     }
 

@@ -279,6 +279,12 @@ def test_a_snooze_of_a_done_notification_says_what_became_of_it(harness: Harness
         with pytest.raises(tocsin.NotFoundError) as unknown:
             await c.snooze("never", 60)
         assert unknown.value.message == "no notification with key 'never'"
+        # Acknowledging what is done has nothing to do (a Dismiss racing another surface's
+        # acknowledge); only a key never known is an error.
+        assert await c.acknowledge("wake") is False
+        assert await c.acknowledge("tea") is False
+        with pytest.raises(tocsin.NotFoundError):
+            await c.acknowledge("never")
     harness.run(body)
 
 
