@@ -197,6 +197,8 @@ def test_acknowledge_and_snooze_of_unknown_or_unfired_keys(harness: Harness) -> 
         with pytest.raises(tocsin.InvalidArgumentError) as info2:
             await c.snooze("later", 60)
         assert info2.value.field == "key"
+        # A method's own argument, named as Snooze names `duration`.
+        assert info2.value.message == "argument 'key': notification 'later' has not fired yet; there is nothing to snooze"
     harness.run(body)
 
 
@@ -352,12 +354,13 @@ def test_events_of_other_clients_are_filtered_out_unless_asked_or_tracked(harnes
 
 
 @pytest.mark.parametrize("row", [
-    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration"),
-    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration"),
-    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for"),
+    ("snooze for an unknown unit", lambda c: c.snooze("wake", "5parsecs"), "duration", "argument 'duration': unknown time unit 'parsecs'"),
+    ("snooze for zero", lambda c: c.snooze("wake", 0), "duration", "argument 'duration': the interval must be longer than zero"),
+    ("quiet for an unknown unit", lambda c: c.quiet_on("3parsecs"), "for", "field 'for': unknown time unit 'parsecs'"),
+    ("quiet for zero", lambda c: c.quiet_on("0"), "for", "field 'for': the interval must be longer than zero (column 1 of the value)"),
 ], ids=lambda row: row[0])
 def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) -> None:  # type: ignore[type-arg]
-    name, call, field = row
+    name, call, field, says = row
 
     async def body(h: Harness, c: tocsin.Center) -> None:
         events = c.events()
@@ -367,6 +370,8 @@ def test_bad_durations_in_calls_name_the_argument(harness: Harness, row: tuple) 
         with pytest.raises(tocsin.InvalidArgumentError) as info:
             await call(c)
         assert info.value.field == field, f"{name}: {info.value}"
+        # The argument is named once, not again as "invalid 'for': ".
+        assert info.value.message.startswith(says), f"{name}: {info.value.message}"
         [p] = await c.pending()
         assert p.state in ("ringing", "unanswered"), f"{name}: the refused call changed nothing"
     harness.run(body)

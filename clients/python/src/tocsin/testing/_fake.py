@@ -77,6 +77,20 @@ def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
     return span
 
 
+def _quiet_seconds(value: Duration, now: datetime) -> float:
+    """QuietOn's `for`, refused as the daemon refuses it: its errors name the argument as
+    `field 'for': ` (the engine's, unlike Snooze's `argument 'duration': `), then the column."""
+    text_ = duration("for", value)
+    try:
+        span = duration_seconds(text_)
+    except ValueError as e:
+        raise invalid("for", f"field 'for': {e}") from None
+    if span <= 0:
+        raise invalid("for", "field 'for': the interval must be longer than zero (column 1 of the value)")
+    seconds("for", text_, now)
+    return span
+
+
 def _map(v: SpecValue | None) -> dict[str, str]:
     return v if isinstance(v, dict) else {}
 
@@ -233,7 +247,7 @@ class FakeNotificationCenter:
         e = self._entry(key)
         if e.occurrence == 0:
             raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
-                                         f"field 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
+                                         f"argument 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
         until = self.clock.now() + timedelta(seconds=span)
         e.state, e.snoozed_until, e.next_fire, e.rings = "snoozed", until, until, 0
         self._history_add("snoozed", key, until=until)
@@ -275,14 +289,14 @@ class FakeNotificationCenter:
         if for_ is not None and until is not None:
             raise invalid("for", "field 'for': give 'for' or 'until', not both")
         if for_ is not None:
-            end = now + timedelta(seconds=_positive_seconds("for", for_, now))
+            end = now + timedelta(seconds=_quiet_seconds(for_, now))
         elif until is not None:
             written = instant("until", until)
             end = until if isinstance(until, datetime) else _instant("until", written, now, self._zone)
             if end <= now and written[2:3] == ":" and written[:2].isdigit():
                 end = _instant("until", written, now + timedelta(days=1), self._zone)  # a time of day: the next one
             if end <= now:
-                raise invalid("until", f"field 'until': invalid 'until': {_rfc3339(end, self._zone)} is not in the future")
+                raise invalid("until", f"field 'until': {_rfc3339(end, self._zone)} is not in the future")
         return self._set_quiet(QuietState(True, "manual", 0, end))
 
     async def quiet_off(self) -> QuietState:
