@@ -3,8 +3,9 @@ import Testing
 import TocsinTesting
 
 /// What the daemon says about a method's arguments, over D-Bus and through the CLI: each
-/// argument named once (`field 'for': ...`, `argument 'key': ...`).
-@Suite("argument errors through the built daemon")
+/// argument named once (`field 'for': ...`, `argument 'key': ...`), and `remind_before`'s equal
+/// offsets as one reminder.
+@Suite("argument errors and remind_before offsets through the built daemon")
 struct ArgumentErrorTests {
     struct QuietRow: Sendable, CustomTestStringConvertible {
         let name: String
@@ -67,6 +68,30 @@ struct ArgumentErrorTests {
             // The argument the other Snooze check names the same way.
             let duration = try await g.gdbus("Snooze", "s1", "5 parsecs")
             #expect(duration.stderrText.contains("argument 'duration': "), "\(duration.stderrText)")
+        }
+    }
+
+    @Test("regression: --remind-before 2s 2s 0s is listed once per offset (0 as 0s) and fires occurrences 1 and 2 (was: 2s, 2s, 0; occurrences 1 and 3)")
+    func remindBeforeEqualOffsets() async throws {
+        try await withGateway { g in
+            // Listed: an event an hour away, so that nothing has fired by the time `list` answers.
+            let far = try await g.tocsin("schedule", "--key", "far", "--title", "x", "--at", rfc3339(secondsFromNow: 3600),
+                                         "--remind-before", "2s", "--remind-before", "2s", "--remind-before", "0s")
+            #expect(far.status == .exited(0), "\(far.stderrText)")
+            let list = try await g.tocsin("list", "--utc")
+            #expect(list.stdoutText.contains("2s, 0s before "), "\(list.stdoutText)")
+            #expect(!list.stdoutText.contains("2s, 2s"), "\(list.stdoutText)")
+            let json = try await g.tocsin("list", "--json")
+            #expect(json.stdoutText.contains("\"trigger\":\"2s, 0s before "), "\(json.stdoutText)")
+            // Fired: an event a few seconds away.
+            let at = rfc3339(secondsFromNow: 4)
+            let s = try await g.tocsin("schedule", "--key", "r", "--title", "x", "--at", at,
+                                       "--remind-before", "2s", "--remind-before", "2s", "--remind-before", "0s")
+            #expect(s.status == .exited(0), "\(s.stderrText)")
+            // The last reminder, at the event: by then every earlier one has been written.
+            try await g.process.waitForOutput(containing: "\"due\":\"\(at)\"", timeout: TimingBudget.scaled(.seconds(20)))
+            let fired = g.process.firings(key: "r")
+            #expect(fired.map { $0["occurrence"] as? Int } == [1, 2], "\(fired)")
         }
     }
 }

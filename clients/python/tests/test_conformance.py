@@ -557,7 +557,9 @@ def test_pending_describes_triggers_as_the_daemon_does(harness: Harness) -> None
             "components": (Calendar.every(weekday="Sat,Sun", hour=[9, 7], minute=range(0, 3)),
                            "Sat,Sun *-*-* 07,09:00..02:00 UTC"),
             "remind": (RemindBefore(event, ["24h", "90s", 0, timedelta(hours=1, seconds=1.5)]),
-                       "1d, 1min 30s, 0, 1h 1.500000s before 2035-06-01T12:00:00Z"),
+                       "1d, 1min 30s, 0s, 1h 1.500000s before 2035-06-01T12:00:00Z"),
+            # Equal offsets are one reminder: listed once.
+            "remind-equal": (RemindBefore(event, ["1h", 3600, "1s", "1s", 0]), "1h, 1s, 0s before 2035-06-01T12:00:00Z"),
         }
         for key, (trigger, _) in written.items():
             await c.add(Request(Content(key), trigger, key=key))
