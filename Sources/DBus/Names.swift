@@ -135,3 +135,24 @@ func validateStringForWire(_ string: String) throws(DBusError) {
         throw DBusError(.invalidArgs, "string is not valid UTF-8 for D-Bus")
     }
 }
+
+/// D-Bus server addresses (`unix:path=/run/bus`, `tcp:host=h,port=1;unix:abstract=x`).
+public enum DBusAddress {
+    /// Checks the syntax of `address` as libdbus reads it (`dbus_parse_address`: transports,
+    /// `key=value` pairs, escapes), without connecting: a caller can refuse a malformed address
+    /// as a usage mistake before it tries to reach anything. An unknown transport passes here and
+    /// fails when connecting.
+    public static func checkSyntax(_ address: String) throws(DBusError) {
+        if address.utf8.contains(0) { throw DBusError(.badAddress, "the address contains a NUL byte") }
+        var cError = CDBus.DBusError()
+        dbus_error_init(&cError)
+        defer { dbus_error_free(&cError) }
+        var entries: UnsafeMutablePointer<OpaquePointer?>?
+        var count: Int32 = 0
+        let ok = address.withCString { dbus_parse_address($0, &entries, &count, &cError) }
+        guard ok != 0 else {
+            throw DBusError(.badAddress, cError.message.map { String(cString: $0) } ?? "not a D-Bus address")
+        }
+        dbus_address_entries_free(entries)
+    }
+}

@@ -118,7 +118,8 @@ extension InMemoryNotificationCenter {
                                         field: "on_calendar", name: "org.freedesktop.DBus.Error.InvalidArgs")
             }
         case let .reminders(offsets, event):
-            return .remindBefore(event: instant(event), offsets: offsets.map { TimeSpan(microseconds: Self.us($0)) })
+            // Equal offsets are one reminder, as the daemon merges them.
+            return .remindBefore(event: instant(event), offsets: Trigger.mergingEqualOffsets(offsets.map { TimeSpan(microseconds: Self.us($0)) }))
         }
     }
 

@@ -247,12 +247,12 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
             // it may be no shorter than a trigger's period.
             let span = TimeSpan(microseconds: Self.us(duration)), floor = TimeSpan(microseconds: Self.us(minPeriod))
             if span < floor {
-                throw Self.invalidArgs("duration", "field 'duration': 'duration' \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
+                throw Self.invalidArgs("duration", "argument 'duration': \(span) is below [daemon] min_period (\(floor)); a notification may fire at most once per min_period")
             }
         }
         guard let e = entries[key] else { throw gone(key) }
         guard e.last != nil else {
-            throw TocsinClientError(.invalidRequest, "notification '\(key)' has not fired yet; there is nothing to snooze",
+            throw TocsinClientError(.invalidRequest, "argument 'key': notification '\(key)' has not fired yet; there is nothing to snooze",
                                     field: "key", name: "org.freedesktop.DBus.Error.InvalidArgs")
         }
         let d = duration ?? .seconds(300)
@@ -297,7 +297,7 @@ public actor InMemoryNotificationCenter: TocsinNotifying {
             quiet = QuietState(active: true, source: .manual, held: heldKeys.count, until: date(instant(now) + TimeSpan(microseconds: Self.us(d))))
         case .until(let u):
             guard instant(u) > instant(now) else {
-                throw Self.invalidArgs("until", "field 'until': invalid 'until': \(Self.written(instant(u))) is not in the future")
+                throw Self.invalidArgs("until", "field 'until': \(Self.written(instant(u))) is not in the future")
             }
             quiet = QuietState(active: true, source: .manual, held: heldKeys.count, until: u)
         }

@@ -40,9 +40,19 @@ public struct CenterError: Error, Hashable, Sendable, CustomStringConvertible {
     public var message: String
     /// The request field the error is about, when there is one.
     public var field: String?
+    /// Whether `field` names a method's own argument (Snooze's `key`, `duration`) rather than a
+    /// field of a request's `a{sv}` spec: a D-Bus error then says `argument 'key': `, as the
+    /// gateway's own checks of arguments do, instead of `field 'key': `.
+    public var isArgument = false
 
     public init(_ code: Code, _ message: String, field: String? = nil) {
         self.code = code; self.message = message; self.field = field
+    }
+
+    /// An error about the method argument `argument` (see `isArgument`).
+    public init(_ code: Code, _ message: String, argument: String) {
+        self.init(code, message, field: argument)
+        isArgument = true
     }
     public var description: String { message }
 }

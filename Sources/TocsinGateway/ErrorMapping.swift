@@ -8,7 +8,7 @@ public import TocsinCore
 extension CenterError {
     /// The D-Bus error a client sees; one table for every method.
     public var dbusError: DBusError {
-        let prefix = field.map { "field '\($0)': " } ?? ""
+        let prefix = field.map { isArgument ? "argument '\($0)': " : "field '\($0)': " } ?? ""
         let message = Self.bounded(self.message)
         switch code {
         case .notFound: return DBusError(name: Gateway.ErrorName.notFound, message: message)

@@ -79,7 +79,19 @@ public enum Trigger: Hashable, Sendable {
             if spec.dstFold != .first { s += ", dst_fold=\(spec.dstFold.rawValue)" }
             return s
         case let .remindBefore(event, offsets):
-            return "\(offsets.map(\.description).joined(separator: ", ")) before \(Timestamp.rfc3339UTC(event))"
+            // Each offset once (a notification stored before equal offsets were merged may hold
+            // one twice), and zero with its unit: "0 before" read as a missing number.
+            let shown = Self.mergingEqualOffsets(offsets).map { $0 == .zero ? "0s" : $0.description }
+            return "\(shown.joined(separator: ", ")) before \(Timestamp.rfc3339UTC(event))"
         }
+    }
+
+    /// `remind_before`'s offsets with each value once, in the order first written: equal offsets
+    /// are one firing, so they are one reminder, numbered 1...n without gaps. Applied where a
+    /// spec becomes a trigger (`SpecResolver.resolve`: D-Bus, the CLI, the config file and the
+    /// fleet alike), never to a stored trigger, whose occurrence numbers index its own list.
+    public static func mergingEqualOffsets(_ offsets: [TimeSpan]) -> [TimeSpan] {
+        var seen = Set<TimeSpan>()
+        return offsets.filter { seen.insert($0).inserted }
     }
 }

@@ -1,10 +1,20 @@
 import ArgumentParser
 import DBus
+import TocsinModel
 
 /// `--bus session|system|ADDRESS`, shared by the daemon and every client command.
 struct BusOptions: ParsableArguments {
     @Option(name: .customLong("bus"), help: "session (default), system, or a D-Bus address such as unix:path=/run/bus.")
     var bus: String = "session"
+
+    /// A malformed address is a usage mistake (exit 64, like any value the CLI refuses itself);
+    /// a well-formed one nobody answers at is a failure of the command (exit 1).
+    func validate() throws {
+        guard bus != "session" && bus != "system" else { return }
+        do { try DBusAddress.checkSyntax(bus) } catch {
+            throw ValidationError("invalid --bus '\(JSONText.visible(bus))': \(error.message); give session, system or a D-Bus address such as unix:path=/run/bus")
+        }
+    }
 
     var description: String {
         switch bus {

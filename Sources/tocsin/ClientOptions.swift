@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import FoundationEssentials
+import TocsinModel
 import TocsinTime
 
 /// `--bus` and `--timeout`, shared by every client command (the daemon takes `--bus` alone).
@@ -23,8 +24,15 @@ struct ClientOptions: ParsableArguments {
         try await busOptions.connect(timeout: .microseconds(timeout.microseconds))
     }
 
+    /// Refuses a malformed `--timeout` or `$TOCSIN_TIMEOUT` before anything is sent: a usage
+    /// mistake (exit 64), as for every value the CLI refuses itself. ArgumentParser prints a
+    /// `validate()` message as it is, so the quoted value is escaped here.
+    func validate() throws {
+        _ = try replyTimeout()
+    }
+
     /// `--timeout`, else `$TOCSIN_TIMEOUT`, else `defaultTimeout`; a malformed one names its source.
-    func replyTimeout() throws(CommandFailure) -> TimeSpan {
+    func replyTimeout() throws(ValidationError) -> TimeSpan {
         let sources: [(String, String?)] = [
             ("--timeout", timeout), ("$\(Self.environmentVariable)", ProcessInfo.processInfo.environment[Self.environmentVariable]),
         ]
@@ -32,7 +40,7 @@ struct ClientOptions: ParsableArguments {
         do {
             return try TimeSpan.parsePositive(text)
         } catch {
-            throw CommandFailure("invalid \(name) '\(text)': \(error)")
+            throw ValidationError("invalid \(name) '\(JSONText.visible(text))': \(error)")
         }
     }
 }

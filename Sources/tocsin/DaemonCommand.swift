@@ -33,6 +33,14 @@ struct DaemonCommand: AsyncParsableCommand {
 
     @OptionGroup var bus: BusOptions
 
+    func validate() throws {
+        // An unknown level was taken as `info` without a word.
+        if let logLevel, Logger.Level(rawValue: logLevel) == nil {
+            let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("--log-level must be one of \(levels), found '\(JSONText.visible(logLevel))'")
+        }
+    }
+
     func run() async throws {
         // A refused 10 MB request must not leave the daemon 10 MB bigger: glibc would otherwise
         // raise its mmap threshold past such a block and keep the memory in its heap once freed.

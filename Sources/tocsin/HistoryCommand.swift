@@ -28,7 +28,7 @@ struct HistoryCommand: AsyncParsableCommand {
         if let since {
             let local = TimeDisplay()
             do { filter.append(("since", .int64(try Timestamp.parse(since, now: local.now, zone: local.zone).microseconds))) } catch {
-                throw CommandFailure("invalid --since '\(since)': \(error)")
+                throw ValidationError("invalid --since '\(since)': \(error)")
             }
         }
         let client = try await Client.connect(bus)

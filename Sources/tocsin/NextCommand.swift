@@ -62,7 +62,7 @@ struct NextCommand: ParsableCommand {
         let displayZone: TimeZoneRules
         if let timezone {
             do { displayZone = try directory.rules(named: timezone) } catch {
-                throw CommandFailure("invalid --timezone '\(timezone)': \(error.message)")
+                throw ValidationError("invalid --timezone '\(timezone)': \(error.message)")
             }
         } else {
             displayZone = directory.defaultZone(tz: ProcessInfo.processInfo.environment["TZ"])
@@ -97,9 +97,9 @@ struct NextCommand: ParsableCommand {
         guard let from else { return now }
         let base: Instant
         do { base = try Timestamp.parse(from, now: now, zone: zone) } catch {
-            throw CommandFailure("invalid --from '\(from)': \(error)")
+            throw ValidationError("invalid --from '\(from)': \(error)")
         }
-        if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw CommandFailure(refusal) }
+        if let refusal = TimeLimit.refusal(of: base, field: "--from", value: from) { throw ValidationError(refusal) }
         return base
     }
 
@@ -107,9 +107,9 @@ struct NextCommand: ParsableCommand {
     private func periodElapses(_ every: String, from base: Instant, zone: TimeZoneRules) throws -> Elapses {
         let period: TimeSpan
         do { period = try TimeSpan.parsePositive(every) } catch {
-            throw CommandFailure("invalid --every '\(every)': \(error)")
+            throw ValidationError("invalid --every '\(every)': \(error)")
         }
-        if !TimeLimit.fits(period) { throw CommandFailure(TimeLimit.pastLatest(field: "--every", value: every)) }
+        if !TimeLimit.fits(period) { throw ValidationError(TimeLimit.pastLatest(field: "--every", value: every)) }
         var result = Elapses(original: every, normalized: "every \(period)", evaluationZone: zone)
         let trigger = Trigger.every(period: period, starting: base, count: nil, until: nil)
         var previous: Occurrence?
@@ -135,7 +135,7 @@ struct NextCommand: ParsableCommand {
             var period = Substring(text)
             if period.hasPrefix("every ") { period = period.dropFirst(6) }
             let hint = (try? TimeSpan.parsePositive(String(period))) != nil ? " (for a period, give --every '\(period)')" : ""
-            throw CommandFailure("invalid calendar expression '\(text)': \(error)\(hint)")
+            throw ValidationError("invalid calendar expression '\(text)': \(error)\(hint)")
         }
         var result = Elapses(original: text, normalized: spec.normalized, evaluationZone: evaluationZone)
         spec.dstGap = dstGap.flatMap(DSTGapPolicy.init(rawValue:)) ?? .skip

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import TocsinCore
 import TocsinGateway
+import TocsinModel
 import TocsinSystem
 
 /// A synchronous entry point, so that Tocsin's own global executor is installed before any task
@@ -53,8 +54,11 @@ struct Tocsin: ParsableCommand {
             // with the usage line of the command that threw it once one was parsed (the root's
             // would read `tocsin <subcommand>` for a value `run` refused).
             if error is ValidationError, let parsed, parsed != Tocsin.self, let name = parsed.configuration.commandName {
+                // The message may quote the refused value: its control characters are shown escaped.
+                let message = parsed.message(for: error).split(separator: "\n", omittingEmptySubsequences: false)
+                    .map { JSONText.visible(String($0)) }.joined(separator: "\n")
                 StandardStream.error.write("""
-                    Error: \(parsed.message(for: error))
+                    Error: \(message)
                     Usage: \(parsed.usageString())
                       See 'tocsin \(name) --help' for more information.
 

@@ -10,10 +10,11 @@ struct CLIParsingTests {
     static let subcommands = ["daemon", "schedule", "post", "list", "cancel", "ack", "snooze", "reload",
                               "watch", "next", "check", "status", "quiet", "history"]
 
-    static func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
         // No bus: a command that got past parsing fails to connect, which the rows tell apart.
         let run = try runBlocking(binary, arguments, environment: ["LANG": "C", "PATH": "/usr/bin:/bin",
-                                                                   "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"])
+                                                                   "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"]
+                                                                    .merging(environment) { _, given in given })
         return (run.status, run.stdout, run.stderr)
     }
 
@@ -66,6 +67,76 @@ struct CLIParsingTests {
         let r = try Self.run(["quiet", "on", option, ""])
         #expect(r.status == 64, "\(option): \(r.err)")
         #expect(r.err.contains("\(option) must not be empty; 'tocsin quiet on' alone is quiet until 'tocsin quiet off'"), "\(option): \(r.err)")
+    }
+
+    /// A command line the CLI refuses itself, before any bus or daemon is reached.
+    struct RefusedRow: Sendable, CustomTestStringConvertible {
+        let arguments: [String]
+        var environment: [String: String] = [:]
+        /// What stderr must name: the option (or argument) whose value was refused.
+        let names: String
+        var testDescription: String {
+            (environment.map { "\($0)=\($1) " }.joined()) + "tocsin " + arguments.joined(separator: " ")
+        }
+    }
+
+    static let refusedRows: [RefusedRow] = [
+        // Values ArgumentParser refuses (a type or a validate()).
+        RefusedRow(arguments: ["schedule", "--title", "x", "--every", "1h", "--count", "abc"], names: "--count"),
+        RefusedRow(arguments: ["schedule", "--title", "x", "--after", "1h", "--action", "noequals"], names: "--action"),
+        RefusedRow(arguments: ["post", "--title", "x", "--user-info", "novalue"], names: "--user-info"),
+        RefusedRow(arguments: ["history", "--limit", "0"], names: "--limit"),
+        RefusedRow(arguments: ["history", "--limit", "abc"], names: "--limit"),
+        RefusedRow(arguments: ["next", "--count", "0", "daily"], names: "--count"),
+        RefusedRow(arguments: ["next", "--dst-gap", "later", "daily"], names: "--dst-gap"),
+        RefusedRow(arguments: ["quiet", "on", "--for", "1h", "--until", "7:00"], names: "--for"),
+        RefusedRow(arguments: ["quiet", "on", "--until", ""], names: "--until"),
+        RefusedRow(arguments: ["check", "--toml-version", "2.0"], names: "--toml-version"),
+        // Values the commands read themselves (each exited 1, as a daemon's refusal does).
+        RefusedRow(arguments: ["list", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["status", "--timeout", "abc"], names: "--timeout"),
+        RefusedRow(arguments: ["schedule", "--title", "x", "--after", "1h", "--timeout", "1 parsec"], names: "--timeout"),
+        RefusedRow(arguments: ["post", "--title", "x", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["cancel", "k", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["ack", "k", "--timeout", "5 parsecs"], names: "--timeout"),
+        RefusedRow(arguments: ["snooze", "k", "5min", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["reload", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["watch", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["quiet", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["history", "--timeout", "0"], names: "--timeout"),
+        RefusedRow(arguments: ["list"], environment: ["TOCSIN_TIMEOUT": "abc"], names: "$TOCSIN_TIMEOUT"),
+        RefusedRow(arguments: ["history", "--since", "garbage"], names: "--since"),
+        RefusedRow(arguments: ["next", "--from", "garbage", "daily"], names: "--from"),
+        RefusedRow(arguments: ["next", "--from", "@999999999999", "daily"], names: "--from"),
+        RefusedRow(arguments: ["next", "--every", "0"], names: "--every"),
+        RefusedRow(arguments: ["next", "--every", "abc"], names: "--every"),
+        RefusedRow(arguments: ["next", "--timezone", "Mars/Olympus", "daily"], names: "--timezone"),
+        RefusedRow(arguments: ["next", "not a calendar"], names: "calendar expression"),
+        RefusedRow(arguments: ["list", "--bus", "garbage"], names: "--bus"),
+        RefusedRow(arguments: ["daemon", "--bus", "garbage", "--config", "/nonexistent/tocsin.toml"], names: "--bus"),
+        // An unknown level was taken as info; the config is one that cannot be read, so that
+        // a daemon that accepts the level stops at once.
+        RefusedRow(arguments: ["daemon", "--log-level", "loud", "--config", "/nonexistent/tocsin.toml"], names: "--log-level"),
+    ]
+
+    /// sysexits: 64 (EX_USAGE) for a command line the CLI refuses itself, whichever option; 1 for
+    /// what the daemon refuses and for failures (no bus, no daemon, an unreadable file).
+    @Test("a value the CLI refuses itself exits 64 naming the option, before reaching any bus", arguments: refusedRows)
+    func refusedLocally(_ row: RefusedRow) throws {
+        let r = try Self.run(row.arguments, environment: row.environment)
+        #expect(r.status == 64, "\(row.testDescription): exit \(r.status): \(r.err)")
+        #expect(r.err.hasPrefix("Error: "), "\(row.testDescription): \(r.err)")
+        #expect(r.err.contains(row.names), "\(row.testDescription): stderr does not name \(row.names): \(r.err)")
+        #expect(!r.err.contains("/nonexistent"), "\(row.testDescription): got as far as the bus: \(r.err)")
+    }
+
+    @Test("a well-formed command line that cannot reach the daemon is a failure, exit 1, not a usage error")
+    func failureIsOne() throws {
+        for arguments in [["list", "--timeout", "2s"], ["list", "--bus", "unix:path=/nonexistent"], ["history", "--since", "@0"],
+                          ["daemon", "--log-level", "debug", "--config", "/nonexistent/tocsin.toml"]] {
+            let r = try Self.run(arguments)
+            #expect(r.status == 1, "\(arguments): \(r.err)")
+        }
     }
 
     @Test("the root still answers --version and --generate-completion-script")

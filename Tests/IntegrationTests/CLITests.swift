@@ -173,21 +173,31 @@ struct CLITests {
     }
 
     static let failureRows: [FailureRow] = [
-        FailureRow(name: "next: bad expression", arguments: ["next", "bogus"],
-                   stderr: "error: invalid calendar expression 'bogus': column 1: expected a number\n"),
-        FailureRow(name: "next: bad --from", arguments: ["next", "--from", "soonish", "daily"],
-                   stderr: "error: invalid --from 'soonish': "),
-        FailureRow(name: "next: bad --timezone", arguments: ["next", "--timezone", "Mars/Olympus", "daily"],
-                   stderr: "error: invalid --timezone 'Mars/Olympus': "),
-        FailureRow(name: "next: an offset as --timezone", arguments: ["next", "--timezone", "UTC+1", "daily"],
-                   stderr: "error: invalid --timezone 'UTC+1': unknown time zone 'UTC+1' (a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year"),
-        FailureRow(name: "next: bad --every", arguments: ["next", "--every", "0"],
-                   stderr: "error: invalid --every '0': "),
         FailureRow(name: "check: bad config", arguments: ["check", "@BAD"],
                    stderr: "@BAD:1:5: error: expected a value, found newline\nx = \n    ^\n"),
         FailureRow(name: "daemon: bad config", arguments: ["daemon", "--config", "@BAD", "--state-dir", "@STATE"],
                    stderr: "@BAD:1:5: error: expected a value, found newline\nx = \n    ^\n"),
     ]
+
+    /// `tocsin next` reads its values itself: one it cannot read is a mistake in the command line,
+    /// exit 64 with `next`'s usage line, as `--count 0` is (README, the exit status table).
+    @Test("next: a value it cannot read is a usage error naming it, exit 64", arguments: [
+        NegativeRow(name: "bad expression", arguments: ["next", "bogus"],
+                    message: "Error: invalid calendar expression 'bogus': column 1: expected a number\n"),
+        NegativeRow(name: "bad --from", arguments: ["next", "--from", "soonish", "daily"], message: "Error: invalid --from 'soonish': "),
+        NegativeRow(name: "bad --timezone", arguments: ["next", "--timezone", "Mars/Olympus", "daily"],
+                    message: "Error: invalid --timezone 'Mars/Olympus': "),
+        NegativeRow(name: "an offset as --timezone", arguments: ["next", "--timezone", "UTC+1", "daily"],
+                    message: "Error: invalid --timezone 'UTC+1': unknown time zone 'UTC+1' (a UTC offset, not a zone name: 'Etc/GMT-1' is UTC+01:00 all year"),
+        NegativeRow(name: "bad --every", arguments: ["next", "--every", "0"], message: "Error: invalid --every '0': "),
+    ])
+    func nextUsage(_ row: NegativeRow) async throws {
+        let out = try await TestProcess.run(Products.executable("tocsin"), row.arguments)
+        #expect(out.status == .exited(64), "\(row.name): \(out.stderrText)")
+        #expect(out.stdoutText == "", "\(row.name)")
+        #expect(out.stderrText.hasPrefix(row.message), "\(row.name): \(out.stderrText)")
+        #expect(out.stderrText.contains("Usage: tocsin next "), "\(row.name): \(out.stderrText)")
+    }
 
     @Test("every command fails the same way: status 1, its message once on stderr", arguments: failureRows)
     func oneWayToFail(_ row: FailureRow) async throws {

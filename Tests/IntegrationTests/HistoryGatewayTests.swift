@@ -71,7 +71,7 @@ struct HistoryGatewayTests {
             #expect(sinceTomorrow.status == .exited(0) && sinceTomorrow.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
                     "\(sinceTomorrow.stdoutText) \(sinceTomorrow.stderrText)")
             let bad = try await g.tocsin("history", "--since", "soon")
-            #expect(bad.status != .exited(0))
+            #expect(bad.status == .exited(64), "a usage error: \(bad.stderrText)")
             #expect(bad.stderrText.contains("invalid --since 'soon'"), "\(bad.stderrText)")
         }
     }

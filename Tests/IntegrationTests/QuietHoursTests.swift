@@ -62,7 +62,7 @@ struct QuietHoursTests {
 
         let badCLI = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "on", "--for", "1 parsec", "--bus", bus.address])
         #expect(badCLI.status == .exited(1))
-        #expect(badCLI.stderrText.hasPrefix("error: field 'for': invalid 'for': unknown time unit 'parsec'"), "\(badCLI.stderrText)")
+        #expect(badCLI.stderrText.hasPrefix("error: field 'for': unknown time unit 'parsec'"), "\(badCLI.stderrText)")
 
         let off = try await TestProcess.run(Products.executable("tocsin"), ["quiet", "off", "--bus", bus.address])
         #expect(off.status == .exited(0), "\(off.stderrText)")

@@ -74,6 +74,24 @@ struct ConformanceTests {
         }
     }
 
+    @Test("regression: reminders with an offset given twice are one reminder: listed once, zero as 0s, occurrences 1 and 2",
+          arguments: Implementation.allCases)
+    func equalReminderOffsets(_ implementation: Implementation) async throws {
+        try await withHarness(implementation) { h in
+            let log = EventLog(try await h.center.events())
+            let event = (await h.now()).addingTimeInterval(4)
+            try await h.center.add(NotificationRequest(key: "lot", content: Self.content("Lot"),
+                                                       trigger: .reminders(before: [.seconds(2), .seconds(2), .zero], event: event)))
+            let pending = try #require(try await h.center.pending().first)
+            #expect(pending.triggerDescription.hasPrefix("2s, 0s before "), "\(pending.triggerDescription)")
+            await h.pass(.seconds(5))
+            try await log.state.wait("two firings of lot", timeout: .seconds(30)) { events in
+                events.filter(\.isFired).count == 2
+            }
+            #expect(log.fired("lot").map(\.occurrence) == [1, 2])
+        }
+    }
+
     @Test("an action chosen on the popup arrives with its id and the notification's user info", arguments: Implementation.allCases)
     func actionInvoked(_ implementation: Implementation) async throws {
         try await withHarness(implementation) { h in

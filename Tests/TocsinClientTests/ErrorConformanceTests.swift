@@ -17,6 +17,8 @@ struct ErrorConformanceTests {
         /// Words the message holds, as the daemon writes them, where the double or the client's
         /// own check must reproduce them.
         var says: String? = nil
+        /// Words the message must not hold (a field named twice).
+        var never: String? = nil
         let run: @Sendable (any TocsinNotifying, Date) async throws(TocsinClientError) -> Void
         var description: String { name }
     }
@@ -110,7 +112,7 @@ struct ErrorConformanceTests {
         Row(name: "quiet on for a nanosecond", code: .invalidRequest, field: "for", local: true) { c, _ throws(TocsinClientError) in
             _ = try await c.quietOn(.duration(.nanoseconds(1)))
         },
-        Row(name: "snooze shorter than min_period", code: .invalidRequest, field: "duration", local: false, says: "field 'duration': 'duration' 500ms is below [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
+        Row(name: "snooze shorter than min_period", code: .invalidRequest, field: "duration", local: false, says: "argument 'duration': 500ms is below [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
             _ = try await c.snooze(key: "k", for: .milliseconds(500))
         },
         Row(name: "every below min_period", code: .invalidRequest, field: "every", local: false, says: "'every' is 500ms, closer than [daemon] min_period (1s); a notification may fire at most once per min_period") { c, _ throws(TocsinClientError) in
@@ -122,7 +124,7 @@ struct ErrorConformanceTests {
         Row(name: "calendar elapsing closer than min_period", code: .invalidRequest, field: "on_calendar", local: false, says: "can elapse 500ms after the elapse before, closer than [daemon] min_period (1s)") { c, _ throws(TocsinClientError) in
             try await c.add(request(.calendar("*:*:00/0.5")))
         },
-        Row(name: "quiet on until a time past", code: .invalidRequest, field: "until", local: false, says: "is not in the future") { c, now throws(TocsinClientError) in
+        Row(name: "quiet on until a time past", code: .invalidRequest, field: "until", local: false, says: "field 'until': @", never: "invalid 'until'") { c, now throws(TocsinClientError) in
             _ = try await c.quietOn(.until(now - 60))
         },
         Row(name: "calendar that never elapses again", code: .invalidTrigger, field: "on_calendar", local: false, says: "field 'on_calendar': 'on_calendar' expression '2020-01-01 00:00:00' never elapses again") { c, _ throws(TocsinClientError) in
@@ -152,7 +154,8 @@ struct ErrorConformanceTests {
         Row(name: "acknowledge an unknown key", code: .notFound, field: "key", local: false) { c, _ throws(TocsinClientError) in
             _ = try await c.acknowledge(key: "nobody")
         },
-        Row(name: "snooze one that has not fired", code: .invalidRequest, field: "key", local: false) { c, _ throws(TocsinClientError) in
+        Row(name: "snooze one that has not fired", code: .invalidRequest, field: "key", local: false,
+            says: "argument 'key': notification 'fresh' has not fired yet; there is nothing to snooze") { c, _ throws(TocsinClientError) in
             try await c.add(request(.after(.seconds(3600)), key: "fresh"))
             _ = try await c.snooze(key: "fresh", for: .seconds(60))
         },
@@ -172,6 +175,7 @@ struct ErrorConformanceTests {
                 #expect((error.name == nil) == row.local, "\(row.name): refused by \(error.name ?? "the client"): \(error)")
                 #expect(!error.message.isEmpty, "\(row.name)")
                 if let says = row.says { #expect(error.message.contains(says), "\(row.name): \(error.message)") }
+                if let never = row.never { #expect(!error.message.contains(never), "\(row.name): \(error.message)") }
             }
             // Nothing was left half-done.
             let pending = try await h.center.pending().map(\.key)

@@ -182,13 +182,13 @@ struct QuietMachineTests {
         UntilRow(name: "until a timestamp", forText: "", untilText: "@1772449200", expected: .ok(t0 + .hours(2))),
         UntilRow(name: "until tomorrow is the next midnight in the daemon's zone", forText: "", untilText: "tomorrow", expected: .ok(t0 + .hours(15))),
         UntilRow(name: "bad duration names 'for' and the column", forText: "1 parsecs", untilText: "",
-                 expected: .error("for: invalid 'for': unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of the value)")),
+                 expected: .error("for: unknown time unit 'parsecs' (expected us, ms, s, min, h, d, w, M, y) (column 3 of the value)")),
         UntilRow(name: "both is refused", forText: "1h", untilText: "07:00", expected: .error("for: give 'for' or 'until', not both")),
-        UntilRow(name: "a past timestamp is refused", forText: "", untilText: "@1000", expected: .error("until: invalid 'until': @1000 is not in the future")),
+        UntilRow(name: "a past timestamp is refused", forText: "", untilText: "@1000", expected: .error("until: @1000 is not in the future")),
         UntilRow(name: "regression: a calendar expression that never elapses says so (was: expected a four-digit year)",
-                 forText: "", untilText: "*-02-30", expected: .error("until: invalid 'until': the calendar expression '*-02-30 00:00:00' never elapses again")),
+                 forText: "", untilText: "*-02-30", expected: .error("until: the calendar expression '*-02-30 00:00:00' never elapses again")),
         UntilRow(name: "regression: neither a calendar expression nor a timestamp gives both reasons (was: expected a four-digit year)",
-                 forText: "", untilText: "25:00", expected: .error("until: invalid 'until': as a time of day or calendar expression, hour value out of range (column 1 of the value); "
+                 forText: "", untilText: "25:00", expected: .error("until: as a time of day or calendar expression, hour value out of range (column 1 of the value); "
                                   + "as a timestamp, hour out of range (column 1 of the value)")),
     ]
 

@@ -62,7 +62,7 @@ extension TocsinCenter {
         // A snooze delivers again when it ends: below the floor, snoozing again and again would
         // fire one notification faster than any trigger may.
         if let duration, duration < options.limits.minPeriod {
-            throw CenterError(.invalidArguments, "'duration' \(duration) is below [daemon] min_period (\(options.limits.minPeriod)); a notification may fire at most once per min_period", field: "duration")
+            throw CenterError(.invalidArguments, "\(duration) is below [daemon] min_period (\(options.limits.minPeriod)); a notification may fire at most once per min_period", argument: "duration")
         }
         do throws(CenterError) {
             return try await submit(.snooze(key, duration ?? options.defaultSnooze)).instant

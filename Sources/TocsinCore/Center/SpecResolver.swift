@@ -75,7 +75,7 @@ struct SpecResolver: Sendable {
             for o in offsets where !TimeLimit.fits(o) {
                 throw CenterError(.invalidTrigger, TimeLimit.pastLatest(field: "remind_before", value: "\(o)"), field: "remind_before")
             }
-            trigger = .remindBefore(event: at, offsets: offsets)
+            trigger = .remindBefore(event: at, offsets: Trigger.mergingEqualOffsets(offsets))
         }
         if let names = spec.backends {
             for b in names where !known.contains(b) {

@@ -179,10 +179,10 @@ extension NotificationMachine {
             throw CenterError(.notFound, "no notification with key '\(Echo.capped(key))'", field: "key")
         }
         guard !e.last.isNone else {
-            throw CenterError(.invalidArguments, "notification '\(key)' has not fired yet; there is nothing to snooze", field: "key")
+            throw CenterError(.invalidArguments, "notification '\(key)' has not fired yet; there is nothing to snooze", argument: "key")
         }
         guard duration.microseconds > 0 else {
-            throw CenterError(.invalidArguments, "snooze duration must be positive", field: "duration")
+            throw CenterError(.invalidArguments, "snooze duration must be positive", argument: "duration")
         }
         guard let until = TimeLimit.adding(duration, to: now) else {
             throw CenterError(.invalidArguments, TimeLimit.pastLatest(field: "duration", value: "\(duration)"), field: "duration")

@@ -312,7 +312,8 @@ public struct QuietMachine: Sendable {
 public enum QuietRequest: Sendable {
     /// `forText` is a duration (`1h`); `untilText` a time of day or calendar expression (`07:00`,
     /// its next elapse in `zone`) or a timestamp (RFC 3339, `@unix`). Both empty: until switched
-    /// off. A mistake names the field and the column in the value.
+    /// off. A mistake names the field (through `CenterError.field`, which a D-Bus error puts in
+    /// front as `field 'for': `, so the text does not repeat it) and the column in the value.
     public static func until(for forText: String, until untilText: String, now: Instant,
                              zone: TimeZoneRules, zones: ZoneCache = ZoneCache()) throws(CenterError) -> Instant? {
         if !forText.isEmpty && !untilText.isEmpty {
@@ -321,7 +322,7 @@ public enum QuietRequest: Sendable {
         if !forText.isEmpty {
             let span: TimeSpan
             do { span = try TimeSpan.parsePositive(forText) } catch {
-                throw CenterError(.invalidArguments, "invalid 'for': \(error.message) (column \(error.column) of the value)", field: "for")
+                throw CenterError(.invalidArguments, "\(error.message) (column \(error.column) of the value)", field: "for")
             }
             guard let end = TimeLimit.adding(span, to: now) else {
                 throw CenterError(.invalidArguments, TimeLimit.pastLatest(field: "for", value: forText), field: "for")
@@ -348,15 +349,15 @@ public enum QuietRequest: Sendable {
         let t: Instant
         do { t = try Timestamp.parse(untilText, now: now, zone: zone) } catch {
             if isCalendar {
-                throw CenterError(.invalidArguments, "invalid 'until': \(calendarProblem)", field: "until")
+                throw CenterError(.invalidArguments, calendarProblem, field: "until")
             }
             if timestampOnly {
-                throw CenterError(.invalidArguments, "invalid 'until': \(error.message) (column \(error.column) of the value)", field: "until")
+                throw CenterError(.invalidArguments, "\(error.message) (column \(error.column) of the value)", field: "until")
             }
-            throw CenterError(.invalidArguments, "invalid 'until': as a time of day or calendar expression, \(calendarProblem); "
+            throw CenterError(.invalidArguments, "as a time of day or calendar expression, \(calendarProblem); "
                               + "as a timestamp, \(error.message) (column \(error.column) of the value)", field: "until")
         }
-        guard t > now else { throw CenterError(.invalidArguments, "invalid 'until': \(untilText) is not in the future", field: "until") }
+        guard t > now else { throw CenterError(.invalidArguments, "\(untilText) is not in the future", field: "until") }
         if let refusal = TimeLimit.refusal(of: t, field: "until", value: untilText) {
             throw CenterError(.invalidArguments, refusal, field: "until")
         }

@@ -70,7 +70,7 @@ def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
     past the latest instant Tocsin schedules."""
     text_ = duration(field, value)
     # Snooze's own argument, and QuietOn's `for` read as a field of the request.
-    prefix = f"argument '{field}': " if field == "duration" else f"field '{field}': invalid '{field}': "
+    prefix = f"argument '{field}': " if field == "duration" else f"field '{field}': "
     try:
         span = duration_seconds(text_)
     except ValueError as e:
@@ -80,6 +80,20 @@ def _positive_seconds(field: str, value: Duration, now: datetime) -> float:
         where = f"'{text_}'" if field == "duration" else "the value"
         raise invalid(field, f"{prefix}the interval must be longer than zero (column {column} of {where})")
     seconds(field, text_, now)
+    return span
+
+
+def _quiet_seconds(value: Duration, now: datetime) -> float:
+    """QuietOn's `for`, refused as the daemon refuses it: its errors name the argument as
+    `field 'for': ` (the engine's, unlike Snooze's `argument 'duration': `), then the column."""
+    text_ = duration("for", value)
+    try:
+        span = duration_seconds(text_)
+    except ValueError as e:
+        raise invalid("for", f"field 'for': {e}") from None
+    if span <= 0:
+        raise invalid("for", "field 'for': the interval must be longer than zero (column 1 of the value)")
+    seconds("for", text_, now)
     return span
 
 
@@ -247,14 +261,14 @@ class FakeNotificationCenter:
         if duration is not None and span < self._min_period:
             # As the daemon: a snooze delivers again when it ends, so it may be no shorter than
             # a trigger's period; checked before the key is looked up.
-            raise invalid("duration", f"field 'duration': 'duration' {span_text(span)} is below [daemon] min_period "
+            raise invalid("duration", f"argument 'duration': {span_text(span)} is below [daemon] min_period "
                                       f"({span_text(self._min_period)}); a notification may fire at most once per min_period")
         if key not in self._entries:
             self._gone(key)
         e = self._entry(key)
         if e.occurrence == 0:
             raise E.InvalidArgumentError("org.freedesktop.DBus.Error.InvalidArgs",
-                                         f"field 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
+                                         f"argument 'key': notification '{key}' has not fired yet; there is nothing to snooze", "key")
         until = self.clock.now() + timedelta(seconds=span)
         e.state, e.snoozed_until, e.next_fire, e.rings = "snoozed", until, until, 0
         self._history_add("snoozed", key, until=until)
@@ -296,14 +310,14 @@ class FakeNotificationCenter:
         if for_ is not None and until is not None:
             raise invalid("for", "field 'for': give 'for' or 'until', not both")
         if for_ is not None:
-            end = now + timedelta(seconds=_positive_seconds("for", for_, now))
+            end = now + timedelta(seconds=_quiet_seconds(for_, now))
         elif until is not None:
             written = instant("until", until)
             end = until if isinstance(until, datetime) else _instant("until", written, now, self._zone)
             if end <= now and written[2:3] == ":" and written[:2].isdigit():
                 end = _instant("until", written, now + timedelta(days=1), self._zone)  # a time of day: the next one
             if end <= now:
-                raise invalid("until", f"field 'until': invalid 'until': {_rfc3339(end, self._zone)} is not in the future")
+                raise invalid("until", f"field 'until': {_rfc3339(end, self._zone)} is not in the future")
         return self._set_quiet(QuietState(True, "manual", 0, end))
 
     async def quiet_off(self) -> QuietState:

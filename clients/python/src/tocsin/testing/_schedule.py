@@ -201,7 +201,9 @@ def schedule_for(fields: dict[str, SpecValue], now: datetime, min_period: float,
         future = [t for t in times if t > now]
         if not future:
             raise invalid_trigger("remind_before", "field 'remind_before': every reminder of 'remind_before' is in the past")
-        return Schedule(f"{', '.join(span(s) for s in spans)} before {utc(event)}", reminders=future, event=event)
+        # Each offset once, as the daemon merges equal ones; zero with its unit, as it shows it.
+        shown = [span(s) if s else "0s" for s in dict.fromkeys(spans)]
+        return Schedule(f"{', '.join(shown)} before {utc(event)}", reminders=future, event=event)
     tz = fields.get("timezone")
     rule = CalendarRule.parse(str(fields["on_calendar"]), str(tz) if tz else zone)
     if rule.next_after(now) is None:
