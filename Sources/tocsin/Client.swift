@@ -16,10 +16,11 @@ struct CommandFailure: Error, CustomStringConvertible {
 
     /// `error: MESSAGE`, the shape of every failure but config diagnostics. The message often
     /// echoes client text (a key, the daemon's error about a title): its control characters are
-    /// made visible here, once for every command. Line breaks stay: a refused `Reload` answers
-    /// with the config's diagnostics, one per line.
+    /// made visible here, once for every command, line breaks included, so that echoed text
+    /// cannot forge an `error:` line of its own. A refused `Reload`'s diagnostics, one per line,
+    /// come through `init(daemonDiagnostics:)`.
     init(_ message: String) {
-        text = "error: " + Self.visible(message)
+        text = "error: " + JSONText.visible(message)
     }
 
     /// Config diagnostics, already `file:line:column: error: ...` per line.

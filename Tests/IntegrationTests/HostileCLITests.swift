@@ -66,6 +66,10 @@ struct HostileCLITests {
                     "watch: \(watch.output.value.stdoutText)")
             #expect(cancel.status == .exited(1))
             #expect(cancel.stderrText == #"error: no pending notification with key 'gone\u001b[2J'"# + "\n", "cancel: \(cancel.stderrText)")
+            // A line break in echoed text would forge a line of its own (regression: it was kept).
+            let ack = try await g.tocsin("ack", "x\nerror: FAKE")
+            #expect(ack.status == .exited(1))
+            #expect(ack.stderrText == #"error: no notification with key 'x\nerror: FAKE'"# + "\n", "ack: \(ack.stderrText)")
 
             // The machine-readable form still carries the exact title.
             let json = try await g.tocsin("list", "--json")
