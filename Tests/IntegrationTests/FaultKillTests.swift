@@ -101,6 +101,38 @@ struct FaultKillTests {
         }
     }
 
+    /// Regression (review of alarms, finding 2): the players are in process groups of their own
+    /// and their cap and acknowledge lived only in the dead daemon's memory, so a looping player
+    /// played on for ever after the restart, and `tocsin ack` could not reach it.
+    @Test("kill -9 while a looping player rings: the restarted daemon stops the orphaned player's process group")
+    func killMidAlarmLoopingPlayer() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-stubborn")
+        let pidFile = dir.path + "/pid"
+        // A player that never ends by itself (as `mpv --loop`): its shell leads the group.
+        let player = try dir.script("stubborn.sh", "echo $$ > '\(pidFile).tmp'; mv '\(pidFile).tmp' '\(pidFile)'\nwhile :; do paplay \"$1\"; done")
+        try await withTeardown { t in
+            try await withAlarm(every: "30s", maxRings: 10, soundSeconds: "0.5", player: [player, "{file}"]) { f in
+                _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
+                // Two streams: the player is looping.
+                try await f.watch.wait("new", number: 2, timeout: .seconds(15))
+                let group = try #require(Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+                t.add { _ = Glibc.kill(-group, SIGKILL) }
+                try await f.process.kill()
+                // Orphaned, it plays on.
+                let orphaned = f.watch.count("new")
+                try await f.watch.wait("new", number: orphaned + 1, timeout: .seconds(15))
+                #expect(Glibc.kill(-group, 0) == 0)
+                try await f.startDaemon()
+                try await waitUntil("the orphaned player's group to be gone", timeout: .seconds(10)) {
+                    Glibc.kill(-group, 0) == -1 && errno == ESRCH
+                }
+                let log = try f.process.stderr
+                #expect(log.contains("stopped a player an earlier run left playing"), "\(log)")
+                _ = try await f.tocsin("ack", "wake")
+            }
+        }
+    }
+
     @Test("the notification server is killed mid-alarm and restarted: popups reach the new server, the sound never stops")
     func notificationServerKilled() async throws {
         let popup = """
