@@ -33,6 +33,8 @@ final class PlayerLedger: Sendable {
     /// More than any daemon runs at once; a longer file is not ours.
     static let maxRecords = 1024
     static let maxBytes = 128 * 1024
+    /// This boot's id, read once.
+    static let boot = ProcessStat.bootID()
 
     private struct State {
         var players: [pid_t: PlayerRecord] = [:]
@@ -77,7 +79,7 @@ final class PlayerLedger: Sendable {
             switch read {
             case .failure(let problem): taken = .malformed(problem.message)
             case .success(let bytes):
-                switch Self.parse(bytes, boot: ProcessStat.bootID()) {
+                switch Self.parse(bytes, boot: Self.boot) {
                 case .success(nil): taken = .earlierBoot
                 case .success(let records?):
                     for r in records { s.players[r.group.pid] = r }
@@ -108,7 +110,7 @@ final class PlayerLedger: Sendable {
 
     private func write(_ s: State) -> String? {
         if s.players.isEmpty { return StateFile.remove(path) }
-        return StateFile.replace(path, with: Array(Self.render(s.players.values.sorted { $0.group.pid < $1.group.pid }, boot: ProcessStat.bootID()).utf8))
+        return StateFile.replace(path, with: Array(Self.render(s.players.values.sorted { $0.group.pid < $1.group.pid }, boot: Self.boot).utf8))
     }
 
     static func render(_ records: [PlayerRecord], boot: String?) -> String {
