@@ -4,6 +4,7 @@ import Synchronization
 public import TocsinCore
 import TocsinTime
 public import TocsinModel
+import TocsinSystem
 
 /// `type = "libnotify"`: desktop popups through libnotify, one per key, with buttons that act on
 /// the center (Dismiss acknowledges, Snooze snoozes, anything else is reported as `ActionInvoked`).
@@ -16,18 +17,49 @@ public struct DesktopBackend: DeliveryBackend {
     public let options: DesktopOptions
     private let route: EventRoute
     private let runtime: LibNotifyRuntime
+    /// Where the popups shown are recorded (`libnotify-NAME.popups`), for the start after a crash;
+    /// nil without a state directory.
+    private let recordFile: String?
 
-    init(name: String, options: DesktopOptions, logger: Logger, runtime: LibNotifyRuntime = .shared) {
+    init(name: String, options: DesktopOptions, logger: Logger, runtime: LibNotifyRuntime = .shared, stateDirectory: String? = nil) {
         self.name = name
         self.options = options
+        self.recordFile = stateDirectory.map { PopupRecords.file(directory: $0, backend: name) }
         var logger = logger
         logger[metadataKey: "backend"] = "\(name)"
         self.route = EventRoute(snooze: options.snooze, logger: logger)
         self.runtime = runtime
     }
 
+    /// Takes over the popups an earlier run left up (`kill -9`, a crash), when it recorded any:
+    /// their buttons work again, the key's next popup replaces its old one, and those whose
+    /// notification is no longer pending or ringing are closed once the center has loaded.
+    /// Without a record file nothing is loaded (libnotify stays unloaded until the first popup).
     public func start(events: any BackendEventSink) async {
         route.connect(events)
+        guard let recordFile, let read = PopupRecords.read(recordFile) else { return }
+        let contents: PopupRecords.Contents
+        switch read {
+        case .failure(let e):
+            route.logger.warning("ignored and removed the record of the popups shown: \(e)", metadata: ["file": "\(recordFile)"])
+            return
+        case .success(let c): contents = c
+        }
+        guard !contents.popups.isEmpty, let link = runtime.link(logger: route.logger) else {
+            StateFile.remove(recordFile)
+            return
+        }
+        let (instance, route, appName) = (name, self.route, options.appName)
+        let keys = await link.loop.perform(cancelled: [String]()) {
+            link.adopt(contents, instance: instance, route: route, recordFile: recordFile, appName: appName)
+        }
+        guard !keys.isEmpty else { return }
+        // The center answers once its state is loaded, which is after the backends' start.
+        Task {
+            for key in keys where !(await events.stillShown(key: key)) {
+                await link.loop.perform(cancelled: ()) { link.closeAdopted(instance: instance, key: key) }
+            }
+        }
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
@@ -37,8 +69,9 @@ public struct DesktopBackend: DeliveryBackend {
         let id = PopupID(instance: name, key: firing.key)
         let options = self.options
         let route = self.route
+        let recordFile = self.recordFile
         let result = await link.loop.perform(cancelled: Result<Void, DeliveryError>.failure(DeliveryError(.timedOut, "cancelled while waiting for the notification server"))) {
-            link.show(firing, options: options, id: id, route: route)
+            link.show(firing, options: options, id: id, route: route, recordFile: recordFile)
         }
         try result.get()
     }
@@ -108,7 +141,7 @@ public struct DesktopBackendFactory: BackendFactory {
     }
 
     public func make(name: String, options: DesktopOptions, environment: BackendEnvironment) -> any DeliveryBackend {
-        DesktopBackend(name: name, options: options, logger: environment.logger)
+        DesktopBackend(name: name, options: options, logger: environment.logger, stateDirectory: environment.stateDirectory)
     }
 
     /// Reads the table; nil when any option was wrong (the reader holds the positioned reasons).

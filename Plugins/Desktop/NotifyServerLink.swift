@@ -4,6 +4,7 @@ import Synchronization
 import TocsinCore
 import TocsinTime
 import TocsinModel
+import TocsinSystem
 
 /// Identifies one popup: a key, within one backend instance (several `libnotify` instances share
 /// the process's one libnotify).
@@ -44,6 +45,9 @@ final class Popup {
     /// What the object's signal and action callbacks point at. Kept apart from `Popup` so the
     /// GObject holding it does not keep its own owner alive.
     let callbacks: PopupCallbacks
+    /// Its id on the server once shown, and its buttons' ids: what the record file keeps.
+    var serverID: UInt32 = 0
+    var actions: [String] = []
 
     init(notification: OpaquePointer, callbacks: PopupCallbacks) {
         self.notification = notification
@@ -79,6 +83,15 @@ final class NotifyServerLink: @unchecked Sendable {
     private var owner: String?
     private var capabilities = ServerCapabilities([])
     private var popups: [PopupID: Popup] = [:]
+    /// Popups an earlier run showed on the current server and this one took over (after a
+    /// crash), by their id there, until they are shown again (replaced), closed or the server goes.
+    private var adopted: [UInt32: (instance: String, record: PopupRecord)] = [:]
+    /// Where each instance's button presses go (for the popups it took over).
+    private var routes: [String: EventRoute] = [:]
+    /// Where each instance with a state directory records its popups.
+    private var recordFiles: [String: String] = [:]
+    /// The subscription to the server's signals for the popups taken over; 0 when none.
+    private var subscription: UInt32 = 0
 
     init(loop: GLibLoop, logger: Logger) {
         self.loop = loop
@@ -88,8 +101,11 @@ final class NotifyServerLink: @unchecked Sendable {
     /// Shows or replaces the popup for `id`. A ring shows it only if it is not open: a person
     /// who closed an alarm's popup while the sound rings on gets its buttons back at the next
     /// ring, and an open one is left as it is (replacing it every ring would make it jump).
-    func show(_ firing: Firing, options: DesktopOptions, id: PopupID, route: EventRoute) -> Result<Void, DeliveryError> {
+    /// `recordFile`: where the instance's popups are recorded, if it has a state directory.
+    func show(_ firing: Firing, options: DesktopOptions, id: PopupID, route: EventRoute, recordFile: String?) -> Result<Void, DeliveryError> {
         assert(loop.isCurrent)
+        routes[id.instance] = route
+        if let recordFile { recordFiles[id.instance] = recordFile }
         if firing.reason == .ring, popups[id] != nil { return .success(()) }
         let caps: ServerCapabilities
         switch connect(appName: options.appName) {
@@ -108,6 +124,8 @@ final class NotifyServerLink: @unchecked Sendable {
             guard let n = notify_notification_new(plan.summary, plan.body, plan.icon) else {
                 return .failure(DeliveryError(.failed, "libnotify could not create a notification"))
             }
+            // A popup an earlier run showed for the key is replaced in place (`replaces_id`).
+            if let old = adoptedID(id) { tocsin_notification_set_id(n, old) }
             let callbacks = PopupCallbacks(id: id, route: route, link: self)
             popup = Popup(notification: n, callbacks: callbacks)
             _ = tocsin_connect_closed(n, popupClosed, Unmanaged.passRetained(callbacks).toOpaque(), releaseClosedCallbacks)
@@ -115,10 +133,15 @@ final class NotifyServerLink: @unchecked Sendable {
         apply(plan, to: popup)
         var error: UnsafeMutablePointer<GError>?
         guard notify_notification_show(popup.notification, &error) != 0 else {
-            popups[id] = nil
+            if popups.removeValue(forKey: id) != nil { persist(id.instance) }
             return .failure(DeliveryError(.unavailable, "the notification server refused the popup: \(consume(error))"))
         }
         popups[id] = popup
+        popup.serverID = tocsin_notification_get_id(popup.notification)
+        popup.actions = plan.buttons.map(\.id)
+        // libnotify routes its buttons from now on.
+        if let old = adoptedID(id) { adopted[old] = nil }
+        persist(id.instance)
         return .success(())
     }
 
@@ -148,8 +171,17 @@ final class NotifyServerLink: @unchecked Sendable {
     /// Closes the popup for `id` if there is one; cheap for keys never shown.
     func close(_ id: PopupID) {
         assert(loop.isCurrent)
-        guard let popup = popups.removeValue(forKey: id) else { return }
-        closeOnServer(popup)
+        var changed = false
+        if let popup = popups.removeValue(forKey: id) {
+            closeOnServer(popup)
+            changed = true
+        }
+        if let old = adoptedID(id) {
+            adopted[old] = nil
+            closeOnServer(id: old, key: id.key)
+            changed = true
+        }
+        if changed { persist(id.instance) }
     }
 
     /// Closes every popup of one backend instance.
@@ -159,6 +191,117 @@ final class NotifyServerLink: @unchecked Sendable {
         for id in mine {
             if let p = popups.removeValue(forKey: id) { closeOnServer(p) }
         }
+        for (old, a) in adopted where a.instance == instance {
+            adopted[old] = nil
+            closeOnServer(id: old, key: a.record.key)
+        }
+        persist(instance)
+    }
+
+    /// Closes the popup of `key` an earlier run showed, if it is still one taken over (not shown
+    /// again since): its notification is no longer pending or ringing.
+    func closeAdopted(instance: String, key: String) {
+        assert(loop.isCurrent)
+        guard let old = adoptedID(PopupID(instance: instance, key: key)) else { return }
+        adopted[old] = nil
+        closeOnServer(id: old, key: key)
+        logger.info("closed a popup an earlier run left up; its notification is no longer pending or ringing", metadata: ["key": "\(key)", "id": "\(old)"])
+        persist(instance)
+    }
+
+    private func adoptedID(_ id: PopupID) -> UInt32? {
+        adopted.first { $0.value.instance == id.instance && $0.value.record.key == id.key }?.key
+    }
+
+    /// `CloseNotification(id)` for a popup libnotify never showed (one taken over): through a
+    /// notification object given that id.
+    private func closeOnServer(id: UInt32, key: String) {
+        guard let c = connection, g_dbus_connection_is_closed(c) == 0, let n = notify_notification_new("Tocsin", nil, nil) else { return }
+        defer { g_object_unref(UnsafeMutableRawPointer(n)) }
+        tocsin_notification_set_id(n, id)
+        var error: UnsafeMutablePointer<GError>?
+        if notify_notification_close(n, &error) == 0 {
+            logger.debug("closing a popup failed: \(consume(error))", metadata: ["key": "\(key)"])
+        }
+    }
+
+    /// Takes over the popups an earlier run of `instance` recorded (after a crash), once the
+    /// server is found: when the same server (the same unique name) still owns the name, their
+    /// ids still name those popups, so their buttons are routed again and the key's next popup
+    /// replaces its old one. Otherwise the records mean nothing and are dropped (never closed:
+    /// the ids may be another server's popups). Returns the keys taken over.
+    func adopt(_ contents: PopupRecords.Contents, instance: String, route: EventRoute, recordFile: String,
+               appName: String) -> [String] {
+        assert(loop.isCurrent)
+        routes[instance] = route
+        defer {
+            recordFiles[instance] = recordFile
+            persist(instance)
+        }
+        if case .failure(let e) = connect(appName: appName) {
+            logger.notice("dropped the record of the popups an earlier run showed: \(e.message)", metadata: ["file": "\(recordFile)"])
+            return []
+        }
+        guard owner == contents.server else {
+            logger.notice("dropped the record of the popups an earlier run showed: the notification server has restarted since",
+                          metadata: ["file": "\(recordFile)", "recorded": "\(contents.server)", "now": "\(owner ?? "none")"])
+            return []
+        }
+        var keys: [String] = []
+        for r in contents.popups where popups[PopupID(instance: instance, key: r.key)] == nil && adopted[r.id] == nil
+            && adoptedID(PopupID(instance: instance, key: r.key)) == nil {
+            adopted[r.id] = (instance, r)
+            keys.append(r.key)
+        }
+        if !keys.isEmpty, subscription == 0, let c = connection, let owner {
+            subscription = tocsin_subscribe_server_signals(c, owner, adoptedPopupSignal, Unmanaged.passUnretained(self).toOpaque(), nil)
+        }
+        logger.info("took over the popups an earlier run showed", metadata: ["keys": "\(keys.joined(separator: ","))"])
+        return keys
+    }
+
+    /// A signal of the server (the one whose unique name was recorded) about a popup taken over:
+    /// its button pressed, or it closed.
+    fileprivate func serverSignal(id: UInt32, action: String?) {
+        assert(loop.isCurrent)
+        guard let a = adopted[id] else { return }
+        guard let action else {
+            adopted[id] = nil
+            persist(a.instance)
+            return
+        }
+        guard a.record.actions.contains(action) else {
+            logger.debug("an action the popup did not have; ignored", metadata: ["key": "\(a.record.key)", "action": "\(action)"])
+            return
+        }
+        routes[a.instance]?.actionInvoked(action, key: a.record.key)
+    }
+
+    /// Forgets every popup (the server or the bus went away: their ids mean nothing now).
+    private func forgetPopups() {
+        popups.removeAll()
+        adopted.removeAll()
+        if subscription != 0, let c = connection { tocsin_unsubscribe_server_signals(c, subscription) }
+        subscription = 0
+        for instance in recordFiles.keys { persist(instance) }
+    }
+
+    /// Writes the record file of `instance` from the table: its popups on the current server.
+    private func persist(_ instance: String) {
+        guard let path = recordFiles[instance] else { return }
+        var records: [PopupRecord] = []
+        for (id, p) in popups where id.instance == instance && p.serverID != 0 {
+            records.append(PopupRecord(id: p.serverID, key: id.key, actions: p.actions))
+        }
+        for a in adopted.values where a.instance == instance { records.append(a.record) }
+        let problem: String?
+        if let owner, !records.isEmpty {
+            let text = PopupRecords.render(.init(server: owner, popups: records.sorted { $0.id < $1.id }))
+            problem = StateFile.replace(path, with: Array(text.utf8))
+        } else {
+            problem = StateFile.remove(path)
+        }
+        if let problem { logger.warning("cannot record the popups shown; after a crash their buttons would not work: \(problem)") }
     }
 
     private func closeOnServer(_ popup: Popup) {
@@ -172,7 +315,10 @@ final class NotifyServerLink: @unchecked Sendable {
     /// The server reported the popup closed (expired, dismissed, or after an action): forget it,
     /// so the next firing of the key opens a fresh popup and the table never grows without bound.
     fileprivate func closed(_ id: PopupID, _ n: OpaquePointer) {
-        if popups[id]?.notification == n { popups[id] = nil }
+        if popups[id]?.notification == n {
+            popups[id] = nil
+            persist(id.instance)
+        }
     }
 
     // MARK: Server connection
@@ -181,7 +327,7 @@ final class NotifyServerLink: @unchecked Sendable {
         if let c = connection, g_dbus_connection_is_closed(c) != 0 {
             // The bus went away; libnotify's cached proxy is bound to the dead connection, so start over.
             logger.notice("the session bus connection closed; reconnecting for the next popup")
-            popups.removeAll()
+            forgetPopups()
             if notify_is_initted() != 0 { notify_uninit() }
             g_object_unref(UnsafeMutableRawPointer(c))
             connection = nil
@@ -217,8 +363,8 @@ final class NotifyServerLink: @unchecked Sendable {
         g_free(raw)
         if current != owner {
             // Popup ids are per server: a restarted server would read our stale ids as someone else's popups.
-            popups.removeAll()
             owner = current
+            forgetPopups()
             capabilities = queryCapabilities()
             logger.info("notification server found", metadata: ["owner": "\(current)",
                                                                 "capabilities": "\(capabilities.names.sorted().joined(separator: ","))"])
@@ -261,8 +407,9 @@ final class NotifyServerLink: @unchecked Sendable {
     }
 
     private func forgetServer() {
-        if owner != nil { popups.removeAll() }
+        let had = owner != nil
         owner = nil
+        if had { forgetPopups() }
     }
 
     private func queryCapabilities() -> ServerCapabilities {
@@ -302,6 +449,12 @@ private func popupClosed(_ n: OpaquePointer?, _ data: gpointer?) {
     guard let data, let n else { return }
     let callbacks = Unmanaged<PopupCallbacks>.fromOpaque(data).takeUnretainedValue()
     callbacks.link.closed(callbacks.id, n)
+}
+
+private func adoptedPopupSignal(_ id: UInt32, _ action: UnsafePointer<CChar>?, _ reason: UInt32, _ data: gpointer?) {
+    guard let data else { return }
+    let link = Unmanaged<NotifyServerLink>.fromOpaque(data).takeUnretainedValue()
+    link.serverSignal(id: id, action: action.map { String(cString: $0) })
 }
 
 private func releaseClosedCallbacks(_ data: gpointer?, _ closure: OpaquePointer?) {

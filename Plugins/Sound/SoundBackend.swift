@@ -106,6 +106,8 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     private let logger: Logger
     private let observer: (@Sendable (PlayerEvent) -> Void)?
     private let state = Mutex(State())
+    /// Where running players are recorded for the next run after a crash; nil without a state directory.
+    private let ledger: PlayerLedger?
 
     /// Sound waits out quiet hours; alarms still ring unless `[quiet] alarms = false`.
     public var quietMode: QuietMode { .hold }
@@ -116,9 +118,13 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     public var shutsDownWhenReplaced: Bool { true }
 
     /// `environment` is exactly what the player gets. `observer` hears every start and end.
+    /// `stateDirectory`: where the running players are recorded (`sound-NAME.players`), so that
+    /// the start after a crash stops what is left of them; nil records nothing.
     public init(name: String, settings: SoundSettings, environment: [String: String], logger: Logger,
-                limits: PlayerLimits = PlayerLimits(), observer: (@Sendable (PlayerEvent) -> Void)? = nil) {
+                limits: PlayerLimits = PlayerLimits(), observer: (@Sendable (PlayerEvent) -> Void)? = nil,
+                stateDirectory: String? = nil) {
         self.name = name
+        self.ledger = stateDirectory.map { PlayerLedger.shared(path: PlayerLedger.file(directory: $0, backend: name)) }
         self.settings = settings
         self.environment = environment
         self.limits = limits
@@ -144,6 +150,37 @@ public final class SoundBackend: DeliveryBackend, Sendable {
             return .unavailable("cannot run the player \(program): \(String(cString: strerror(errno)))")
         }
         return .ok
+    }
+
+    /// Stops the players an earlier run left playing (`kill -9`, a crash): its cap and its
+    /// acknowledge died with it, and a looping player would play for ever. Only those whose
+    /// leader is still the process recorded (pid and start time) are signalled.
+    public func start(events: any BackendEventSink) async {
+        guard let ledger else { return }
+        let records: [PlayerRecord]
+        switch ledger.takeLeftovers() {
+        case .records(let r): records = r
+        case .malformed(let why):
+            logger.warning("ignored and removed the record of running players: \(why)", metadata: ["file": "\(ledger.path)"])
+            return
+        case .earlierBoot:
+            logger.debug("removed the record of running players of an earlier boot", metadata: ["file": "\(ledger.path)"])
+            return
+        }
+        guard !records.isEmpty else { return }
+        let grace = limits.termGrace
+        let outcomes = await WorkerThread.run { LeftoverProcessGroups.stop(records.map(\.group), grace: grace) }
+        for (r, outcome) in zip(records, outcomes) {
+            let metadata: Logger.Metadata = ["key": "\(r.key)", "pid": "\(r.group.pid)", "outcome": "\(outcome)"]
+            if outcome.stopped {
+                logger.notice("stopped a player an earlier run left playing", metadata: metadata)
+            } else if case .refused = outcome {
+                logger.warning("did not stop a recorded player", metadata: metadata)
+            } else {
+                logger.debug("a player an earlier run recorded has ended", metadata: metadata)
+            }
+            if let problem = ledger.forget(r.group.pid) { logger.warning("\(problem)") }
+        }
     }
 
     public func deliver(_ firing: Firing) async throws(DeliveryError) {
@@ -183,6 +220,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
             count { $0.failedStarts += 1 }
             throw DeliveryError(error.isTransient ? .unavailable : .permanent, error.description)
         }
+        record(process, key: key)
         let (id, displaced, vetoed) = state.withLock { s -> (UInt64, Playing?, WithdrawReason?) in
             s.nextID += 1
             s.counters.started += 1
@@ -253,6 +291,15 @@ public final class SoundBackend: DeliveryBackend, Sendable {
 
     // MARK: -
 
+    /// Into the ledger before anything can end it (`ended` drops it).
+    private func record(_ process: ChildProcess, key: String) {
+        guard let ledger, let start = process.startTime else { return }
+        let r = PlayerRecord(group: RecordedProcessGroup(pid: process.pid, processGroup: process.pid, startTime: start), key: key)
+        if let problem = ledger.add(r) {
+            logger.warning("cannot record the running player; a crash now would leave it playing: \(problem)", metadata: ["key": "\(key)"])
+        }
+    }
+
     private func take(_ key: String) -> Playing? {
         state.withLock { $0.playing.removeValue(forKey: key) }
     }
@@ -272,6 +319,7 @@ public final class SoundBackend: DeliveryBackend, Sendable {
     }
 
     private func ended(key: String, id: UInt64, ring: UInt32, process: ChildProcess, exit: ChildExit, early: Bool) {
+        if let problem = ledger?.forget(process.pid) { logger.warning("\(problem)") }
         state.withLock { s in
             if s.playing[key]?.id == id { s.playing[key] = nil }
             switch exit.stoppedBy {

@@ -68,7 +68,7 @@ public struct SoundBackendFactory: BackendFactory {
         var playerEnv: [String: String] = ["PATH": env["PATH"] ?? Self.defaultPath]
         for k in Self.passedVariables { if let v = env[k] { playerEnv[k] = v } }
         return SoundBackend(name: name, settings: settings, environment: playerEnv, logger: environment.logger,
-                            limits: limits, observer: observer)
+                            limits: limits, observer: observer, stateDirectory: environment.stateDirectory)
     }
 
     static let defaultPath = "/usr/local/bin:/usr/bin:/bin"

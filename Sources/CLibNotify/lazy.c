@@ -6,6 +6,7 @@
  * and reports itself unavailable with tocsin_libnotify_load_error's reason. Everything else is called only on that loop, so only once
  * the library is there. */
 #include <stddef.h>
+#include <string.h>
 
 #define TOCSIN_LAZY_SONAME "libnotify.so.4"
 #include "../CTocsinSystem/lazy_library.h"
@@ -122,6 +123,92 @@ gchar *tocsin_get_name_owner(GDBusConnection *connection, const gchar *name, gin
         f(reply);
     }
     return owner;
+}
+
+guint32 tocsin_notification_get_id(NotifyNotification *notification) {
+    gint id = 0;
+    LAZY_RESOLVE(void (*)(gpointer, const gchar *, ...), "g_object_get")
+    f(notification, "id", &id, NULL);
+    return (guint32)id;
+}
+
+void tocsin_notification_set_id(NotifyNotification *notification, guint32 id) {
+    LAZY_RESOLVE(void (*)(gpointer, const gchar *, ...), "g_object_set")
+    f(notification, "id", (gint)id, NULL);
+}
+
+struct tocsin_server_signal {
+    TocsinServerSignalCallback callback;
+    gpointer user_data;
+    GDestroyNotify destroy;
+};
+
+static void tocsin_server_signal_free(gpointer data) {
+    struct tocsin_server_signal *s = data;
+    if (s->destroy) s->destroy(s->user_data);
+    g_free(s);
+}
+
+static void tocsin_server_signal_received(GDBusConnection *connection, const gchar *sender, const gchar *path,
+                                          const gchar *interface, const gchar *member, GVariant *parameters,
+                                          gpointer data) {
+    (void)connection; (void)sender; (void)path; (void)interface;
+    struct tocsin_server_signal *s = data;
+    const gchar *type;
+    {
+        LAZY_RESOLVE(const gchar *(*)(GVariant *), "g_variant_get_type_string")
+        type = f(parameters);
+    }
+    int action = strcmp(member, "ActionInvoked") == 0;
+    int closed = strcmp(member, "NotificationClosed") == 0;
+    if (!(action && strcmp(type, "(us)") == 0) && !(closed && strcmp(type, "(uu)") == 0)) return;
+    GVariant *first, *second;
+    {
+        LAZY_RESOLVE(GVariant *(*)(GVariant *, size_t), "g_variant_get_child_value")
+        first = f(parameters, 0);
+        second = f(parameters, 1);
+    }
+    guint32 id, reason = 0;
+    const gchar *name = NULL;
+    {
+        LAZY_RESOLVE(guint32 (*)(GVariant *), "g_variant_get_uint32")
+        id = f(first);
+        if (!action) reason = f(second);
+    }
+    if (action) {
+        LAZY_RESOLVE(const gchar *(*)(GVariant *, size_t *), "g_variant_get_string")
+        name = f(second, NULL);
+    }
+    s->callback(id, action ? name : NULL, reason, s->user_data);
+    {
+        LAZY_RESOLVE(void (*)(GVariant *), "g_variant_unref")
+        f(first);
+        f(second);
+    }
+}
+
+guint tocsin_subscribe_server_signals(GDBusConnection *connection, const gchar *sender, TocsinServerSignalCallback callback,
+                                      gpointer user_data, GDestroyNotify destroy) {
+    struct tocsin_server_signal *s;
+    {
+        LAZY_RESOLVE(gpointer (*)(size_t), "g_malloc0")
+        s = f(sizeof *s);
+    }
+    s->callback = callback;
+    s->user_data = user_data;
+    s->destroy = destroy;
+    LAZY_RESOLVE(guint (*)(GDBusConnection *, const gchar *, const gchar *, const gchar *, const gchar *, const gchar *, int,
+                           void (*)(GDBusConnection *, const gchar *, const gchar *, const gchar *, const gchar *, GVariant *, gpointer),
+                           gpointer, GDestroyNotify),
+                 "g_dbus_connection_signal_subscribe")
+    /* G_DBUS_SIGNAL_FLAGS_NONE */
+    return f(connection, sender, "org.freedesktop.Notifications", NULL, "/org/freedesktop/Notifications", NULL, 0,
+             tocsin_server_signal_received, s, tocsin_server_signal_free);
+}
+
+void tocsin_unsubscribe_server_signals(GDBusConnection *connection, guint subscription) {
+    LAZY_RESOLVE(void (*)(GDBusConnection *, guint), "g_dbus_connection_signal_unsubscribe")
+    f(connection, subscription);
 }
 
 void tocsin_free_string_list(GList *list) {

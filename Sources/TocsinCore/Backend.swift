@@ -73,6 +73,15 @@ public struct RingPolicy: Hashable, Sendable {
 
 public protocol BackendEventSink: Sendable {
     func send(_ event: BackendEvent)
+    /// Whether a popup of `key` would still be up had the daemon not stopped: the center holds
+    /// it pending or ringing (not snoozed, unanswered, cancelled or done). For a backend that
+    /// finds what an earlier run left shown (after a crash); waits until the state is loaded,
+    /// so never await it in `start`. Defaults to true (keep it).
+    func stillShown(key: String) async -> Bool
+}
+
+extension BackendEventSink {
+    public func stillShown(key: String) async -> Bool { true }
 }
 
 /// A delivery backend: one configured instance (`[backend.NAME]`) of a backend type.

@@ -1,6 +1,7 @@
 import DBus
 import Glibc
 import Synchronization
+import TocsinSystem
 
 /// Who a caller is for `[daemon] max_pending_per_client`: the process behind the connection.
 ///
@@ -152,24 +153,7 @@ final class ClientIdentities: Sendable {
             if name == "ProcessID" { pid = x }
         }
         guard let pid else { return nil }
-        let start = processStartTime(pid).map { " start=\($0)" } ?? ""
+        let start = ProcessStat.read(pid_t(bitPattern: pid)).map { " start=\($0.startTime)" } ?? ""
         return "uid=\(uid.map(String.init) ?? "?") pid=\(pid)\(start)"
-    }
-
-    /// Field 22 of `/proc/PID/stat` (clock ticks after boot), read past the `comm` field, which
-    /// may itself hold spaces and parentheses.
-    static func processStartTime(_ pid: UInt32) -> String? {
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        let text = buffer[..<n]
-        guard let close = text.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        // After ") " come fields 3, 4, ...: the start time is the 20th of them.
-        let fields = text[(close + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count >= 20 else { return nil }
-        return String(decoding: fields[19], as: UTF8.self)
     }
 }

@@ -83,6 +83,9 @@ public final class ChildProcess: Sendable {
 
     public let pid: pid_t
     public let argv: [String]
+    /// Its start time in `/proc` (`ProcessStat.startTime`), read before anyone could reap it:
+    /// with the pid, what names this process for its whole life. nil without `/proc`.
+    public let startTime: UInt64?
     private let state: Mutex<State>
     /// When it was spawned: the cap and the start window count from here.
     public let started: ContinuousClock.Instant
@@ -94,6 +97,8 @@ public final class ChildProcess: Sendable {
     private init(pid: pid_t, argv: [String], started: ContinuousClock.Instant, cap: Duration, grace: Duration) {
         self.pid = pid
         self.argv = argv
+        // Our child, not yet reaped (the watcher starts after this): the pid is still its.
+        self.startTime = ProcessStat.read(pid)?.startTime
         self.started = started
         self.capAt = started + cap
         self.grace = grace

@@ -101,6 +101,38 @@ struct FaultKillTests {
         }
     }
 
+    /// Regression (review of alarms, finding 2): the players are in process groups of their own
+    /// and their cap and acknowledge lived only in the dead daemon's memory, so a looping player
+    /// played on for ever after the restart, and `tocsin ack` could not reach it.
+    @Test("kill -9 while a looping player rings: the restarted daemon stops the orphaned player's process group")
+    func killMidAlarmLoopingPlayer() async throws {
+        let dir = TemporaryDirectory(prefix: "tocsin-stubborn")
+        let pidFile = dir.path + "/pid"
+        // A player that never ends by itself (as `mpv --loop`): its shell leads the group.
+        let player = try dir.script("stubborn.sh", "echo $$ > '\(pidFile).tmp'; mv '\(pidFile).tmp' '\(pidFile)'\nwhile :; do paplay \"$1\"; done")
+        try await withTeardown { t in
+            try await withAlarm(every: "30s", maxRings: 10, soundSeconds: "0.5", player: [player, "{file}"]) { f in
+                _ = try await f.tocsin("schedule", "--key", "wake", "--title", "Wake up", "--after", "1s", "--backend", "alarm")
+                // Two streams: the player is looping.
+                try await f.watch.wait("new", number: 2, timeout: .seconds(15))
+                let group = try #require(Int32(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+                t.add { _ = Glibc.kill(-group, SIGKILL) }
+                try await f.process.kill()
+                // Orphaned, it plays on.
+                let orphaned = f.watch.count("new")
+                try await f.watch.wait("new", number: orphaned + 1, timeout: .seconds(15))
+                #expect(Glibc.kill(-group, 0) == 0)
+                try await f.startDaemon()
+                try await waitUntil("the orphaned player's group to be gone", timeout: .seconds(10)) {
+                    Glibc.kill(-group, 0) == -1 && errno == ESRCH
+                }
+                let log = try f.process.stderr
+                #expect(log.contains("stopped a player an earlier run left playing"), "\(log)")
+                _ = try await f.tocsin("ack", "wake")
+            }
+        }
+    }
+
     @Test("the notification server is killed mid-alarm and restarted: popups reach the new server, the sound never stops")
     func notificationServerKilled() async throws {
         let popup = """
@@ -131,5 +163,77 @@ struct FaultKillTests {
             #expect((gaps.max() ?? 0) < 3.2, "the sound paused: gaps \(gaps)")
             #expect(f.daemonProcess.value?.status == nil, "the daemon is still running")
         } }
+    }
+}
+
+/// Regression (review of alarms, finding 3): the popup id → key table lived only in memory, so
+/// after `kill -9` the alarm's popup stayed up with a Dismiss that did nothing, and the next ring
+/// opened a second popup for the same key.
+extension FaultKillTests {
+    enum PopupRow: String, Sendable, CaseIterable, CustomTestStringConvertible {
+        /// The old popup's Dismiss, pressed after the restart, acknowledges the alarm.
+        case dismiss
+        /// The next ring replaces the old popup (`replaces_id`) instead of opening a second.
+        case nextRing
+        /// A popup whose notification is done (a one-shot reminder that fired) is closed.
+        case done
+        var testDescription: String { rawValue }
+    }
+
+    @Test("kill -9 while a popup is up, then a restart against the same notification server", arguments: PopupRow.allCases)
+    func killWithPopupUp(_ row: PopupRow) async throws {
+        try await withTeardown { t in
+            let bus = try await PrivateBus.start()
+            t.add { await bus.stop() }
+            let server = try await NotificationServer.mock(bus: bus, capabilities: "body actions")
+            t.add { await server.stop() }
+            let monitor = try await NotificationMonitor.start(bus: bus)
+            t.add { await monitor.stop() }
+            let watcher = try await GatewayWatcher.start(bus: bus)
+            t.add { await watcher.stop() }
+            let every = row == .nextRing ? "3s" : "1min"
+            var config = AlarmPopupTests.config.replacingOccurrences(of: "every = \"1min\"", with: "every = \"\(every)\"")
+            // The reminder's popup stays up until closed, as an alarm's does.
+            config = config.replacingOccurrences(of: "type = \"libnotify\"", with: "type = \"libnotify\"\ntimeout = \"never\"")
+            let d = try DaemonUnderTest(config: config, environment: bus.environment)
+            let first = try d.start(["--bus", bus.address, "--log-level", "debug"])
+            t.add { _ = Glibc.kill(first.pid, SIGKILL); _ = try? await first.waitForExit(timeout: .seconds(10)) }
+            try await first.waitForStderr(containing: "serving the D-Bus API", timeout: .seconds(30))
+            let backends = row == .done ? "['popup', 'events']" : "['popup', 'alarm', 'events']"
+            let s = try await TestProcess.run("gdbus", ["call", "--address", bus.address, "-d", GatewayFixture.dest, "-o", GatewayFixture.path,
+                                                        "-m", "\(GatewayFixture.iface).Schedule",
+                                                        "{'key': <'wake'>, 'title': <'Wake up'>, 'after': <'1s'>, 'backends': <\(backends)>}"])
+            try #require(s.status == .exited(0), "\(s.stderrText)")
+            let old = try #require(try await monitor.wait("return", "Notify").first?.args.first as? Int)
+            // The popup's delivery has returned (it is recorded by then).
+            try await first.waitForStderr(containing: "delivery recorded backend=popup key=wake", timeout: .seconds(20))
+            _ = Glibc.kill(first.pid, SIGKILL)
+            _ = try await first.waitForExit(timeout: .seconds(10))
+
+            let second = try d.start(["--bus", bus.address, "--log-level", "debug"])
+            t.add { second.signal(SIGTERM); _ = try? await second.waitForExit(timeout: .seconds(10)) }
+            // Logged once the backends have started (the popups are taken over in their start).
+            try await second.waitForStderr(containing: "info: started backends=", timeout: .seconds(30))
+            switch row {
+            case .dismiss:
+                try await server.pressMock(id: UInt32(old), action: "dismiss")
+                _ = try await watcher.wait("Acknowledged", key: "wake")
+                // Acknowledged: the popup it came from is closed, as a live one would be.
+                let close = try await monitor.wait("call", "CloseNotification")
+                #expect(close.first?.args.first as? Int == old)
+            case .nextRing:
+                let calls = try await monitor.wait("call", "Notify", count: 2, timeout: .seconds(20))
+                #expect(calls[1].args[1] as? Int == old, "the next ring's Notify must replace the old popup: replaces_id \(calls[1].args[1])")
+                let returned = try await monitor.wait("return", "Notify", count: 2)
+                #expect(returned[1].args.first as? Int == old)
+                try await server.pressMock(id: UInt32(old), action: "dismiss")
+                _ = try await watcher.wait("Acknowledged", key: "wake")
+            case .done:
+                let close = try await monitor.wait("call", "CloseNotification")
+                #expect(close.first?.args.first as? Int == old)
+            }
+            #expect(monitor.messages.filter { $0.kind == "call" && $0.member == "Notify" }.count == (row == .nextRing ? 2 : 1),
+                    "\(monitor.messages.map(\.member))")
+        }
     }
 }

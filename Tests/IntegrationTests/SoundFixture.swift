@@ -213,8 +213,10 @@ final class AlarmFixture: Sendable {
     }
 
     /// `every`, `maxRings` and a sine of `soundSeconds` made by sox; `extraConfig` adds backends.
+    /// `player`: the player's argv template, `paplay` when nil.
     static func start(every: String, maxRings: Int, soundSeconds: String,
-                      ackKeyAfter: (key: String, ring: Int)? = nil, extraConfig: String = "") async throws -> AlarmFixture {
+                      ackKeyAfter: (key: String, ring: Int)? = nil, extraConfig: String = "",
+                      player: [String]? = nil) async throws -> AlarmFixture {
         let pulse = try await PulseServer.start()
         let bus: PrivateBus
         do { bus = try await PrivateBus.start() } catch {
@@ -233,7 +235,7 @@ final class AlarmFixture: Sendable {
                 file = "\(sound)"
                 every = "\(every)"
                 max_rings = \(maxRings)
-                player = ["paplay", "{file}"]
+                player = [\((player ?? ["paplay", "{file}"]).map { "\"\($0)\"" }.joined(separator: ", "))]
 
                 [backend.log]
                 type = "log"
@@ -294,10 +296,10 @@ final class AlarmFixture: Sendable {
 }
 
 func withAlarm<T: Sendable>(every: String, maxRings: Int, soundSeconds: String, ackKeyAfter: (key: String, ring: Int)? = nil,
-                            extraConfig: String = "",
+                            extraConfig: String = "", player: [String]? = nil,
                             _ body: (AlarmFixture) async throws -> T) async throws -> T {
     let f = try await AlarmFixture.start(every: every, maxRings: maxRings, soundSeconds: soundSeconds, ackKeyAfter: ackKeyAfter,
-                                         extraConfig: extraConfig)
+                                         extraConfig: extraConfig, player: player)
     do {
         let r = try await body(f)
         await f.stop()

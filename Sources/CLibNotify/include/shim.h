@@ -22,6 +22,8 @@ typedef char gchar;
 typedef void *gpointer;
 typedef unsigned long gulong;
 typedef unsigned int GQuark;
+typedef unsigned int guint;
+typedef unsigned int guint32;
 
 typedef struct _GError {
     GQuark domain;
@@ -64,6 +66,9 @@ typedef void (*NotifyActionCallback)(NotifyNotification *notification, char *act
 #endif
 
 typedef void (*TocsinClosedCallback)(NotifyNotification *notification, gpointer user_data);
+/* A signal of the notification server: ActionInvoked (action non-NULL) or NotificationClosed
+ * (action NULL, reason set). */
+typedef void (*TocsinServerSignalCallback)(guint32 id, const char *action, guint32 reason, gpointer user_data);
 
 /* libnotify */
 gboolean notify_init(const char *app_name);
@@ -116,6 +121,20 @@ gulong tocsin_connect_closed(NotifyNotification *notification, TocsinClosedCallb
 /* Who owns a bus name right now: a newly allocated unique name (g_free it), or NULL with *error set
  * (org.freedesktop.DBus.Error.NameHasNoOwner when nobody does). */
 gchar *tocsin_get_name_owner(GDBusConnection *connection, const gchar *name, gint timeout_ms, GError **error);
+
+/* The popup's id on the server (libnotify's "id" property): 0 before it was shown. */
+guint32 tocsin_notification_get_id(NotifyNotification *notification);
+
+/* Sets the popup's id, so the next show replaces that popup on the server (Notify's replaces_id)
+ * and close closes it: how a popup an earlier run showed is taken over. */
+void tocsin_notification_set_id(NotifyNotification *notification, guint32 id);
+
+/* Subscribes to ActionInvoked and NotificationClosed sent by `sender` (a unique name) on
+ * /org/freedesktop/Notifications; callbacks run on the thread-default main context of the caller.
+ * Returns the subscription id (0 on failure); `destroy` frees user_data after unsubscribing. */
+guint tocsin_subscribe_server_signals(GDBusConnection *connection, const gchar *sender, TocsinServerSignalCallback callback,
+                                      gpointer user_data, GDestroyNotify destroy);
+void tocsin_unsubscribe_server_signals(GDBusConnection *connection, guint subscription);
 
 /* Frees the list notify_get_server_caps returns. */
 void tocsin_free_string_list(GList *list);

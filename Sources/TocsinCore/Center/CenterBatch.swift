@@ -136,6 +136,22 @@ extension TocsinCenter {
         }
     }
 
+    /// Whether `key` is pending or ringing, once the state is loaded and what was queued before
+    /// is applied (`BackendEventSink.stillShown`). A stop before the load answers true: nothing
+    /// is known, and the stop closes what the backends show anyway.
+    public func stillShown(_ key: String) async -> Bool {
+        if !loaded {
+            // Resumed by the first drain after the load, or by the stop.
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in queued.append(.read(c)) }
+            if !loaded { return true }
+        }
+        await caughtUp()
+        switch machine.summary(key)?.state {
+        case .idle?, .ringing?: return true
+        case .snoozed?, .unanswered?, nil: return false
+        }
+    }
+
     /// One drain at a time: what arrives while it commits waits in `queued` for the next batch.
     func startDraining() {
         guard !committing, loaded else { return }

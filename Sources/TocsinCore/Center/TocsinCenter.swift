@@ -488,6 +488,11 @@ private final class CenterSink: BackendEventSink, Sendable {
         }
     }
 
+    func stillShown(key: String) async -> Bool {
+        guard let center else { return true }
+        return await center.stillShown(key)
+    }
+
     /// Returns once every event sent so far has been handled: each task awaits the one before
     /// it, so the last one's end is everyone's.
     func settled() async {
