@@ -101,8 +101,16 @@ public enum LeftoverProcessGroups: Sendable {
             // What the leader left in its group (a child that ignored SIGTERM), as `ChildProcess`
             // does when a player ends. The group's number cannot be given to a new process while
             // a member is left, so only a process that now has the leader's pid could be another
-            // group's: then it is not ours, and we stop here.
-            if !stillThere[n], ProcessStat.read(w.group) == nil { _ = Glibc.kill(-w.group, SIGKILL) }
+            // group's: then it is not ours, and we stop here. The leader itself, ended but not yet
+            // reaped by whoever adopted it (a zombie with the recorded start time), still holds
+            // the pid: the group is ours (it was skipped as "still there", and the child lived).
+            if !stillThere[n] {
+                let leader = ProcessStat.read(w.group)
+                let record = records[watched[n].index]
+                if leader == nil || (leader!.isZombie && leader!.startTime == record.startTime) {
+                    _ = Glibc.kill(-w.group, SIGKILL)
+                }
+            }
             if w.pidfd >= 0 { close(w.pidfd) }
         }
         return outcomes

@@ -10,9 +10,11 @@ public import Glibc
 public struct ProcessStat: Hashable, Sendable {
     public var processGroup: pid_t
     public var startTime: UInt64
+    /// Ended and not yet reaped (state `Z`): its pid, and so its group's number, are still its own.
+    public var isZombie = false
 
-    public init(processGroup: pid_t, startTime: UInt64) {
-        self.processGroup = processGroup; self.startTime = startTime
+    public init(processGroup: pid_t, startTime: UInt64, isZombie: Bool = false) {
+        self.processGroup = processGroup; self.startTime = startTime; self.isZombie = isZombie
     }
 
     /// nil when there is no such process (or `/proc` is not mounted).
@@ -36,7 +38,7 @@ public struct ProcessStat: Hashable, Sendable {
         guard fields.count >= 20,
               let group = Int32(String(decoding: fields[2], as: UTF8.self)),
               let start = UInt64(String(decoding: fields[19], as: UTF8.self)) else { return nil }
-        return ProcessStat(processGroup: group, startTime: start)
+        return ProcessStat(processGroup: group, startTime: start, isZombie: fields[0].first == UInt8(ascii: "Z"))
     }
 
     /// This boot's id (`/proc/sys/kernel/random/boot_id`): start times count from the boot, so

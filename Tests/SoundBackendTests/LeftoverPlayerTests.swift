@@ -91,6 +91,38 @@ struct LeftoverPlayerTests {
         #expect(rig.lines.value.contains("stopped a player an earlier run left playing"), "\(rig.lines.value)")
     }
 
+    /// Regression (review of the merged change): the sweep for what a stopped leader left in its
+    /// group ran only once the leader's `/proc` entry was gone, but a leader nobody has reaped yet
+    /// (its adopter reaps late) is a zombie with that entry, so a child that ignored SIGTERM lived.
+    @Test("a leader that ends at SIGTERM but is not reaped: the child it left in its group is killed")
+    func zombieLeadersChild() async throws {
+        let rig = try Rig()
+        let pidFile = rig.w.path + "/leader.pid"
+        // The leader (setsid: pid == group) starts a child that ignores SIGTERM; the leader's
+        // parent becomes `sleep`, which never reaps it.
+        let outer = try TestProcess("/bin/sh", ["-c", """
+            setsid sh -c '(trap "" TERM; exec sleep 300) & echo $$ > \(pidFile).tmp; mv \(pidFile).tmp \(pidFile); wait' &
+            exec sleep 300
+            """])
+        defer { Task { _ = try? await outer.kill() } }
+        try await waitUntil("the leader's pid", timeout: .seconds(10)) { FileManager.default.fileExists(atPath: pidFile) }
+        let leader = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let st = try #require(ProcessStat.read(leader))
+        #expect(st.processGroup == leader)
+        let record = RecordedProcessGroup(pid: leader, processGroup: leader, startTime: st.startTime)
+        let outcomes = await WorkerThread.run { LeftoverProcessGroups.stop([record], grace: .seconds(2)) }
+        #expect(outcomes == [.terminated])
+        #expect(ProcessStat.read(leader)?.isZombie == true, "the leader is left a zombie, as the case needs")
+        // Nothing of the group is left but the zombie leader.
+        try await waitUntil("the group's child killed", timeout: .seconds(10)) {
+            let members = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return !members.contains { name in
+                guard let pid = Int32(name), pid != leader, let s = ProcessStat.read(pid) else { return false }
+                return s.processGroup == leader && !s.isZombie
+            }
+        }
+    }
+
     @Test("a recorded pid now held by a process with another start time (a reused pid) is not signalled", arguments: [1, -1])
     func reusedPidIsLeftAlone(offset: Int64) async throws {
         let rig = try Rig()
