@@ -194,6 +194,28 @@ struct MachineTests {
         #expect(events(advance(&m, to: t0 + .seconds(10 + 60 * 5))) == [.unanswered(key: "wake", rings: 3)])
     }
 
+    /// Regression (review of the merged change): after downtime over both a ring and the next
+    /// occurrence of a repeating alarm, the old occurrence's ring played and was cut at once by
+    /// the new firing.
+    @Test("a newer occurrence due with a late ring supersedes it: only the new firing rings")
+    func newOccurrenceSupersedesLateRing() throws {
+        var m = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        try schedule(&m, note("wake", .every(period: .seconds(600), starting: t0 + .seconds(10), count: nil, until: nil),
+                              backends: ["alarm"]))
+        _ = advance(&m, to: t0 + .seconds(10))
+        let resumed = advance(&m, to: t0 + .seconds(10 + 600 + 5))
+        #expect(delivered(resumed) == ["wake#2:late"], "\(delivered(resumed))")
+        #expect(rings(resumed).isEmpty)
+        #expect(m.summary("wake")?.state == .ringing(since: t0 + .seconds(615), rings: 1))
+        // With the newer occurrence skipped by its policy, the old one rings on.
+        var s = machine([BackendInfo(name: "alarm", ringPolicy: Self.alarm)])
+        try schedule(&s, note("wake", .every(period: .seconds(600), starting: t0 + .seconds(10), count: nil, until: nil),
+                              missed: .skip, backends: ["alarm"]))
+        _ = advance(&s, to: t0 + .seconds(10))
+        let skipped = advance(&s, to: t0 + .seconds(10 + 600 + 5))
+        #expect(rings(skipped) == [2], "\(delivered(skipped))")
+    }
+
     @Test("snooze silences now and re-delivers the last occurrence when it ends")
     func snooze() throws {
         var m = machine()

@@ -38,7 +38,11 @@ extension NotificationMachine {
         if case .ringing(let since, let rings) = e.alert, let ring, let occ = occurrence(e.last, of: e) {
             let every = ring.every.microseconds
             let nextRing = since + TimeSpan(microseconds: every &* Int64(rings))
-            if nextRing <= now {
+            // A newer occurrence due now supersedes the ring of the old one: it starts ringing
+            // afresh below (after downtime both fell due, and the stale ring played and was cut
+            // at once).
+            let superseded = occurrence(e.next, of: e).map { $0.instant <= now } ?? false
+            if nextRing <= now, !superseded {
                 // `max_rings` counts rings that played: time asleep or down uses none (counted
                 // from the first ring by the clock, a 15 s suspend left an alarm that had rung
                 // once unanswered at resume, silent). A late ring plays now and the cadence
