@@ -50,12 +50,14 @@ public struct DesktopBackend: DeliveryBackend {
             return
         }
         let (instance, route, appName) = (name, self.route, options.appName)
-        let keys = await link.loop.perform(cancelled: [String]()) {
-            link.adopt(contents, instance: instance, route: route, recordFile: recordFile, appName: appName)
-        }
-        guard !keys.isEmpty else { return }
-        // The center answers once its state is loaded, which is after the backends' start.
+        // In the background: taking over asks the bus and the server (a hung server would hold
+        // the daemon's start for the calls' timeouts), and the center answers `stillShown` only
+        // once its state is loaded, which is after the backends' start. A popup shown meanwhile
+        // goes through the same loop, so it is shown before or after the take-over, never during.
         Task {
+            let keys = await link.loop.perform(cancelled: [String]()) {
+                link.adopt(contents, instance: instance, route: route, recordFile: recordFile, appName: appName)
+            }
             for key in keys where !(await events.stillShown(key: key)) {
                 await link.loop.perform(cancelled: ()) { link.closeAdopted(instance: instance, key: key) }
             }

@@ -242,9 +242,11 @@ final class NotifyServerLink: @unchecked Sendable {
             logger.notice("dropped the record of the popups an earlier run showed: \(e.message)", metadata: ["file": "\(recordFile)"])
             return []
         }
-        guard owner == contents.server else {
-            logger.notice("dropped the record of the popups an earlier run showed: the notification server has restarted since",
-                          metadata: ["file": "\(recordFile)", "recorded": "\(contents.server)", "now": "\(owner ?? "none")"])
+        let bus = connection.flatMap { tocsin_connection_guid($0) }.map { String(cString: $0) }
+        guard owner == contents.server, let bus, contents.bus == bus else {
+            logger.notice("dropped the record of the popups an earlier run showed: the notification server or the bus has restarted since",
+                          metadata: ["file": "\(recordFile)", "recorded": "\(contents.server) on \(contents.bus ?? "an unnamed bus")",
+                                     "now": "\(owner ?? "none") on \(bus ?? "?")"])
             return []
         }
         var keys: [String] = []
@@ -256,7 +258,9 @@ final class NotifyServerLink: @unchecked Sendable {
         if !keys.isEmpty, subscription == 0, let c = connection, let owner {
             subscription = tocsin_subscribe_server_signals(c, owner, adoptedPopupSignal, Unmanaged.passUnretained(self).toOpaque(), nil)
         }
-        logger.info("took over the popups an earlier run showed", metadata: ["keys": "\(keys.joined(separator: ","))"])
+        if !keys.isEmpty {
+            logger.info("took over the popups an earlier run showed", metadata: ["keys": "\(keys.joined(separator: ","))"])
+        }
         return keys
     }
 
@@ -296,7 +300,8 @@ final class NotifyServerLink: @unchecked Sendable {
         for a in adopted.values where a.instance == instance { records.append(a.record) }
         let problem: String?
         if let owner, !records.isEmpty {
-            let text = PopupRecords.render(.init(server: owner, popups: records.sorted { $0.id < $1.id }))
+            let bus = connection.flatMap { tocsin_connection_guid($0) }.map { String(cString: $0) }
+            let text = PopupRecords.render(.init(server: owner, bus: bus, popups: records.sorted { $0.id < $1.id }))
             problem = StateFile.replace(path, with: Array(text.utf8))
         } else {
             problem = StateFile.remove(path)

@@ -16,14 +16,16 @@ struct PopupRecord: Hashable, Sendable {
 /// state directory, so that a daemon started after a `kill -9` or a crash can take them over:
 /// route their buttons, replace them at the next ring instead of opening a second popup, and
 /// close those whose notification is no longer pending or ringing. Popup ids mean something only
-/// to the server that gave them, so the file names it by its unique bus name: a server that
-/// restarted since (another unique name) makes the records worthless, and they are dropped.
+/// to the server that gave them, so the file names it by its unique bus name and the bus's GUID
+/// (a restarted bus hands out `:1.0` again): a server or bus that restarted since makes the
+/// records worthless, and they are dropped, never closed (the ids may be another app's popups).
 ///
 /// The format, one record a line, fields separated by one space (action ids in hex, since a
 /// notification's own may hold any character):
 ///
 ///     tocsin-popups 1
 ///     server UNIQUE-NAME
+///     bus GUID
 ///     popup ID KEY HEX-ACTION,HEX-ACTION,...
 ///
 /// A file that does not read exactly so is ignored with a warning and removed.
@@ -36,11 +38,14 @@ enum PopupRecords {
 
     struct Contents: Equatable {
         var server: String
+        /// The bus's GUID; nil when the file did not say (nothing is taken over then).
+        var bus: String? = nil
         var popups: [PopupRecord]
     }
 
     static func render(_ c: Contents) -> String {
         var text = header + "\nserver \(c.server)\n"
+        if let bus = c.bus { text += "bus \(bus)\n" }
         for p in c.popups {
             let actions = p.actions.map { hex(Array($0.utf8)) }.joined(separator: ",")
             text += "popup \(p.id) \(p.key) \(actions.isEmpty ? "-" : actions)\n"
@@ -67,7 +72,17 @@ enum PopupRecords {
         }
         var popups: [PopupRecord] = []
         var seen: Set<UInt32> = []
-        for (n, line) in lines.enumerated().dropFirst(2) {
+        var bus: String?
+        var first = 2
+        if lines.count > 2, lines[2].hasPrefix("bus ") {
+            let g = lines[2].dropFirst(4)
+            guard g.utf8.count == 32, g.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+                return .failure(ParseError("line 3: a bus line is 'bus GUID' (32 hex digits)"))
+            }
+            bus = String(g)
+            first = 3
+        }
+        for (n, line) in lines.enumerated().dropFirst(first) {
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             func bad(_ why: String) -> Result<Contents, ParseError> { .failure(ParseError("line \(n + 1): \(why)")) }
             guard fields.count == 4, fields[0] == "popup", let id = UInt32(fields[1]), id > 0,
@@ -89,7 +104,7 @@ enum PopupRecords {
             popups.append(PopupRecord(id: id, key: key, actions: actions))
             guard popups.count <= maxRecords else { return bad("more than \(maxRecords) popups") }
         }
-        return .success(Contents(server: String(server[1]), popups: popups))
+        return .success(Contents(server: String(server[1]), bus: bus, popups: popups))
     }
 
     /// A unique bus name as the bus hands them out: `:` then dot-separated elements of

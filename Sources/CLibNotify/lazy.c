@@ -125,6 +125,11 @@ gchar *tocsin_get_name_owner(GDBusConnection *connection, const gchar *name, gin
     return owner;
 }
 
+const gchar *tocsin_connection_guid(GDBusConnection *connection) {
+    LAZY_RESOLVE(const gchar *(*)(GDBusConnection *), "g_dbus_connection_get_guid")
+    return f(connection);
+}
+
 guint32 tocsin_notification_get_id(NotifyNotification *notification) {
     gint id = 0;
     LAZY_RESOLVE(void (*)(gpointer, const gchar *, ...), "g_object_get")

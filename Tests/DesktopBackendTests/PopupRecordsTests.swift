@@ -12,13 +12,13 @@ import TocsinCore
 struct PopupRecordsTests {
     @Test("written and read back: the server's unique name, each popup's id, key and button ids (any text, in hex)")
     func roundTrip() throws {
-        let c = PopupRecords.Contents(server: ":1.42", popups: [
+        let c = PopupRecords.Contents(server: ":1.42", bus: "0123456789abcdef0123456789abcdef", popups: [
             PopupRecord(id: 7, key: "wake", actions: ["dismiss", "snooze", "default"]),
             PopupRecord(id: 9, key: "tea", actions: ["open it", "ünï,cødé\n", "default"]),
             PopupRecord(id: 12, key: "plain", actions: []),
         ])
         let text = PopupRecords.render(c)
-        #expect(text.hasPrefix("tocsin-popups 1\nserver :1.42\npopup 7 wake 6469736d697373,736e6f6f7a65,64656661756c74\n"), "\(text)")
+        #expect(text.hasPrefix("tocsin-popups 1\nserver :1.42\nbus 0123456789abcdef0123456789abcdef\npopup 7 wake 6469736d697373,736e6f6f7a65,64656661756c74\n"), "\(text)")
         #expect(try PopupRecords.parse(Array(text.utf8)).get() == c)
     }
 
@@ -28,6 +28,8 @@ struct PopupRecordsTests {
         "tocsin-popups 1\n",
         "tocsin-popups 1\nserver org.freedesktop.Notifications\n",
         "tocsin-popups 1\nserver :1.4\npopup 7 wake 64\npopup 7 other 64\n",
+        "tocsin-popups 1\nserver :1.4\nbus 0123\npopup 7 wake 64\n",
+        "tocsin-popups 1\nserver :1.4\nbus 0123456789ABCDEF0123456789ABCDEF\npopup 7 wake 64\n",
         "tocsin-popups 1\nserver :1.4\npopup 0 wake 64\n",
         "tocsin-popups 1\nserver :1.4\npopup -7 wake 64\n",
         "tocsin-popups 1\nserver :1.4\npopup 4294967296 wake 64\n",

@@ -177,6 +177,11 @@ extension FaultKillTests {
         case nextRing
         /// A popup whose notification is done (a one-shot reminder that fired) is closed.
         case done
+        /// Regression (review of the merged change): the record named the server by its unique
+        /// name only, and a restarted bus hands out `:1.0` again, so the start closed and replaced
+        /// another app's popups by their ids. The record's bus GUID is changed here, as a restarted
+        /// bus would have it: the records are dropped, and nothing of the old ids is touched.
+        case otherBus
         var testDescription: String { rawValue }
     }
 
@@ -209,11 +214,21 @@ extension FaultKillTests {
             try await first.waitForStderr(containing: "delivery recorded backend=popup key=wake", timeout: .seconds(20))
             _ = Glibc.kill(first.pid, SIGKILL)
             _ = try await first.waitForExit(timeout: .seconds(10))
+            if row == .otherBus {
+                let file = d.stateDirectory + "/libnotify-popup.popups"
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                try #require(lines.count > 3 && lines[2].hasPrefix("bus ") && lines[2].count == 36, "\(text)")
+                let other = lines[2].hasSuffix("0") ? "bus " + String(repeating: "1", count: 32) : "bus " + String(repeating: "0", count: 32)
+                try (lines[..<2] + [Substring(other)] + lines[3...]).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            }
 
             let second = try d.start(["--bus", bus.address, "--log-level", "debug"])
             t.add { second.signal(SIGTERM); _ = try? await second.waitForExit(timeout: .seconds(10)) }
-            // Logged once the backends have started (the popups are taken over in their start).
-            try await second.waitForStderr(containing: "info: started backends=", timeout: .seconds(30))
+            // The popups are taken over in the background of the backend's start.
+            if row != .otherBus {
+                try await second.waitForStderr(containing: "took over the popups an earlier run showed", timeout: .seconds(30))
+            }
             switch row {
             case .dismiss:
                 try await server.pressMock(id: UInt32(old), action: "dismiss")
@@ -231,6 +246,14 @@ extension FaultKillTests {
             case .done:
                 let close = try await monitor.wait("call", "CloseNotification")
                 #expect(close.first?.args.first as? Int == old)
+            case .otherBus:
+                try await second.waitForStderr(containing: "dropped the record of the popups an earlier run showed", timeout: .seconds(20))
+                // The old popup's Dismiss is another app's now: not taken for ours.
+                try await server.pressMock(id: UInt32(old), action: "dismiss")
+                let list = try await TestProcess.run(Products.executable("tocsin"), ["list", "--bus", bus.address])
+                #expect(list.stdoutText.contains("ringing"), "\(list.stdoutText)")
+                #expect(!monitor.messages.contains { $0.kind == "call" && $0.member == "CloseNotification" },
+                        "\(monitor.messages.map(\.member))")
             }
             #expect(monitor.messages.filter { $0.kind == "call" && $0.member == "Notify" }.count == (row == .nextRing ? 2 : 1),
                     "\(monitor.messages.map(\.member))")

@@ -122,6 +122,10 @@ gulong tocsin_connect_closed(NotifyNotification *notification, TocsinClosedCallb
  * (org.freedesktop.DBus.Error.NameHasNoOwner when nobody does). */
 gchar *tocsin_get_name_owner(GDBusConnection *connection, const gchar *name, gint timeout_ms, GError **error);
 
+/* The GUID of the bus `connection` is on (g_dbus_connection_get_guid): unique names are
+ * unique on one bus only, and a restarted bus hands out :1.0 again. Owned by the connection. */
+const gchar *tocsin_connection_guid(GDBusConnection *connection);
+
 /* The popup's id on the server (libnotify's "id" property): 0 before it was shown. */
 guint32 tocsin_notification_get_id(NotifyNotification *notification);
 
