@@ -12,7 +12,7 @@ struct BusOptions: ParsableArguments {
     func validate() throws {
         guard bus != "session" && bus != "system" else { return }
         do { try DBusAddress.checkSyntax(bus) } catch {
-            throw ValidationError("invalid --bus '\(JSONText.visible(bus))': \(error.message); give session, system or a D-Bus address such as unix:path=/run/bus")
+            throw ValidationError("invalid --bus '\(JSONText.visible(bus))': \(JSONText.visible(String(error.message.reversed().drop { $0.isWhitespace }.reversed()))); give session, system or a D-Bus address such as unix:path=/run/bus")
         }
     }
 

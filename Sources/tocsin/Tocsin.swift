@@ -50,13 +50,15 @@ struct Tocsin: ParsableCommand {
         } catch let failure as CommandFailure {
             fail(failure)
         } catch {
+            // A refusal may quote the refused value (`--from $'x\nerror: forged'`): its control
+            // characters, line breaks included, are shown escaped, whichever step refused it.
+            var error = error
+            if let v = error as? ValidationError { error = ValidationError(JSONText.visible(v.message)) }
             // Usage errors (`ValidationError`, unknown options): the parser's own message and help,
             // with the usage line of the command that threw it once one was parsed (the root's
             // would read `tocsin <subcommand>` for a value `run` refused).
             if error is ValidationError, let parsed, parsed != Tocsin.self, let name = parsed.configuration.commandName {
-                // The message may quote the refused value: its control characters are shown escaped.
-                let message = parsed.message(for: error).split(separator: "\n", omittingEmptySubsequences: false)
-                    .map { JSONText.visible(String($0)) }.joined(separator: "\n")
+                let message = parsed.message(for: error)
                 StandardStream.error.write("""
                     Error: \(message)
                     Usage: \(parsed.usageString())

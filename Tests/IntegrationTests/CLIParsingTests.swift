@@ -130,6 +130,20 @@ struct CLIParsingTests {
         #expect(!r.err.contains("/nonexistent"), "\(row.testDescription): got as far as the bus: \(r.err)")
     }
 
+    /// Regression (review of the merged change): a value with a line break, refused by the CLI,
+    /// was echoed raw, so `--from $'x\nerror: forged'` printed a line `error: forged` of its own.
+    @Test("a refused value's line breaks and control characters are shown escaped: three lines, Error, Usage, See", arguments: [
+        ["next", "--from", "x\nerror: forged", "*:0"], ["history", "--since", "y\u{1b}[2J\nerror: z"],
+        ["next", "--timezone", "Eu\nerror: x", "*:0"], ["next", "*:0\nerror: fake"], ["status", "--bus", "unix:pa\u{1b}th=\n"],
+    ])
+    func refusedValueEscaped(_ arguments: [String]) throws {
+        let r = try Self.run(arguments)
+        #expect(r.status == 64, "\(arguments): \(r.err)")
+        let lines = r.err.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(lines.count == 3 && lines[0].hasPrefix("Error: ") && lines[1].hasPrefix("Usage: "), "\(arguments): \(r.err)")
+        #expect(!r.err.unicodeScalars.contains { $0.value == 0x1b }, "\(arguments): a raw ESC: \(r.err)")
+    }
+
     @Test("a well-formed command line that cannot reach the daemon is a failure, exit 1, not a usage error")
     func failureIsOne() throws {
         for arguments in [["list", "--timeout", "2s"], ["list", "--bus", "unix:path=/nonexistent"], ["history", "--since", "@0"],
